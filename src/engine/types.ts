@@ -1,0 +1,81 @@
+// The engine's face toward the main thread: what a generation job is and what comes back.
+// The engine itself (model, KV pool, scheduler, step loop) runs in a worker thread.
+
+export interface SamplingParams {
+  /** 0 = greedy. */
+  temperature: number;
+  /** 0 = off. */
+  topK: number;
+  /** 1 = off. */
+  topP: number;
+  /** 0 = off. */
+  minP: number;
+  /** Keep logits within topNSigma standard deviations of the max; 0 = off. */
+  topNSigma: number;
+  /** null = nondeterministic. The same seed gives the same tokens, alone or batched. */
+  seed: number | null;
+}
+
+export interface GenerationRequest {
+  promptTokens: number[];
+  /** Upper bound on generated tokens. */
+  maxTokens: number;
+  sampling: SamplingParams;
+  /** Token ids that end generation (EOS and friends); empty when ignore_eos. */
+  stopTokenIds: number[];
+  /** Wall-clock limit in ms from submission; 0 = none. */
+  timeoutMs: number;
+  /** Top log-probabilities to return per token; 0 = none. */
+  logprobs: number;
+}
+
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+  top: { id: number; logprob: number }[];
+}
+
+export type EngineFinishReason = 'stop' | 'length' | 'cancelled' | 'timeout' | 'error';
+
+export type EngineEvent =
+  | { type: 'tokens'; ids: number[]; logprobs?: TokenLogprob[] }
+  | {
+      type: 'done';
+      reason: EngineFinishReason;
+      /** The stop token that ended it, when reason is 'stop'. */
+      stopTokenId: number | null;
+      promptTokens: number;
+      completionTokens: number;
+      message?: string;
+    };
+
+/** A submitted job: its event stream and a way to abandon it (frees its sequence and KV blocks). */
+export interface GenerationHandle {
+  events: AsyncIterable<EngineEvent>;
+  cancel(): void;
+}
+
+/** Why a job was refused at submission. */
+export class EngineAdmissionError extends Error {
+  constructor(
+    readonly kind: 'queue_full' | 'too_long' | 'not_ready',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface EngineStats {
+  running: number;
+  waiting: number;
+  kvBlocksTotal: number;
+  kvBlocksUsed: number;
+  kvPoolTokens: number;
+}
+
+export interface Engine {
+  /** Throws EngineAdmissionError when the job cannot be queued. */
+  submit(req: GenerationRequest): GenerationHandle;
+  stats(): EngineStats;
+  shutdown(): Promise<void>;
+}

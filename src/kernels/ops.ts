@@ -1,0 +1,82 @@
+// The kernel interface every architecture is written against. Two implementations:
+// `reference.ts` (plain TypeScript, the numerical ground truth) and `native.ts` (the C++ addon).
+// All activations are Float32Array, row-major. No op allocates its output: callers pass buffers.
+import type { DType } from '../model/types.js';
+
+/** A 2-D weight [rows = out_features, cols = in_features] in its storage dtype. */
+export interface WeightMatrix {
+  dtype: DType;
+  rows: number;
+  cols: number;
+  data: Uint8Array;
+}
+
+/** Storage type of the paged KV cache. fp8 is OCP E4M3 with a per-layer scale. */
+export type KvDType = 'f32' | 'bf16' | 'fp8';
+
+/**
+ * One layer's paged KV storage. Layout of `k` and `v`:
+ * [numBlocks][blockSize][numKvHeads][headDim] elements of `dtype`.
+ * A token's slot is block * blockSize + offsetInBlock.
+ */
+export interface KvLayer {
+  dtype: KvDType;
+  numBlocks: number;
+  blockSize: number;
+  numKvHeads: number;
+  headDim: number;
+  k: Uint8Array;
+  v: Uint8Array;
+  /** fp8 only: stored = value / scale. 1 unless calibrated. */
+  kScale: number;
+  vScale: number;
+}
+
+/** One sequence's share of an attention call. */
+export interface AttentionSeq {
+  /** First row of this sequence's queries in q/out, and how many rows it has. */
+  qStart: number;
+  qLen: number;
+  /** Tokens of this sequence in the cache, including the qLen just stored. */
+  kvLen: number;
+  /** Physical block ids, in order; covers kvLen tokens. */
+  blockTable: Int32Array;
+}
+
+export interface AttentionParams {
+  numHeads: number;
+  /** Softmax scale, usually 1/sqrt(headDim). */
+  scale: number;
+  /** Keys older than this many positions are masked (Mistral); null = none. */
+  slidingWindow: number | null;
+}
+
+export type RopeStyle = 'neox' | 'normal';
+
+export interface Ops {
+  readonly name: string;
+  /** Turn a loaded weight into whatever layout this backend multiplies fastest (may return it unchanged). */
+  prepareWeight(w: WeightMatrix): WeightMatrix;
+  /** y[n, w.rows] = x[n, w.cols] · wᵀ (+ bias[w.rows]). */
+  matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void;
+  /** out[i, :] = row ids[i] of table, as f32. */
+  embed(ids: Int32Array, table: WeightMatrix, out: Float32Array): void;
+  /** RMSNorm over each of `rows` rows of length dim: out = x / rms(x) * weight. out may alias x. */
+  rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
+  /**
+   * Rotary embedding in place on x[n, numHeads, headDim], token i at positions[i].
+   * neox: rotate halves (HF rotate_half); normal: rotate adjacent pairs (GPT-J).
+   */
+  rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, style: RopeStyle): void;
+  /** out[i] = silu(gate[i]) * up[i] for i < len. out may alias gate. */
+  siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
+  /** out[i] = a[i] + b[i]. out may alias a. */
+  add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
+  /** Write k/v rows [n, numKvHeads*headDim] into the cache at the given absolute slots. */
+  storeKv(layer: KvLayer, k: Float32Array, v: Float32Array, n: number, slots: Int32Array): void;
+  /**
+   * Causal attention over the paged cache, grouped-query (numHeads / numKvHeads queries share a KV head).
+   * q and out are [totalRows, numHeads, headDim]; query row j of a sequence sits at position kvLen - qLen + j.
+   */
+  attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: AttentionParams, out: Float32Array): void;
+}
