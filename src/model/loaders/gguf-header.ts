@@ -1,0 +1,155 @@
+// GGUF v2/v3 header reader: metadata key/values and tensor descriptors. Tensor data is read elsewhere.
+import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
+
+export const GGML_TYPE = {
+  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q8_1: 9,
+  Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, Q8_K: 15, BF16: 30,
+} as const;
+
+export interface GgufTensorInfo {
+  name: string;
+  /** ggml order: dims[0] is the innermost (contiguous) dimension. */
+  dims: number[];
+  ggmlType: number;
+  /** Absolute byte offset of the tensor's data in the file. */
+  offset: number;
+}
+
+export interface GgufHeader {
+  version: number;
+  metadata: Record<string, unknown>;
+  tensors: GgufTensorInfo[];
+  alignment: number;
+  /** Absolute offset where tensor data begins. */
+  dataOffset: number;
+  fileSize: number;
+}
+
+export class GgufFormatError extends Error {}
+
+/** Buffered forward reader over a file descriptor, growing its window as the header is parsed. */
+class HeaderReader {
+  private buf = Buffer.alloc(0);
+  private bufStart = 0;
+  pos = 0;
+  constructor(private fd: number, private fileSize: number, private path: string) {}
+
+  private ensure(n: number): void {
+    const end = this.pos + n;
+    if (end > this.fileSize) throw new GgufFormatError(`${this.path}: truncated GGUF header (needs byte ${end}, file has ${this.fileSize})`);
+    if (end <= this.bufStart + this.buf.length) return;
+    const want = Math.max(end - this.pos, 1 << 20);
+    const len = Math.min(want, this.fileSize - this.pos);
+    const b = Buffer.alloc(len);
+    let got = 0;
+    while (got < len) {
+      const r = readSync(this.fd, b, got, len - got, this.pos + got);
+      if (r === 0) break;
+      got += r;
+    }
+    this.buf = b.subarray(0, got);
+    this.bufStart = this.pos;
+  }
+  private take(n: number): Buffer {
+    this.ensure(n);
+    const o = this.pos - this.bufStart;
+    this.pos += n;
+    return this.buf.subarray(o, o + n);
+  }
+  u8() { return this.take(1).readUInt8(0); }
+  i8() { return this.take(1).readInt8(0); }
+  u16() { return this.take(2).readUInt16LE(0); }
+  i16() { return this.take(2).readInt16LE(0); }
+  u32() { return this.take(4).readUInt32LE(0); }
+  i32() { return this.take(4).readInt32LE(0); }
+  f32() { return this.take(4).readFloatLE(0); }
+  f64() { return this.take(8).readDoubleLE(0); }
+  u64() {
+    const v = this.take(8).readBigUInt64LE(0);
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new GgufFormatError(`${this.path}: 64-bit value too large`);
+    return Number(v);
+  }
+  i64() { return Number(this.take(8).readBigInt64LE(0)); }
+  str() {
+    const n = this.u64();
+    return this.take(n).toString('utf8');
+  }
+}
+
+function readValue(r: HeaderReader, type: number, path: string): unknown {
+  switch (type) {
+    case 0: return r.u8();
+    case 1: return r.i8();
+    case 2: return r.u16();
+    case 3: return r.i16();
+    case 4: return r.u32();
+    case 5: return r.i32();
+    case 6: return r.f32();
+    case 7: return r.u8() !== 0;
+    case 8: return r.str();
+    case 9: {
+      const itemType = r.u32();
+      const count = r.u64();
+      if (itemType === 8) {
+        const out: string[] = new Array(count);
+        for (let i = 0; i < count; i++) out[i] = r.str();
+        return out;
+      }
+      if (itemType === 6) {
+        const out = new Float32Array(count);
+        for (let i = 0; i < count; i++) out[i] = r.f32();
+        return out;
+      }
+      if (itemType === 5 || itemType === 4) {
+        const out = new Int32Array(count);
+        for (let i = 0; i < count; i++) out[i] = itemType === 5 ? r.i32() : r.u32();
+        return out;
+      }
+      const out: unknown[] = new Array(count);
+      for (let i = 0; i < count; i++) out[i] = readValue(r, itemType, path);
+      return out;
+    }
+    case 10: return r.u64();
+    case 11: return r.i64();
+    case 12: return r.f64();
+    default: throw new GgufFormatError(`${path}: unknown GGUF metadata value type ${type}`);
+  }
+}
+
+/** Parse the header of a GGUF file (versions 2 and 3). */
+export function readGgufHeader(path: string): GgufHeader {
+  const fd = openSync(path, 'r');
+  try {
+    const fileSize = fstatSync(fd).size;
+    const r = new HeaderReader(fd, fileSize, path);
+    if (fileSize < 24) throw new GgufFormatError(`${path}: not a GGUF file (too short)`);
+    const magic = r.u32();
+    if (magic !== 0x46554747) throw new GgufFormatError(`${path}: not a GGUF file (bad magic)`);
+    const version = r.u32();
+    if (version !== 2 && version !== 3) throw new GgufFormatError(`${path}: unsupported GGUF version ${version}`);
+    const nTensors = r.u64();
+    const nKv = r.u64();
+    const metadata: Record<string, unknown> = {};
+    for (let i = 0; i < nKv; i++) {
+      const key = r.str();
+      metadata[key] = readValue(r, r.u32(), path);
+    }
+    const tensors: GgufTensorInfo[] = [];
+    for (let i = 0; i < nTensors; i++) {
+      const name = r.str();
+      const nDims = r.u32();
+      if (nDims > 8) throw new GgufFormatError(`${path}: tensor ${name} has ${nDims} dims`);
+      const dims: number[] = [];
+      for (let d = 0; d < nDims; d++) dims.push(r.u64());
+      const ggmlType = r.u32();
+      const offset = r.u64();
+      tensors.push({ name, dims, ggmlType, offset });
+    }
+    const alignment = typeof metadata['general.alignment'] === 'number' ? (metadata['general.alignment'] as number) : 32;
+    const dataOffset = Math.ceil(r.pos / alignment) * alignment;
+    for (const t of tensors) t.offset += dataOffset;
+    return { version, metadata, tensors, alignment, dataOffset, fileSize };
+  } finally {
+    closeSync(fd);
+  }
+}
