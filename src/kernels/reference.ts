@@ -1,0 +1,158 @@
+// Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
+// Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
+import type { AttentionParams, AttentionSeq, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import { dequantizeRow } from './dequant.js';
+import { decodeKvElements, encodeKvElements } from '../engine/kv-cache.js';
+
+function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
+  const { rows, cols } = w;
+  const row = new Float32Array(cols);
+  // Dequantize each weight row once, then dot it with every input row.
+  for (let r = 0; r < rows; r++) {
+    dequantizeRow(w.dtype, w.data, r, cols, row, 0);
+    const b = bias ? bias[r] : 0;
+    for (let i = 0; i < n; i++) {
+      const xOff = i * cols;
+      let sum = 0;
+      for (let c = 0; c < cols; c++) sum += x[xOff + c] * row[c];
+      y[i * rows + r] = sum + b;
+    }
+  }
+}
+
+function embed(ids: Int32Array, table: WeightMatrix, out: Float32Array): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (id < 0 || id >= table.rows) throw new RangeError(`token id ${id} outside the embedding table (${table.rows} rows)`);
+    dequantizeRow(table.dtype, table.data, id, table.cols, out, i * table.cols);
+  }
+}
+
+function rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void {
+  for (let r = 0; r < rows; r++) {
+    const off = r * dim;
+    let sumSq = 0;
+    for (let d = 0; d < dim; d++) sumSq += x[off + d] * x[off + d];
+    const inv = 1 / Math.sqrt(sumSq / dim + eps);
+    for (let d = 0; d < dim; d++) out[off + d] = x[off + d] * inv * weight[d];
+  }
+}
+
+function rope(
+  x: Float32Array,
+  n: number,
+  numHeads: number,
+  headDim: number,
+  positions: Int32Array,
+  theta: number,
+  style: RopeStyle,
+): void {
+  const half = headDim / 2;
+  for (let i = 0; i < n; i++) {
+    const pos = positions[i];
+    for (let h = 0; h < numHeads; h++) {
+      const base = (i * numHeads + h) * headDim;
+      for (let k = 0; k < half; k++) {
+        // Frequency of pair k is theta^(-2k/headDim), as HF's inv_freq.
+        const angle = pos * Math.pow(theta, (-2 * k) / headDim);
+        const cos = Math.cos(angle);
+        const sin = Math.sin(angle);
+        // neox pairs element k with k+half (rotate_half); normal pairs adjacent elements 2k, 2k+1.
+        const a = style === 'neox' ? base + k : base + 2 * k;
+        const b = style === 'neox' ? base + k + half : base + 2 * k + 1;
+        const x1 = x[a];
+        const x2 = x[b];
+        x[a] = x1 * cos - x2 * sin;
+        x[b] = x2 * cos + x1 * sin;
+      }
+    }
+  }
+}
+
+function siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void {
+  for (let i = 0; i < len; i++) {
+    const g = gate[i];
+    out[i] = (g / (1 + Math.exp(-g))) * up[i];
+  }
+}
+
+function add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void {
+  for (let i = 0; i < len; i++) out[i] = a[i] + b[i];
+}
+
+function storeKv(layer: KvLayer, k: Float32Array, v: Float32Array, n: number, slots: Int32Array): void {
+  const width = layer.numKvHeads * layer.headDim;
+  const totalSlots = layer.numBlocks * layer.blockSize;
+  for (let i = 0; i < n; i++) {
+    const slot = slots[i];
+    if (slot < 0 || slot >= totalSlots) throw new RangeError(`KV slot ${slot} outside the cache (${totalSlots} slots)`);
+    encodeKvElements(layer.dtype, layer.kScale, k, i * width, layer.k, slot * width, width);
+    encodeKvElements(layer.dtype, layer.vScale, v, i * width, layer.v, slot * width, width);
+  }
+}
+
+/** Decode one sequence's first kvLen tokens of k and v for one KV head into [kvLen, headDim] buffers. */
+function gatherHead(layer: KvLayer, seq: AttentionSeq, kvHead: number, keys: Float32Array, values: Float32Array): void {
+  const { blockSize, numKvHeads, headDim } = layer;
+  for (let t = 0; t < seq.kvLen; t++) {
+    const block = seq.blockTable[Math.floor(t / blockSize)];
+    const slot = block * blockSize + (t % blockSize);
+    const elem = (slot * numKvHeads + kvHead) * headDim;
+    decodeKvElements(layer.dtype, layer.kScale, layer.k, elem, headDim, keys, t * headDim);
+    decodeKvElements(layer.dtype, layer.vScale, layer.v, elem, headDim, values, t * headDim);
+  }
+}
+
+function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: AttentionParams, out: Float32Array): void {
+  const { numHeads, scale, slidingWindow } = params;
+  const { numKvHeads, headDim } = layer;
+  if (numHeads % numKvHeads !== 0) throw new RangeError(`numHeads ${numHeads} is not a multiple of numKvHeads ${numKvHeads}`);
+  const group = numHeads / numKvHeads;
+  for (const seq of seqs) {
+    const keys = new Float32Array(seq.kvLen * headDim);
+    const values = new Float32Array(seq.kvLen * headDim);
+    const scores = new Float64Array(seq.kvLen);
+    for (let kvHead = 0; kvHead < numKvHeads; kvHead++) {
+      gatherHead(layer, seq, kvHead, keys, values);
+      // HF GQA: query head h reads kv head floor(h / group).
+      for (let h = kvHead * group; h < (kvHead + 1) * group; h++) {
+        for (let j = 0; j < seq.qLen; j++) {
+          const pos = seq.kvLen - seq.qLen + j;
+          // HF sliding window: a query at pos sees key t when pos - t < window.
+          const first = slidingWindow === null ? 0 : Math.max(0, pos - slidingWindow + 1);
+          const qOff = ((seq.qStart + j) * numHeads + h) * headDim;
+          let max = -Infinity;
+          for (let t = first; t <= pos; t++) {
+            let dot = 0;
+            for (let d = 0; d < headDim; d++) dot += q[qOff + d] * keys[t * headDim + d];
+            scores[t] = dot * scale;
+            if (scores[t] > max) max = scores[t];
+          }
+          let denom = 0;
+          for (let t = first; t <= pos; t++) {
+            scores[t] = Math.exp(scores[t] - max);
+            denom += scores[t];
+          }
+          for (let d = 0; d < headDim; d++) {
+            let acc = 0;
+            for (let t = first; t <= pos; t++) acc += scores[t] * values[t * headDim + d];
+            out[qOff + d] = acc / denom;
+          }
+        }
+      }
+    }
+  }
+}
+
+export const referenceOps: Ops = {
+  name: 'reference',
+  prepareWeight: (w) => w,
+  matmul,
+  embed,
+  rmsnorm,
+  rope,
+  siluMul,
+  add,
+  storeKv,
+  attention,
+};
