@@ -1,7 +1,8 @@
 // Paged KV cache storage: allocation of one KvLayer per model layer, and the element codecs
-// (f32, bf16, OCP FP8 E4M3) that storeKv and attention use to write and read it.
+// (f32, bf16 rounded to nearest even, OCP FP8 E4M3) that storeKv and attention use to write and read it.
 import type { ModelConfig } from '../model/types.js';
 import type { KvDType, KvLayer } from '../kernels/ops.js';
+import { bf16ToF32, f32ToBf16 } from '../kernels/dequant.js';
 
 /** Bytes one stored element takes in each KV dtype. */
 export function kvElementBytes(dtype: KvDType): number {
@@ -43,26 +44,6 @@ export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSiz
     });
   }
   return layers;
-}
-
-// ---------------------------------------------------------------------------------------------
-// bf16: the top half of an f32, rounded to nearest even.
-
-const f32Scratch = new Float32Array(1);
-const u32Scratch = new Uint32Array(f32Scratch.buffer);
-
-/** f32 → bf16 bits, round-to-nearest-even; NaN stays a (quiet) NaN. */
-export function encodeBf16(x: number): number {
-  f32Scratch[0] = x;
-  const bits = u32Scratch[0];
-  if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x007fffff) !== 0) return ((bits >>> 16) | 0x0040) & 0xffff;
-  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
-}
-
-/** bf16 bits → f32 value (exact). */
-export function decodeBf16(bits: number): number {
-  u32Scratch[0] = (bits & 0xffff) << 16;
-  return f32Scratch[0];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,7 +127,7 @@ export function encodeKvElements(
     }
     case 'bf16': {
       const view = new Uint16Array(dst.buffer, dst.byteOffset + dstElem * 2, count);
-      for (let i = 0; i < count; i++) view[i] = encodeBf16(src[srcOffset + i]);
+      for (let i = 0; i < count; i++) view[i] = f32ToBf16(src[srcOffset + i]);
       return;
     }
     case 'fp8': {
@@ -173,7 +154,7 @@ export function decodeKvElements(
     }
     case 'bf16': {
       const view = new Uint16Array(src.buffer, src.byteOffset + srcElem * 2, count);
-      for (let i = 0; i < count; i++) out[outOffset + i] = decodeBf16(view[i]);
+      for (let i = 0; i < count; i++) out[outOffset + i] = bf16ToF32(view[i]);
       return;
     }
     case 'fp8': {

@@ -7,11 +7,29 @@ import { decodeKvElements, encodeKvElements } from '../engine/kv-cache.js';
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
   const { rows, cols } = w;
   const row = new Float32Array(cols);
-  // Dequantize each weight row once, then dot it with every input row.
+  // Dequantize each weight row once, then dot it with every input row. Four input rows go together only
+  // so their four independent sums overlap in the CPU (a single running sum is latency-bound); each
+  // output is still the plain left-to-right sum over cols.
   for (let r = 0; r < rows; r++) {
     dequantizeRow(w.dtype, w.data, r, cols, row, 0);
     const b = bias ? bias[r] : 0;
-    for (let i = 0; i < n; i++) {
+    let i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const x0 = i * cols, x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let c = 0; c < cols; c++) {
+        const wc = row[c];
+        s0 += x[x0 + c] * wc;
+        s1 += x[x1 + c] * wc;
+        s2 += x[x2 + c] * wc;
+        s3 += x[x3 + c] * wc;
+      }
+      y[i * rows + r] = s0 + b;
+      y[(i + 1) * rows + r] = s1 + b;
+      y[(i + 2) * rows + r] = s2 + b;
+      y[(i + 3) * rows + r] = s3 + b;
+    }
+    for (; i < n; i++) {
       const xOff = i * cols;
       let sum = 0;
       for (let c = 0; c < cols; c++) sum += x[xOff + c] * row[c];
@@ -48,13 +66,16 @@ function rope(
   style: RopeStyle,
 ): void {
   const half = headDim / 2;
+  // Pair k turns at theta^(-2k/headDim). HF computes inv_freq and the angle in f32; doing the same
+  // keeps long positions (where f32 angle rounding shows) matching it.
+  const invFreq = new Float64Array(half);
+  for (let k = 0; k < half; k++) invFreq[k] = Math.fround(1 / Math.fround(Math.pow(theta, Math.fround((2 * k) / headDim))));
   for (let i = 0; i < n; i++) {
     const pos = positions[i];
     for (let h = 0; h < numHeads; h++) {
       const base = (i * numHeads + h) * headDim;
       for (let k = 0; k < half; k++) {
-        // Frequency of pair k is theta^(-2k/headDim), as HF's inv_freq.
-        const angle = pos * Math.pow(theta, (-2 * k) / headDim);
+        const angle = Math.fround(pos * invFreq[k]);
         const cos = Math.cos(angle);
         const sin = Math.sin(angle);
         // neox pairs element k with k+half (rotate_half); normal pairs adjacent elements 2k, 2k+1.

@@ -70,6 +70,8 @@ class HeaderReader {
     return Number(v);
   }
   i64() { return Number(this.take(8).readBigInt64LE(0)); }
+  /** Bytes left in the file: bounds element counts before allocating for them. */
+  remaining() { return this.fileSize - this.pos; }
   str() {
     const n = this.u64();
     return this.take(n).toString('utf8');
@@ -90,6 +92,8 @@ function readValue(r: HeaderReader, type: number, path: string): unknown {
     case 9: {
       const itemType = r.u32();
       const count = r.u64();
+      // Every element takes at least one byte; a larger count means a corrupt or truncated file.
+      if (count > r.remaining()) throw new GgufFormatError(`${path}: truncated GGUF header (array of ${count} items, ${r.remaining()} bytes left)`);
       if (itemType === 8) {
         const out: string[] = new Array(count);
         for (let i = 0; i < count; i++) out[i] = r.str();

@@ -1,0 +1,24 @@
+// Runtime CPU feature detection and the choice of kernel path (scalar, AVX2, AVX-512).
+#pragma once
+
+namespace svc {
+
+enum class CpuPath : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
+};
+
+// What this CPU (and OS) supports; detected once.
+const CpuFeatures& cpu_features();
+// Fastest path this CPU supports.
+CpuPath best_cpu_path();
+// Path in use: best_cpu_path(), or SVC_CPU_FEATURES=scalar|avx2|avx512 at start-up, or set_cpu_path().
+CpuPath current_cpu_path();
+// Switch paths (tests of the fallbacks); false when the CPU lacks the features.
+bool set_cpu_path(CpuPath p);
+const char* cpu_path_name(CpuPath p);
+bool parse_cpu_path(const char* s, CpuPath* out);
+
+}  // namespace svc

@@ -1,0 +1,69 @@
+// Per-ISA inner loops. The scalar, AVX2 and AVX-512 files each fill one `Kernels` table with the
+// same slots; cpu_features.cc picks a table once at start-up (or when a test forces a path), and the
+// op drivers (matmul.cc, norm_rope_act.cc, attention.cc) only ever call through it. Drivers own
+// threading and scratch memory; kernels never allocate.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace svc {
+
+// Activation rows quantized for the int8 dot products: per row, `k` int8 quants in blocks of 32,
+// one float scale per block (x ~= d * q). Row i starts at qs + i * k and d + i * (k / 32).
+struct QuantActs {
+  const int8_t* qs;
+  const float* d;
+  int k;
+};
+
+// y[i * ldy + r] = dot(x row i, weight row r) for i in [0, n), r in [r0, r1).
+// x rows are `ldx` floats apart; weight row r starts at w + r * wstride bytes.
+using GemmFloatFn = void (*)(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride,
+                             int r0, int r1, float* y, size_t ldy);
+// Same contract with int8-quantized activations (Q8_0 / Q4_0 weights).
+using GemmQuantFn = void (*)(int n, const QuantActs& x, const uint8_t* w, size_t wstride,
+                             int r0, int r1, float* y, size_t ldy);
+
+struct Kernels {
+  const char* name;
+
+  // ---- matmul ----
+  GemmFloatFn gemm_f32;
+  GemmFloatFn gemm_f16;
+  GemmFloatFn gemm_bf16;
+  GemmQuantFn gemm_q8_0;
+  GemmQuantFn gemm_q4_0;
+  // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127).
+  void (*quantize_row_q8)(const float* x, int k, int8_t* qs, float* d);
+
+  // ---- element-wise ----
+  double (*sum_squares)(const float* x, int n);
+  // out[i] = x[i] * s * w[i]
+  void (*scale_mul)(const float* x, float s, const float* w, float* out, int n);
+  // out[i] = silu(g[i]) * u[i]
+  void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
+  void (*add)(const float* a, const float* b, float* out, int64_t n);
+
+  // ---- attention (all lengths in elements) ----
+  // s[t] = dot(q, K row t) for t < nk; K rows are kstride floats apart.
+  void (*qk)(const float* q, const float* K, size_t kstride, int nk, int hd, float* s);
+  // o[d] += sum_t p[t] * V[t][d]; V rows are vstride floats apart.
+  void (*pv)(const float* p, const float* V, size_t vstride, int nk, int hd, float* o);
+  // s[t] = exp(s[t] - m); returns the sum.
+  float (*exp_sum)(float* s, int n, float m);
+  void (*scale)(float* x, int n, float a);
+  void (*bf16_to_f32)(const uint16_t* src, float* dst, int n);
+  // dst[i] = e4m3(src[i]) * mult
+  void (*fp8_to_f32)(const uint8_t* src, float* dst, int n, float mult);
+};
+
+extern const Kernels kScalarKernels;
+#if defined(__x86_64__)
+extern const Kernels kAvx2Kernels;
+extern const Kernels kAvx512Kernels;
+#endif
+
+// The table chosen at start-up (cpu_features.cc).
+const Kernels& kernels();
+
+}  // namespace svc

@@ -1,0 +1,344 @@
+// AVX2 + FMA + F16C kernels (Haswell and later, Zen). Every function carries the target attribute,
+// so the file compiles into the same baseline x86-64 addon and only runs when cpu_features.cc picks it.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels.h"
+#include "kv_codec.h"
+#include "quant.h"
+
+#define SVC_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define SVC_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
+
+namespace svc {
+namespace {
+
+SVC_AVX2_INLINE float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Cephes-style expf: |rel err| ~ 2 ulp. Inputs are clamped to where 2^n stays a normal float.
+SVC_AVX2_INLINE __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.0f));
+  __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// ---- float-activation GEMM (f32 / f16 / bf16 weights) ----
+
+struct WF32 {
+  static SVC_AVX2_INLINE __m256 load8(const uint8_t* row, int c) { return _mm256_loadu_ps((const float*)(row + 4 * (size_t)c)); }
+  static float get(const uint8_t* row, int c) { float v; std::memcpy(&v, row + 4 * (size_t)c, 4); return v; }
+};
+struct WF16 {
+  static SVC_AVX2_INLINE __m256 load8(const uint8_t* row, int c) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(row + 2 * (size_t)c)));
+  }
+  static float get(const uint8_t* row, int c) { uint16_t h; std::memcpy(&h, row + 2 * (size_t)c, 2); return fp16_to_f32(h); }
+};
+struct WBF16 {
+  static SVC_AVX2_INLINE __m256 load8(const uint8_t* row, int c) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(row + 2 * (size_t)c)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static float get(const uint8_t* row, int c) { uint16_t h; std::memcpy(&h, row + 2 * (size_t)c, 2); return bf16_to_f32(h); }
+};
+
+// RW weight rows x RX activation rows; each output keeps its own accumulator, so a result does not
+// depend on the tile it was computed in (batch-invariant outputs).
+template <typename W, int RW, int RX>
+SVC_AVX2_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
+                                float* y, size_t ldy) {
+  __m256 acc[RW][RX];
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) acc[a][b] = _mm256_setzero_ps();
+  const uint8_t* rows[RW];
+  for (int a = 0; a < RW; a++) rows[a] = w + (size_t)(r + a) * wstride;
+  int c = 0;
+  for (; c + 8 <= k; c += 8) {
+    __m256 xv[RX];
+    for (int b = 0; b < RX; b++) xv[b] = _mm256_loadu_ps(x + (size_t)b * ldx + c);
+    for (int a = 0; a < RW; a++) {
+      const __m256 wv = W::load8(rows[a], c);
+      for (int b = 0; b < RX; b++) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
+    }
+  }
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) {
+      float s = hsum(acc[a][b]);
+      for (int cc = c; cc < k; cc++) s += x[(size_t)b * ldx + cc] * W::get(rows[a], cc);
+      y[(size_t)b * ldy + r + a] = s;
+    }
+}
+
+template <typename W, int RW>
+SVC_AVX2_INLINE void rows_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
+                                float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 3 <= n; i += 3) tile_float<W, RW, 3>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  if (n - i == 2) tile_float<W, RW, 2>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  if (n - i == 1) tile_float<W, RW, 1>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+}
+
+template <typename W>
+SVC_AVX2 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r0, int r1,
+                         float* y, size_t ldy) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) rows_float<W, 4>(n, k, x, ldx, w, wstride, r, y, ldy);
+  for (; r < r1; r++) rows_float<W, 1>(n, k, x, ldx, w, wstride, r, y, ldy);
+}
+
+// ---- int8 GEMM (Q8_0 / Q4_0 weights x Q8 activations) ----
+// No VNNI here: maddubs needs one unsigned operand, so |w| goes unsigned and w's sign moves onto x.
+
+struct WQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(block_q8_0);
+  static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }
+};
+struct WQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(block_q4_0);
+  static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) {
+    const __m128i t = _mm_loadu_si128((const __m128i*)(blk + 2));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(t, 4), m), _mm_and_si128(t, m));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+  }
+};
+
+template <typename W, int RW, int RX>
+SVC_AVX2_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  const int nb = x.k / 32;
+  __m256 acc[RW][RX];
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) acc[a][b] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int blk = 0; blk < nb; blk++) {
+    __m256i xv[RX];
+    float xd[RX];
+    for (int b = 0; b < RX; b++) {
+      xv[b] = _mm256_loadu_si256((const __m256i*)(x.qs + (size_t)(i0 + b) * x.k + blk * 32));
+      xd[b] = x.d[(size_t)(i0 + b) * nb + blk];
+    }
+    for (int a = 0; a < RW; a++) {
+      const uint8_t* p = w + (size_t)(r + a) * wstride + blk * W::kBlockBytes;
+      uint16_t dh;
+      std::memcpy(&dh, p, 2);
+      const float dw = _cvtsh_ss(dh);
+      const __m256i q = W::quants(p);
+      const __m256i aq = _mm256_sign_epi8(q, q);
+      for (int b = 0; b < RX; b++) {
+        const __m256i dot16 = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv[b], q));
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, ones));
+        acc[a][b] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw * xd[b]), acc[a][b]);
+      }
+    }
+  }
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = hsum(acc[a][b]);
+}
+
+template <typename W, int RW>
+SVC_AVX2_INLINE void rows_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) tile_quant<W, RW, 4>(x, i, w, wstride, r, y, ldy);
+  for (; i < n; i++) tile_quant<W, RW, 1>(x, i, w, wstride, r, y, ldy);
+}
+
+template <typename W>
+SVC_AVX2 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
+  int r = r0;
+  for (; r + 2 <= r1; r += 2) rows_quant<W, 2>(n, x, w, wstride, r, y, ldy);
+  for (; r < r1; r++) rows_quant<W, 1>(n, x, w, wstride, r, y, ldy);
+}
+
+SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int b = 0; b < k / 32; b++) {
+    const float* xb = x + b * 32;
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++) {
+      v[j] = _mm256_loadu_ps(xb + 8 * j);
+      amax = _mm256_max_ps(amax, _mm256_and_ps(v[j], absmask));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float db = _mm_cvtss_f32(m) / 127.0f;
+    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    d[b] = db;
+    const __m256 idv = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], idv));  // ties to even
+    // packs interleave 128-bit lanes; the final permute restores element order.
+    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p16b = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+    const __m256i out = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i*)(qs + b * 32), out);
+  }
+}
+
+// ---- element-wise ----
+
+SVC_AVX2 double sum_squares(const float* x, int n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    a0 = _mm256_fmadd_ps(v0, v0, a0);
+    a1 = _mm256_fmadd_ps(v1, v1, a1);
+  }
+  double s = hsum(_mm256_add_ps(a0, a1));
+  for (; i < n; i++) s += (double)x[i] * x[i];
+  return s;
+}
+
+SVC_AVX2 void scale_mul(const float* x, float s, const float* w, float* out, int n) {
+  const __m256 sv = _mm256_set1_ps(s);
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv), _mm256_loadu_ps(w + i)));
+  for (; i < n; i++) out[i] = x[i] * s * w[i];
+}
+
+SVC_AVX2 void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i);
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+    const __m256 s = _mm256_div_ps(gv, _mm256_add_ps(one, e));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; i++) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+SVC_AVX2 void add(const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  for (; i < n; i++) out[i] = a[i] + b[i];
+}
+
+// ---- attention ----
+
+SVC_AVX2 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
+  for (int t = 0; t < nk; t++) {
+    const float* kt = K + (size_t)t * kstride;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 16 <= hd; d += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(kt + d), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_loadu_ps(kt + d + 8), a1);
+    }
+    for (; d + 8 <= hd; d += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(kt + d), a0);
+    float sum = hsum(_mm256_add_ps(a0, a1));
+    for (; d < hd; d++) sum += q[d] * kt[d];
+    s[t] = sum;
+  }
+}
+
+SVC_AVX2 void pv(const float* p, const float* V, size_t vstride, int nk, int hd, float* o) {
+  int d = 0;
+  // 32 output columns stay in registers across all keys.
+  for (; d + 32 <= hd; d += 32) {
+    __m256 o0 = _mm256_loadu_ps(o + d), o1 = _mm256_loadu_ps(o + d + 8);
+    __m256 o2 = _mm256_loadu_ps(o + d + 16), o3 = _mm256_loadu_ps(o + d + 24);
+    for (int t = 0; t < nk; t++) {
+      const float* vt = V + (size_t)t * vstride + d;
+      const __m256 pt = _mm256_set1_ps(p[t]);
+      o0 = _mm256_fmadd_ps(pt, _mm256_loadu_ps(vt), o0);
+      o1 = _mm256_fmadd_ps(pt, _mm256_loadu_ps(vt + 8), o1);
+      o2 = _mm256_fmadd_ps(pt, _mm256_loadu_ps(vt + 16), o2);
+      o3 = _mm256_fmadd_ps(pt, _mm256_loadu_ps(vt + 24), o3);
+    }
+    _mm256_storeu_ps(o + d, o0);
+    _mm256_storeu_ps(o + d + 8, o1);
+    _mm256_storeu_ps(o + d + 16, o2);
+    _mm256_storeu_ps(o + d + 24, o3);
+  }
+  for (; d + 8 <= hd; d += 8) {
+    __m256 o0 = _mm256_loadu_ps(o + d);
+    for (int t = 0; t < nk; t++) o0 = _mm256_fmadd_ps(_mm256_set1_ps(p[t]), _mm256_loadu_ps(V + (size_t)t * vstride + d), o0);
+    _mm256_storeu_ps(o + d, o0);
+  }
+  for (; d < hd; d++) {
+    float acc = o[d];
+    for (int t = 0; t < nk; t++) acc += p[t] * V[(size_t)t * vstride + d];
+    o[d] = acc;
+  }
+}
+
+SVC_AVX2 float exp_sum(float* s, int n, float m) {
+  const __m256 mv = _mm256_set1_ps(m);
+  __m256 acc = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), mv));
+    _mm256_storeu_ps(s + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = hsum(acc);
+  for (; i < n; i++) {
+    s[i] = std::exp(s[i] - m);
+    sum += s[i];
+  }
+  return sum;
+}
+
+SVC_AVX2 void scale(float* x, int n, float a) {
+  const __m256 av = _mm256_set1_ps(a);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), av));
+  for (; i < n; i++) x[i] *= a;
+}
+
+SVC_AVX2 void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(src + i)));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+  }
+  for (; i < n; i++) dst[i] = bf16_to_f32(src[i]);
+}
+
+SVC_AVX2 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
+  const __m256 mv = _mm256_set1_ps(mult);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i*)(src + i)));
+    const __m128i h = _mm_or_si128(_mm_and_si128(_mm_slli_epi16(c, 8), _mm_set1_epi16((short)0x8000)),
+                                   _mm_and_si128(_mm_slli_epi16(c, 7), _mm_set1_epi16(0x3f80)));
+    _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(h), mv));
+  }
+  for (; i < n; i++) dst[i] = fp8_to_f32(src[i], mult);
+}
+
+}  // namespace
+
+const Kernels kAvx2Kernels = {
+  "avx2",
+  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>, quantize_row_q8,
+  sum_squares, scale_mul, silu_mul, add,
+  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
+};
+
+}  // namespace svc
+#endif  // __x86_64__

@@ -1,0 +1,151 @@
+// Portable scalar kernels: the fallback path for CPUs without AVX2, and the plainest statement of
+// what every SIMD slot computes. Weight bytes may sit at any alignment (they can come straight out
+// of a safetensors file), so loads go through memcpy, which compiles to plain moves.
+#include <cmath>
+#include <cstring>
+
+#include "kernels.h"
+#include "kv_codec.h"
+#include "quant.h"
+
+namespace svc {
+namespace {
+
+template <typename T>
+inline T load(const uint8_t* p) { T v; std::memcpy(&v, p, sizeof(T)); return v; }
+
+struct WF32 { static float get(const uint8_t* row, int c) { return load<float>(row + 4 * (size_t)c); } };
+struct WF16 { static float get(const uint8_t* row, int c) { return fp16_to_f32(load<uint16_t>(row + 2 * (size_t)c)); } };
+struct WBF16 { static float get(const uint8_t* row, int c) { return bf16_to_f32(load<uint16_t>(row + 2 * (size_t)c)); } };
+
+template <typename W>
+void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r0, int r1,
+                float* y, size_t ldy) {
+  for (int r = r0; r < r1; r++) {
+    const uint8_t* row = w + (size_t)r * wstride;
+    for (int i = 0; i < n; i++) {
+      const float* xi = x + (size_t)i * ldx;
+      float sum = 0.0f;
+      for (int c = 0; c < k; c++) sum += xi[c] * W::get(row, c);
+      y[(size_t)i * ldy + r] = sum;
+    }
+  }
+}
+
+void gemm_q8_0(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
+  const int nb = x.k / QK8_0;
+  for (int r = r0; r < r1; r++) {
+    const block_q8_0* wb = reinterpret_cast<const block_q8_0*>(w + (size_t)r * wstride);
+    for (int i = 0; i < n; i++) {
+      const int8_t* xq = x.qs + (size_t)i * x.k;
+      const float* xd = x.d + (size_t)i * nb;
+      float sum = 0.0f;
+      for (int b = 0; b < nb; b++) {
+        int isum = 0;
+        for (int j = 0; j < QK8_0; j++) isum += (int)wb[b].qs[j] * (int)xq[b * QK8_0 + j];
+        sum += fp16_to_f32(load<uint16_t>(reinterpret_cast<const uint8_t*>(&wb[b].d))) * xd[b] * (float)isum;
+      }
+      y[(size_t)i * ldy + r] = sum;
+    }
+  }
+}
+
+void gemm_q4_0(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
+  const int nb = x.k / QK4_0;
+  for (int r = r0; r < r1; r++) {
+    const block_q4_0* wb = reinterpret_cast<const block_q4_0*>(w + (size_t)r * wstride);
+    for (int i = 0; i < n; i++) {
+      const int8_t* xq = x.qs + (size_t)i * x.k;
+      const float* xd = x.d + (size_t)i * nb;
+      float sum = 0.0f;
+      for (int b = 0; b < nb; b++) {
+        int isum = 0;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+          isum += ((wb[b].qs[j] & 0xf) - 8) * (int)xq[b * QK4_0 + j];
+          isum += ((wb[b].qs[j] >> 4) - 8) * (int)xq[b * QK4_0 + j + 16];
+        }
+        sum += fp16_to_f32(load<uint16_t>(reinterpret_cast<const uint8_t*>(&wb[b].d))) * xd[b] * (float)isum;
+      }
+      y[(size_t)i * ldy + r] = sum;
+    }
+  }
+}
+
+// d = amax / 127, q = round-to-nearest-even(x / d): the SIMD paths produce the same bytes.
+void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
+  for (int b = 0; b < k / QK8_0; b++) {
+    const float* xb = x + b * QK8_0;
+    float amax = 0.0f;
+    for (int j = 0; j < QK8_0; j++) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float db = amax / 127.0f;
+    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    d[b] = db;
+    for (int j = 0; j < QK8_0; j++) qs[b * QK8_0 + j] = (int8_t)std::nearbyint(xb[j] * id);
+  }
+}
+
+double sum_squares(const float* x, int n) {
+  double s = 0.0;
+  for (int i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+  return s;
+}
+
+void scale_mul(const float* x, float s, const float* w, float* out, int n) {
+  for (int i = 0; i < n; i++) out[i] = x[i] * s * w[i];
+}
+
+void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void add(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
+  for (int t = 0; t < nk; t++) {
+    const float* kt = K + (size_t)t * kstride;
+    float sum = 0.0f;
+    for (int d = 0; d < hd; d++) sum += q[d] * kt[d];
+    s[t] = sum;
+  }
+}
+
+void pv(const float* p, const float* V, size_t vstride, int nk, int hd, float* o) {
+  for (int t = 0; t < nk; t++) {
+    const float* vt = V + (size_t)t * vstride;
+    for (int d = 0; d < hd; d++) o[d] += p[t] * vt[d];
+  }
+}
+
+float exp_sum(float* s, int n, float m) {
+  float sum = 0.0f;
+  for (int i = 0; i < n; i++) {
+    s[i] = std::exp(s[i] - m);
+    sum += s[i];
+  }
+  return sum;
+}
+
+void scale(float* x, int n, float a) {
+  for (int i = 0; i < n; i++) x[i] *= a;
+}
+
+void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
+  for (int i = 0; i < n; i++) dst[i] = bf16_to_f32(src[i]);
+}
+
+void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
+  for (int i = 0; i < n; i++) dst[i] = fp8_to_f32(src[i], mult);
+}
+
+}  // namespace
+
+const Kernels kScalarKernels = {
+  "scalar",
+  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_q8_0, gemm_q4_0, quantize_row_q8,
+  sum_squares, scale_mul, silu_mul, add,
+  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
+};
+
+}  // namespace svc

@@ -1,0 +1,83 @@
+// Storage formats shared by every kernel: dtype codes (the order src/kernels/native.ts sends),
+// ggml's quantized block structs, and scalar f16 / bf16 conversions.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace svc {
+
+// Weight dtypes; the numbering is part of the JS <-> C++ contract (see DTYPE_CODES in native.ts).
+enum DType : int {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ2_K = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
+  kDTypeCount = 9,
+};
+
+// KV cache dtypes (KV_DTYPE_CODES in native.ts).
+enum KvDType : int { kKvF32 = 0, kKvBF16 = 1, kKvFP8 = 2 };
+
+constexpr int QK8_0 = 32;
+constexpr int QK4_0 = 32;
+constexpr int QK_K = 256;
+
+// GGUF block layouts, byte for byte as ggml-common.h defines them (d and dmin are IEEE halves).
+struct block_q8_0 { uint16_t d; int8_t qs[QK8_0]; };
+struct block_q4_0 { uint16_t d; uint8_t qs[QK4_0 / 2]; };  // low nibble = element j, high = j + 16
+struct block_q2_K { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d; uint16_t dmin; };
+struct block_q4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; };
+struct block_q5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
+struct block_q6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
+
+static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
+static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");
+static_assert(sizeof(block_q2_K) == 84, "block_q2_K must be 84 bytes");
+static_assert(sizeof(block_q4_K) == 144, "block_q4_K must be 144 bytes");
+static_assert(sizeof(block_q5_K) == 176, "block_q5_K must be 176 bytes");
+static_assert(sizeof(block_q6_K) == 210, "block_q6_K must be 210 bytes");
+
+struct DTypeLayout { int elements; int bytes; const char* name; };
+
+// Elements per block and bytes per block; plain floats are 1-element blocks.
+inline const DTypeLayout& dtype_layout(int dt) {
+  static const DTypeLayout kLayouts[kDTypeCount] = {
+    {1, 4, "f32"}, {1, 2, "f16"}, {1, 2, "bf16"},
+    {QK8_0, (int)sizeof(block_q8_0), "q8_0"}, {QK4_0, (int)sizeof(block_q4_0), "q4_0"},
+    {QK_K, (int)sizeof(block_q2_K), "q2_k"}, {QK_K, (int)sizeof(block_q4_K), "q4_k"},
+    {QK_K, (int)sizeof(block_q5_K), "q5_k"}, {QK_K, (int)sizeof(block_q6_K), "q6_k"},
+  };
+  return kLayouts[dt];
+}
+
+// Bytes of one row of `cols` elements, or 0 when cols does not fill whole blocks.
+inline size_t row_bytes(int dt, int64_t cols) {
+  const DTypeLayout& l = dtype_layout(dt);
+  if (cols % l.elements != 0) return 0;
+  return (size_t)(cols / l.elements) * (size_t)l.bytes;
+}
+
+inline float bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+inline uint32_t f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+// IEEE half -> f32, exact (portable: the scalar path must not assume F16C).
+inline float fp16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ff;
+  if (exp == 0) {
+    const float v = (float)mant * 5.9604644775390625e-8f;  // subnormal: mant * 2^-24, exact
+    return sign ? -v : v;
+  }
+  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));
+  return bits_to_f32(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+inline float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
+
+// f32 -> bf16, round to nearest even; NaN stays a quiet NaN (matches f32ToBf16 in dequant.ts).
+inline uint16_t f32_to_bf16(float f) {
+  const uint32_t x = f32_to_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((x >> 16) & 0x8000) | 0x7fc0);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+}  // namespace svc

@@ -1,0 +1,163 @@
+// The output pipeline of one generated sequence, the same for every protocol:
+//   token ids → incremental detokenizer → stop strings → text stages → OutputEvents + finish.
+// Text stages are the seam for the reasoning splitter and the tool-call parser: each takes the
+// events so far and may split text events into reasoning / tool-call events. With no stages the
+// text comes out as plain {type:'text'} events.
+import { randomInt } from 'node:crypto';
+import type { EngineEvent, EngineFinishReason, GenerationHandle, TokenLogprob } from '../engine/types.js';
+import type { FinishReason, OutputEvent, ToolCallParser } from './events.js';
+import { IncrementalDetokenizer, type IdDecoder } from './detokenizer.js';
+import { StopStringMatcher } from './stop-strings.js';
+
+/** One transformation of the event stream (reasoning splitter, tool-call parser …). */
+export interface OutputStage {
+  push(events: OutputEvent[]): OutputEvent[];
+  /** End of output: flush whatever is held back. */
+  finish(): OutputEvent[];
+}
+
+export interface PipelineOptions {
+  decoder: IdDecoder;
+  skipSpecialTokens: boolean;
+  stop: readonly string[];
+  /** Ids that end generation (EOS …): never turned into text, as OpenAI and vLLM do. */
+  stopTokenIds: readonly number[];
+  stages: OutputStage[];
+}
+
+export class OutputPipeline {
+  private readonly detok: IncrementalDetokenizer;
+  private readonly stops: StopStringMatcher;
+  private readonly hidden: Set<number>;
+  private sawToolCall = false;
+
+  constructor(private readonly opts: PipelineOptions) {
+    this.detok = new IncrementalDetokenizer(opts.decoder, opts.skipSpecialTokens);
+    this.stops = new StopStringMatcher(opts.stop);
+    this.hidden = new Set(opts.stopTokenIds);
+  }
+
+  /** The stop string that ended the output; the caller then cancels the engine job. */
+  get stopString(): string | null {
+    return this.stops.stopped;
+  }
+
+  push(ids: readonly number[]): OutputEvent[] {
+    if (this.stops.stopped !== null) return [];
+    const text = this.detok.push(ids.filter((id) => !this.hidden.has(id)));
+    if (text === '') return [];
+    return this.runStages(this.stops.push(text).text, false);
+  }
+
+  /** Flushes every stage and appends the finish event. */
+  finish(engineReason: EngineFinishReason): OutputEvent[] {
+    // After a stop string the held text belongs to the cut-off part.
+    let tail = '';
+    if (this.stops.stopped === null) {
+      tail = this.stops.push(this.detok.finish()).text;
+      if (this.stops.stopped === null) tail += this.stops.finish();
+    }
+    const events = this.runStages(tail, true);
+    events.push({ type: 'finish', reason: this.finishReason(engineReason), stopSequence: this.stops.stopped });
+    return events;
+  }
+
+  private runStages(text: string, final: boolean): OutputEvent[] {
+    let events: OutputEvent[] = text === '' ? [] : [{ type: 'text', text }];
+    for (const stage of this.opts.stages) {
+      events = stage.push(events);
+      if (final) events = events.concat(stage.finish());
+    }
+    if (events.some((e) => e.type === 'tool_call_start')) this.sawToolCall = true;
+    return events;
+  }
+
+  private finishReason(engineReason: EngineFinishReason): FinishReason {
+    if (engineReason === 'error') return 'error';
+    if (this.stops.stopped !== null) return 'stop';
+    if (this.sawToolCall) return 'tool_calls';
+    // A timeout cuts the output short like the token limit does; the client can continue it.
+    if (engineReason === 'length' || engineReason === 'timeout') return 'length';
+    return 'stop';
+  }
+}
+
+/** The adapter for a tool-call parser: it sees text events only and gets ids for its calls. */
+export function toolCallStage(parser: ToolCallParser): OutputStage {
+  const ids = new Map<number, string>();
+  const convert = (out: OutputEvent[], parsed: ReturnType<ToolCallParser['push']>): void => {
+    for (const p of parsed) {
+      if (p.type === 'tool_call_start') {
+        const id = newToolCallId();
+        ids.set(p.index, id);
+        out.push({ type: 'tool_call_start', index: p.index, id, name: p.name });
+      } else out.push(p);
+    }
+  };
+  return {
+    push(events) {
+      const out: OutputEvent[] = [];
+      for (const e of events) {
+        if (e.type === 'text') convert(out, parser.push(e.text));
+        else out.push(e);
+      }
+      return out;
+    },
+    finish() {
+      const out: OutputEvent[] = [];
+      convert(out, parser.finish());
+      return out;
+    },
+  };
+}
+
+/** `call_` followed by digits, as the spec shows tool-call ids. */
+export function newToolCallId(): string {
+  let digits = '';
+  for (let i = 0; i < 3; i++) digits += String(randomInt(0, 1e9)).padStart(9, '0');
+  return `call_${digits}`;
+}
+
+/** What one engine event turned into. */
+export interface SequenceStep {
+  events: OutputEvent[];
+  /** Log-probabilities of the tokens of this step (when requested). */
+  logprobs: TokenLogprob[];
+  /** Generated token ids of this step. */
+  ids: number[];
+  /** Set on the last step. */
+  done?: { completionTokens: number; engineReason: EngineFinishReason; message?: string };
+}
+
+/**
+ * Drives one engine job through a pipeline. On a stop string the job is cancelled (its KV blocks
+ * are freed) and the sequence ends right there; tokens the engine had already made are dropped.
+ */
+export async function* runSequence(handle: GenerationHandle, pipeline: OutputPipeline): AsyncGenerator<SequenceStep> {
+  let completionTokens = 0;
+  let last: Extract<EngineEvent, { type: 'done' }> | null = null;
+  for await (const ev of handle.events) {
+    if (ev.type === 'done') {
+      last = ev;
+      break;
+    }
+    completionTokens += ev.ids.length;
+    const events = pipeline.push(ev.ids);
+    if (pipeline.stopString !== null) {
+      handle.cancel();
+      events.push(...pipeline.finish('stop'));
+      yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, done: { completionTokens, engineReason: 'stop' } };
+      return;
+    }
+    yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids };
+  }
+  // An event stream that ends without 'done' means the engine went away.
+  const reason: EngineFinishReason = last?.reason ?? 'error';
+  const message = last ? last.message : 'the engine ended the job without finishing it';
+  yield {
+    events: pipeline.finish(reason),
+    logprobs: [],
+    ids: [],
+    done: { completionTokens: last?.completionTokens ?? completionTokens, engineReason: reason, message },
+  };
+}

@@ -1,0 +1,78 @@
+// The typed, frozen Config that `svc serve` runs with: its type is derived from the flag
+// table, so a new row in flags.ts is a new field here with nothing else to edit. Also the
+// rules that involve more than one flag, and the start-up check for unbuilt capabilities.
+import {
+  FLAGS,
+  SERVE_WITHOUT_MODEL_BUILT,
+  flagLabel,
+  type FlagRow,
+  type FlagSpec,
+} from './flags.js';
+
+type ValueOf<R> = R extends FlagSpec<string, infer T> ? T : never;
+
+/** One camelCase field per flag (rows sharing a key share the field), e.g. `config.maxBatchSize`. */
+export type Config = { readonly [R in FlagRow as R['key']]: ValueOf<R> };
+
+/** A mutable draft of Config while flags are applied. */
+export type ConfigDraft = { -readonly [K in keyof Config]: Config[K] };
+
+/** Every field at its table default. */
+export function defaultConfig(): ConfigDraft {
+  const draft: Record<string, unknown> = {};
+  for (const row of FLAGS) draft[row.key] = row.default;
+  return draft as ConfigDraft;
+}
+
+/** Freezes an object and everything reachable from it, so no later stage can alter the
+ *  configuration the process started with. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+export interface RuleOutcome {
+  /** A usage error (exit 2), already formatted as one line. */
+  readonly error?: string;
+  readonly warnings: readonly string[];
+}
+
+/** Rules that involve more than one flag. The first error wins; warnings accumulate. */
+export function checkCrossFlagRules(c: Config): RuleOutcome {
+  const warnings: string[] = [];
+  const fail = (error: string): RuleOutcome => ({ error, warnings });
+
+  if (c.model !== undefined && c.modelFromPath !== undefined)
+    return fail(`svc: --model-from-path: cannot be combined with a positional MODEL (got "${c.model}")`);
+  // Spec: --dflash is declared as conflicting with --speculative, and that is enforced.
+  if (c.dflash && c.speculative) return fail('svc: --dflash: cannot be combined with --speculative');
+  if (c.rank >= c.worldSize)
+    return fail(`svc: --rank: must be below --world-size (${c.worldSize}), got ${c.rank}`);
+  // Spec: there is no accept-any-key mode, so auth without a key source cannot start.
+  if (c.requireAuth && c.authToken === undefined && c.authTokensFile === undefined)
+    return fail('svc: --require-auth: needs --auth-token or --auth-tokens-file');
+  if (!c.requireAuth && (c.authToken !== undefined || c.authTokensFile !== undefined))
+    warnings.push('svc: warning: --auth-token/--auth-tokens-file have no effect without --require-auth');
+  return { warnings };
+}
+
+/** Start-up check: a flag whose capability is not built may only hold its default value.
+ *  Returns the one-line error, or undefined when everything asked for exists. */
+export function checkImplemented(c: Config): string | undefined {
+  if (!SERVE_WITHOUT_MODEL_BUILT && c.model === undefined && c.modelFromPath === undefined)
+    return 'svc: not implemented yet: serve without a model (Library)';
+
+  const unbuilt: string[] = [];
+  for (const row of FLAGS as readonly FlagSpec<string, unknown>[]) {
+    const value = (c as Record<string, unknown>)[row.key];
+    const built = row.built;
+    const ok = built === true || (built === false ? Object.is(value, row.default) : built.when(value));
+    if (ok) continue;
+    // Switches are named alone; valued flags with the value asked for (e.g. --num-drafts 3).
+    unbuilt.push(row.value.takesValue ? `${flagLabel(row)} ${row.value.format(value)}` : flagLabel(row));
+  }
+  return unbuilt.length > 0 ? `svc: not implemented yet: ${unbuilt.join(', ')}` : undefined;
+}

@@ -1,0 +1,197 @@
+// The main thread's face of the engine: starts the worker, admits or refuses jobs, forwards them
+// and turns the worker's per-step updates into each job's event stream. No model math here.
+import { Worker } from 'node:worker_threads';
+import { EngineAdmissionError, type Engine, type EngineEvent, type EngineStats, type GenerationHandle, type GenerationRequest } from './types.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker } from './messages.js';
+
+export type { EngineInfo, EngineOptions } from './messages.js';
+
+export interface RunningEngine extends Engine {
+  /** Model config and KV pool size, for the start-up log. */
+  readonly info: EngineInfo;
+}
+
+/** Starts the worker and resolves once the model is loaded; rejects with the worker's load error. */
+export function startEngine(options: EngineOptions): Promise<RunningEngine> {
+  checkOptions(options);
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: options });
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg: FromWorker) => {
+      if (msg.type === 'ready') {
+        detach();
+        resolve(new EngineClient(worker, msg.info, options));
+      } else if (msg.type === 'load-error') {
+        detach();
+        void worker.terminate();
+        reject(new Error(msg.message));
+      }
+    };
+    const onError = (err: Error) => {
+      detach();
+      void worker.terminate();
+      reject(err);
+    };
+    const onExit = (code: number) => {
+      detach();
+      reject(new Error(`engine worker exited during start-up (exit code ${code})`));
+    };
+    const detach = () => {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+    };
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+  });
+}
+
+function checkOptions(o: EngineOptions): void {
+  const positiveInts = { maxSeqLen: o.maxSeqLen, maxBatchSize: o.maxBatchSize, maxPrefillTokens: o.maxPrefillTokens, maxNumSeqs: o.maxNumSeqs, blockSize: o.blockSize };
+  for (const [name, v] of Object.entries(positiveInts)) {
+    if (!Number.isInteger(v) || v <= 0) throw new RangeError(`engine option ${name} must be a positive integer, got ${v}`);
+  }
+  if (!(o.gpuMemoryUtilization > 0 && o.gpuMemoryUtilization <= 1)) {
+    throw new RangeError(`--gpu-memory-utilization must be in (0, 1], got ${o.gpuMemoryUtilization}`);
+  }
+  if (!(o.oomGuardMb >= 0)) throw new RangeError(`--oom-guard-mb must be ≥ 0, got ${o.oomGuardMb}`);
+}
+
+class EngineClient implements RunningEngine {
+  private nextId = 1;
+  /** Jobs queued or running in the worker (admission counts these). */
+  private readonly jobs = new Map<number, EventQueue>();
+  private readonly cancelled = new Set<number>();
+  private snapshot: EngineStats;
+  /** Why the engine can take no more work (worker died, shut down); null while healthy. */
+  private down: string | null = null;
+
+  constructor(
+    private readonly worker: Worker,
+    readonly info: EngineInfo,
+    private readonly options: EngineOptions,
+  ) {
+    this.snapshot = { running: 0, waiting: 0, kvBlocksTotal: info.kvBlocks, kvBlocksUsed: 0, kvPoolTokens: info.kvPoolTokens };
+    worker.on('message', (msg: FromWorker) => {
+      if (msg.type === 'updates') this.apply(msg.updates, msg.stats);
+    });
+    worker.on('error', (err) => this.fail(`engine worker crashed: ${err.message}`));
+    worker.on('exit', (code) => this.fail(`engine worker exited (exit code ${code})`));
+  }
+
+  submit(req: GenerationRequest): GenerationHandle {
+    if (this.down !== null) throw new EngineAdmissionError('not_ready', this.down);
+    if (req.promptTokens.length === 0) throw new RangeError('the prompt has no tokens');
+    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) throw new RangeError(`maxTokens must be a positive integer, got ${req.maxTokens}`);
+    const total = req.promptTokens.length + req.maxTokens;
+    if (total > this.options.maxSeqLen) {
+      throw new EngineAdmissionError(
+        'too_long',
+        `prompt (${req.promptTokens.length} tokens) + max_tokens (${req.maxTokens}) = ${total} tokens exceeds --max-seq-len ${this.options.maxSeqLen}`,
+      );
+    }
+    if (this.jobs.size >= this.options.maxNumSeqs) {
+      throw new EngineAdmissionError('queue_full', `the engine is full: ${this.jobs.size} sequences queued or running (--max-num-seqs ${this.options.maxNumSeqs})`);
+    }
+    const id = this.nextId++;
+    const cancel = () => this.cancel(id);
+    const queue = new EventQueue(cancel);
+    this.jobs.set(id, queue);
+    this.send({ type: 'submit', id, req, submittedAt: Date.now() });
+    return { events: queue, cancel };
+  }
+
+  stats(): EngineStats {
+    // Jobs the worker has not reported as running (including ones it has not seen yet) are waiting.
+    return { ...this.snapshot, waiting: Math.max(0, this.jobs.size - this.snapshot.running) };
+  }
+
+  async shutdown(): Promise<void> {
+    this.fail('the engine was shut down', 'cancelled');
+    await this.worker.terminate();
+  }
+
+  private cancel(id: number): void {
+    if (!this.jobs.has(id) || this.cancelled.has(id)) return;
+    this.cancelled.add(id);
+    this.send({ type: 'cancel', id });
+  }
+
+  private send(msg: ToWorker): void {
+    this.worker.postMessage(msg);
+  }
+
+  private apply(updates: JobUpdate[], stats: EngineStats): void {
+    this.snapshot = stats;
+    for (const u of updates) {
+      const queue = this.jobs.get(u.id);
+      if (!queue) continue;
+      if (u.ids.length > 0) queue.push(u.logprobs ? { type: 'tokens', ids: u.ids, logprobs: u.logprobs } : { type: 'tokens', ids: u.ids });
+      if (u.done) {
+        queue.push({ type: 'done', ...u.done });
+        queue.end();
+        this.jobs.delete(u.id);
+        this.cancelled.delete(u.id);
+      }
+    }
+  }
+
+  /** Ends every open job (the worker is gone) and refuses new ones. */
+  private fail(message: string, reason: 'error' | 'cancelled' = 'error'): void {
+    if (this.down !== null) return;
+    this.down = message;
+    for (const queue of this.jobs.values()) {
+      queue.push({ type: 'done', reason, stopTokenId: null, promptTokens: 0, completionTokens: 0, message });
+      queue.end();
+    }
+    this.jobs.clear();
+    this.cancelled.clear();
+    this.snapshot = { ...this.snapshot, running: 0, waiting: 0, kvBlocksUsed: 0 };
+  }
+}
+
+/**
+ * One job's events as an async iterable. Leaving a `for await` early (break, throw) cancels the
+ * job, so an abandoned stream never holds KV blocks.
+ */
+class EventQueue implements AsyncIterable<EngineEvent> {
+  private readonly items: EngineEvent[] = [];
+  private waiter: ((r: IteratorResult<EngineEvent>) => void) | null = null;
+  private ended = false;
+
+  constructor(private readonly onAbandon: () => void) {}
+
+  push(ev: EngineEvent): void {
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = null;
+      w({ value: ev, done: false });
+    } else {
+      this.items.push(ev);
+    }
+  }
+
+  end(): void {
+    this.ended = true;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = null;
+      w({ value: undefined, done: true });
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<EngineEvent> {
+    return {
+      next: () => {
+        if (this.items.length > 0) return Promise.resolve({ value: this.items.shift()!, done: false });
+        if (this.ended) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.waiter = resolve));
+      },
+      return: () => {
+        if (!this.ended) this.onAbandon();
+        this.items.length = 0;
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}

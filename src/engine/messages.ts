@@ -1,0 +1,74 @@
+// What crosses the port between the main thread (engine-client.ts) and the engine worker
+// (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
+import type { KvDType } from '../kernels/ops.js';
+import type { ModelConfig } from '../model/types.js';
+import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
+
+/** How to start an engine. Passed to the worker as its workerData. */
+export interface EngineOptions {
+  /** A Hugging Face layout directory or a .gguf file. */
+  modelPath: string;
+  /** Large sequential reads (true) or memory-mapping (false). */
+  fastLoad: boolean;
+  /** Model id the path was resolved from (lets the loader recognize model families). */
+  modelNameHint?: string;
+  kvCacheDtype: KvDType;
+  maxSeqLen: number;
+  /** Most sequences holding KV and stepping together. */
+  maxBatchSize: number;
+  /** Prompt tokens prefilled per step (chunked prefill budget). */
+  maxPrefillTokens: number;
+  /** Most sequences queued or running; more are refused with queue_full. */
+  maxNumSeqs: number;
+  gpuMemoryUtilization: number;
+  oomGuardMb: number;
+  /** Tokens per KV block. */
+  blockSize: number;
+  /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
+  memoryBytes?: number;
+}
+
+/** What the engine reports once loaded (the lead logs it). */
+export interface EngineInfo {
+  config: ModelConfig;
+  /** Kernel backend name (Ops.name). */
+  ops: string;
+  weightBytes: number;
+  memoryBytes: number;
+  kvCacheDtype: KvDType;
+  blockSize: number;
+  kvBlocks: number;
+  kvPoolTokens: number;
+  kvPoolBytes: number;
+  /** Whether the pool size came from the memory budget or the max-seq-len × max-num-seqs cap. */
+  kvPoolLimitedBy: 'memory' | 'max-seqs';
+  loadMs: number;
+}
+
+// main → worker
+
+export type ToWorker =
+  | { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number }
+  | { type: 'cancel'; id: number };
+
+// worker → main
+
+/** Everything one step produced for one job: new tokens and, when it ended, how. */
+export interface JobUpdate {
+  id: number;
+  ids: number[];
+  logprobs?: TokenLogprob[];
+  done?: {
+    reason: EngineFinishReason;
+    stopTokenId: number | null;
+    promptTokens: number;
+    completionTokens: number;
+    message?: string;
+  };
+}
+
+export type FromWorker =
+  | { type: 'ready'; info: EngineInfo }
+  | { type: 'load-error'; message: string }
+  /** One message per step (or per batch of cancellations), with the stats after it. */
+  | { type: 'updates'; updates: JobUpdate[]; stats: EngineStats };

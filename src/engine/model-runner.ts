@@ -1,0 +1,46 @@
+// Turns a scheduled batch into the model's ForwardBatch (token ids, positions, KV slots, block
+// tables) and runs one forward pass. Rows of different sequences never mix: each sequence's
+// attention reads only its own blocks, and logits come back only for rows that sample.
+import type { KvLayer } from '../kernels/ops.js';
+import type { ForwardBatch, Model } from '../model/architectures/index.js';
+import type { ScheduledBatch } from './scheduler.js';
+
+export class ModelRunner {
+  constructor(
+    private readonly model: Model,
+    private readonly kv: KvLayer[],
+    private readonly blockSize: number,
+  ) {}
+
+  get vocabSize(): number {
+    return this.model.config.vocabSize;
+  }
+
+  /** Logits [number of sampling chunks, vocab], in chunk order. */
+  run(batch: ScheduledBatch): Float32Array {
+    return this.model.forward(this.prepare(batch), this.kv);
+  }
+
+  prepare(batch: ScheduledBatch): ForwardBatch {
+    const n = batch.numTokens;
+    const tokens = new Int32Array(n);
+    const positions = new Int32Array(n);
+    const slots = new Int32Array(n);
+    const seqs: ForwardBatch['seqs'] = [];
+    const logitRows: number[] = [];
+    const bs = this.blockSize;
+    let row = 0;
+    for (const { seq, start, length, sample } of batch.chunks) {
+      const qStart = row;
+      for (let pos = start; pos < start + length; pos++, row++) {
+        tokens[row] = seq.tokens[pos];
+        positions[row] = pos;
+        slots[row] = seq.blockTable[Math.floor(pos / bs)] * bs + (pos % bs);
+      }
+      const kvLen = start + length;
+      seqs.push({ qStart, qLen: length, kvLen, blockTable: Int32Array.from(seq.blockTable.slice(0, Math.ceil(kvLen / bs))) });
+      if (sample) logitRows.push(row - 1);
+    }
+    return { tokens, positions, slots, seqs, logitRows: Int32Array.from(logitRows) };
+  }
+}

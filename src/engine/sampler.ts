@@ -1,0 +1,291 @@
+// Turns one row of logits into a token id, and reports log-probabilities.
+//
+// Filter order (documented because the filters do not commute):
+//   1. top-n-sigma on the raw logits (llama.cpp applies it first; it is scale-invariant, so
+//      temperature does not change the kept set),
+//   2. temperature (vLLM applies it before the probability filters; 0 = greedy argmax),
+//   3. min-p, relative to the most likely token after temperature (vLLM: before top-k/top-p),
+//   4. top-k,
+//   5. top-p over what is left, renormalized,
+//   6. one draw from the per-sequence RNG.
+// Top-n-sigma and min-p are thresholds on the raw logit, so they are applied together in one
+// pass; only the survivors are ever sorted, and top-k uses partial selection, never a full-vocab
+// sort. Every non-greedy draw consumes exactly one random number, so a sequence's samples depend
+// only on its own seed and logits — never on what else is in the batch.
+import { randomInt } from 'node:crypto';
+import type { SamplingParams, TokenLogprob } from './types.js';
+
+// ---------------------------------------------------------------------------------------------
+// RNG: xoshiro128** seeded through splitmix32, so any integer seed gives a well-mixed state.
+
+export class Rng {
+  private readonly s = new Uint32Array(4);
+
+  constructor(seed: number) {
+    // Fold the seed's low and high 32 bits (seeds can exceed 2^32 or be negative) into the state.
+    const lo = seed >>> 0;
+    const hi = Math.floor(seed / 0x100000000) >>> 0;
+    let x = (lo ^ Math.imul(hi, 0x9e3779b9)) >>> 0;
+    for (let i = 0; i < 4; i++) {
+      x = (x + 0x9e3779b9) >>> 0;
+      let z = x;
+      z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+      z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+      this.s[i] = (z ^ (z >>> 16)) >>> 0;
+    }
+    if ((this.s[0] | this.s[1] | this.s[2] | this.s[3]) === 0) this.s[0] = 1;
+  }
+
+  /** Next 32 random bits. */
+  nextU32(): number {
+    const s = this.s;
+    const r = Math.imul(rotl(Math.imul(s[1], 5), 7), 9) >>> 0;
+    const t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 11);
+    return r;
+  }
+
+  /** Uniform in [0, 1) with 32 bits of resolution. */
+  next(): number {
+    return this.nextU32() / 0x100000000;
+  }
+}
+
+function rotl(x: number, k: number): number {
+  return (x << k) | (x >>> (32 - k));
+}
+
+/** A sequence's RNG: from its request seed, or a random one when the seed is null. */
+export function createRng(seed: number | null): Rng {
+  return new Rng(seed ?? randomInt(0, 2 ** 48 - 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling
+
+/** Index of the largest logit; ties go to the lowest id. NaN never wins. */
+export function argmax(logits: Float32Array): number {
+  let best = 0;
+  let bestVal = -Infinity;
+  for (let i = 0; i < logits.length; i++) {
+    if (logits[i] > bestVal) {
+      bestVal = logits[i];
+      best = i;
+    }
+  }
+  return best;
+}
+
+/** True when these parameters always pick the argmax (no random number is consumed). */
+export function isGreedy(p: SamplingParams): boolean {
+  return p.temperature <= 0 || p.topK === 1;
+}
+
+// Scratch index buffer, grown on demand; the worker samples one row at a time.
+let scratch = new Int32Array(0);
+function indexScratch(n: number): Int32Array {
+  if (scratch.length < n) scratch = new Int32Array(n);
+  return scratch;
+}
+let weights = new Float64Array(0);
+function weightScratch(n: number): Float64Array {
+  if (weights.length < n) weights = new Float64Array(n);
+  return weights;
+}
+
+/**
+ * The candidate token ids that survive every filter, in an unspecified (but deterministic) order.
+ * Returned as a view of a shared scratch buffer: use it before the next call.
+ */
+export function candidates(logits: Float32Array, p: SamplingParams): Int32Array {
+  const n = logits.length;
+  let max = -Infinity;
+  let count = 0;
+  let mean = 0;
+  let m2 = 0;
+  for (let i = 0; i < n; i++) {
+    const l = logits[i];
+    if (!(l > -Infinity && l < Infinity)) continue; // skip NaN, ±inf (masked tokens)
+    if (l > max) max = l;
+    if (p.topNSigma > 0) {
+      // Welford: one pass, numerically stable.
+      count++;
+      const d = l - mean;
+      mean += d / count;
+      m2 += d * (l - mean);
+    }
+  }
+  if (max === -Infinity) throw new Error('sampler: no finite logit');
+
+  let threshold = -Infinity;
+  if (p.topNSigma > 0) threshold = Math.max(threshold, max - p.topNSigma * Math.sqrt(m2 / count));
+  // p_i ≥ minP · p_max  ⇔  l_i / T ≥ l_max / T + ln(minP)
+  if (p.minP > 0) threshold = Math.max(threshold, max + p.temperature * Math.log(p.minP));
+
+  const idx = indexScratch(n);
+  let len = 0;
+  for (let i = 0; i < n; i++) {
+    const l = logits[i];
+    if (l >= threshold && l > -Infinity && l < Infinity) idx[len++] = i;
+  }
+
+  if (p.topK > 0 && len > p.topK) {
+    selectTop(idx, len, p.topK, logits);
+    len = p.topK;
+    sortDescending(idx, 0, len, logits);
+  }
+  if (p.topP < 1 && len > 1) len = topPLength(idx, len, logits, max, p);
+  return idx.subarray(0, len);
+}
+
+/** Draw the next token. Greedy parameters return the argmax without touching the RNG. */
+export function sampleToken(logits: Float32Array, p: SamplingParams, rng: Rng): number {
+  if (isGreedy(p)) return argmax(logits);
+  const cand = candidates(logits, p);
+  let max = -Infinity;
+  for (let j = 0; j < cand.length; j++) max = Math.max(max, logits[cand[j]]);
+  const invT = 1 / p.temperature;
+  const w = weightScratch(cand.length);
+  let sum = 0;
+  for (let j = 0; j < cand.length; j++) sum += w[j] = Math.exp((logits[cand[j]] - max) * invT);
+  let u = rng.next() * sum;
+  for (let j = 0; j < cand.length; j++) {
+    u -= w[j];
+    if (u < 0) return cand[j];
+  }
+  return cand[cand.length - 1]; // rounding left u ≥ 0 at the very end
+}
+
+/**
+ * Keeps the smallest most-likely set whose mass reaches topP of the survivors' mass; returns its
+ * size (the kept ids are moved to the front of idx). Small sets are sorted. Large ones are
+ * bucketed by logit first: every bucket above the one where the mass crosses topP is kept whole,
+ * and only that one bucket is sorted — no full-vocabulary sort.
+ */
+function topPLength(idx: Int32Array, len: number, logits: Float32Array, max: number, p: SamplingParams): number {
+  const invT = 1 / p.temperature;
+  if (len <= SORT_LIMIT) {
+    sortDescending(idx, 0, len, logits);
+    let total = 0;
+    for (let j = 0; j < len; j++) total += Math.exp((logits[idx[j]] - max) * invT);
+    const target = p.topP * total;
+    let cum = 0;
+    for (let j = 0; j < len; j++) {
+      cum += Math.exp((logits[idx[j]] - max) * invT);
+      if (cum >= target) return j + 1;
+    }
+    return len;
+  }
+  let min = Infinity;
+  for (let j = 0; j < len; j++) min = Math.min(min, logits[idx[j]]);
+  // Bucket 0 holds the highest logits.
+  const scale = max > min ? NUM_BUCKETS / (max - min) : 0;
+  const bucketOf = (l: number) => Math.min(NUM_BUCKETS - 1, Math.floor((max - l) * scale));
+  const mass = new Float64Array(NUM_BUCKETS);
+  let total = 0;
+  for (let j = 0; j < len; j++) {
+    const l = logits[idx[j]];
+    const w = Math.exp((l - max) * invT);
+    mass[bucketOf(l)] += w;
+    total += w;
+  }
+  const target = p.topP * total;
+  let above = 0; // mass of the buckets before the crossing one
+  let crossing = 0;
+  while (crossing < NUM_BUCKETS - 1 && above + mass[crossing] < target) above += mass[crossing++];
+  // Compact: whole buckets before `crossing` first, then the crossing bucket's members.
+  let kept = 0;
+  const inCrossing: number[] = [];
+  for (let j = 0; j < len; j++) {
+    const id = idx[j];
+    const b = bucketOf(logits[id]);
+    if (b < crossing) idx[kept++] = id;
+    else if (b === crossing) inCrossing.push(id);
+  }
+  inCrossing.sort((a, b) => (before(logits, a, b) ? -1 : before(logits, b, a) ? 1 : 0));
+  let cum = above;
+  for (const id of inCrossing) {
+    idx[kept++] = id;
+    cum += Math.exp((logits[id] - max) * invT);
+    if (cum >= target) break;
+  }
+  return kept;
+}
+
+const SORT_LIMIT = 1024;
+const NUM_BUCKETS = 4096;
+
+/** True when token a ranks before token b: higher logit, then lower id (deterministic ties). */
+function before(logits: Float32Array, a: number, b: number): boolean {
+  const la = logits[a];
+  const lb = logits[b];
+  return la > lb || (la === lb && a < b);
+}
+
+/** Rearranges idx[0, len) so its first k entries are the k best (in no particular order). */
+export function selectTop(idx: Int32Array, len: number, k: number, logits: Float32Array): void {
+  let lo = 0;
+  let hi = len - 1;
+  while (lo < hi) {
+    // Median-of-three pivot, Hoare-style partition around it.
+    const mid = (lo + hi) >>> 1;
+    const a = idx[lo];
+    const b = idx[mid];
+    const c = idx[hi];
+    const pivot = before(logits, a, b) ? (before(logits, b, c) ? b : before(logits, a, c) ? c : a) : before(logits, a, c) ? a : before(logits, b, c) ? c : b;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (before(logits, idx[i], pivot)) i++;
+      while (before(logits, pivot, idx[j])) j--;
+      if (i <= j) {
+        const t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+        i++;
+        j--;
+      }
+    }
+    // Now idx[lo..j] rank before-or-equal pivot, idx[i..hi] after-or-equal.
+    if (k - 1 <= j) hi = j;
+    else if (k - 1 >= i) lo = i;
+    else return;
+  }
+}
+
+function sortDescending(idx: Int32Array, from: number, to: number, logits: Float32Array): void {
+  const part = idx.subarray(from, to);
+  part.sort((a, b) => (before(logits, a, b) ? -1 : before(logits, b, a) ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Log-probabilities of the model's distribution (raw logits, temperature 1, before any filter —
+// what vLLM reports by default).
+
+export function logprobsFor(logits: Float32Array, token: number, topN: number): TokenLogprob {
+  const n = logits.length;
+  let max = -Infinity;
+  for (let i = 0; i < n; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < n; i++) {
+    const l = logits[i];
+    if (l > -Infinity) sum += Math.exp(l - max);
+  }
+  const logZ = max + Math.log(sum);
+  const top: { id: number; logprob: number }[] = [];
+  if (topN > 0) {
+    const idx = indexScratch(n);
+    let len = 0;
+    for (let i = 0; i < n; i++) if (logits[i] > -Infinity) idx[len++] = i;
+    const k = Math.min(topN, len);
+    selectTop(idx, len, k, logits);
+    sortDescending(idx, 0, k, logits);
+    for (let j = 0; j < k; j++) top.push({ id: idx[j], logprob: logits[idx[j]] - logZ });
+  }
+  return { id: token, logprob: logits[token] - logZ, top };
+}

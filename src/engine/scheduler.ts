@@ -1,0 +1,154 @@
+// Continuous batching: which sequences run in the next forward pass, and how many tokens each.
+//
+// Each step:
+//   1. running sequences, oldest first: a decode (1 token) each, or the next prefill chunk of a
+//      partially prefilled one, while the prefill budget (maxPrefillTokens) lasts;
+//   2. then waiting sequences are admitted in FIFO order while fewer than maxBatchSize hold KV
+//      and the prefill budget and free blocks allow (a long prompt is spread over steps).
+// Decodes do not draw on the prefill budget. When a running sequence needs a block and none is
+// free, the newest running sequence is preempted: its blocks go back to the pool and it waits
+// at the head of the queue to be recomputed (prompt + tokens generated so far). The memory
+// budget guarantees the pool holds at least one max-length sequence, so the oldest running
+// sequence can always finish.
+import type { BlockManager } from './block-manager.js';
+import type { EngineFinishReason } from './types.js';
+import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
+
+export interface SchedulerConfig {
+  /** Most sequences holding KV (and so in one forward pass) at once. */
+  maxBatchSize: number;
+  /** Most prompt tokens prefilled per step, over all sequences. */
+  maxPrefillTokens: number;
+}
+
+/** One sequence's share of a step: tokens [start, start + length) go through the model. */
+export interface ScheduledChunk {
+  seq: Sequence;
+  start: number;
+  length: number;
+  /** The chunk reaches the end of the sequence, so its last row's logits pick the next token. */
+  sample: boolean;
+}
+
+export interface ScheduledBatch {
+  chunks: ScheduledChunk[];
+  numTokens: number;
+}
+
+/** A sequence that reached the end this step, with its reason. */
+export interface Finished {
+  seq: Sequence;
+  reason: EngineFinishReason;
+}
+
+export class Scheduler {
+  readonly waiting: Sequence[] = [];
+  readonly running: Sequence[] = [];
+  /** Total preemptions so far (for stats and tests). */
+  numPreemptions = 0;
+
+  constructor(
+    private readonly config: SchedulerConfig,
+    private readonly blocks: BlockManager,
+  ) {}
+
+  add(seq: Sequence): void {
+    seq.status = 'waiting';
+    this.waiting.push(seq);
+  }
+
+  hasWork(): boolean {
+    return this.waiting.length > 0 || this.running.length > 0;
+  }
+
+  schedule(): ScheduledBatch {
+    const chunks: ScheduledChunk[] = [];
+    let budget = this.config.maxPrefillTokens;
+    let preempted = false;
+
+    for (let i = 0; i < this.running.length; i++) {
+      const seq = this.running[i];
+      const uncached = numUncached(seq);
+      const length = uncached === 1 ? 1 : Math.min(uncached, budget);
+      if (length === 0) continue; // a prefill waiting for budget keeps its blocks
+      const target = seq.numCached + length;
+      // Make room by preempting from the newest end; never a sequence already in this batch.
+      while (!this.blocks.canGrow(seq.blockTable, target)) {
+        const victim = this.running[this.running.length - 1];
+        this.preempt(victim);
+        preempted = true;
+        if (victim === seq) break;
+      }
+      if (seq.status !== 'running') break; // it was the newest and preempted itself
+      this.blocks.grow(seq.blockTable, target);
+      if (uncached > 1) budget -= length;
+      chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length });
+    }
+
+    // Admitting right after a preemption would only take the blocks back from the one preempted.
+    while (!preempted && this.waiting.length > 0 && this.running.length < this.config.maxBatchSize && budget > 0) {
+      const seq = this.waiting[0];
+      const length = Math.min(numUncached(seq), budget);
+      const target = seq.numCached + length;
+      if (!this.blocks.canGrow(seq.blockTable, target)) break;
+      this.waiting.shift();
+      seq.status = 'running';
+      this.running.push(seq);
+      this.blocks.grow(seq.blockTable, target);
+      budget -= length;
+      chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length });
+    }
+
+    let numTokens = 0;
+    for (const c of chunks) numTokens += c.length;
+    return { chunks, numTokens };
+  }
+
+  /**
+   * Records a finished forward pass: chunks' tokens are now cached, and each sampling chunk gets
+   * its new token (`sampled[i]` for the i-th sampling chunk). Returns the sequences that ended;
+   * they are out of the queues and their blocks are back in the pool.
+   */
+  postprocess(batch: ScheduledBatch, sampled: readonly number[]): Finished[] {
+    const finished: Finished[] = [];
+    let k = 0;
+    for (const chunk of batch.chunks) {
+      const seq = chunk.seq;
+      seq.numCached = chunk.start + chunk.length;
+      if (!chunk.sample) continue;
+      const token = sampled[k++];
+      seq.tokens.push(token);
+      let reason: EngineFinishReason | null = null;
+      if (seq.stopTokenIds.has(token)) reason = 'stop';
+      else if (numCompletionTokens(seq) >= seq.maxTokens) reason = 'length';
+      if (reason) {
+        this.finish(seq, reason);
+        finished.push({ seq, reason });
+      }
+    }
+    return finished;
+  }
+
+  /** Ends a sequence wherever it is (cancel, timeout, error): out of its queue, blocks freed. */
+  finish(seq: Sequence, reason: EngineFinishReason): void {
+    if (seq.status === 'finished') return;
+    const queue = seq.status === 'running' ? this.running : this.waiting;
+    const at = queue.indexOf(seq);
+    if (at >= 0) queue.splice(at, 1);
+    this.blocks.release(seq.blockTable);
+    seq.status = 'finished';
+    seq.finishReason = reason;
+  }
+
+  private preempt(seq: Sequence): void {
+    const at = this.running.indexOf(seq);
+    this.running.splice(at, 1);
+    this.blocks.release(seq.blockTable);
+    seq.numCached = 0;
+    seq.status = 'waiting';
+    seq.numPreemptions++;
+    this.numPreemptions++;
+    // Victims are taken newest first, so unshifting keeps older ones ahead.
+    this.waiting.unshift(seq);
+  }
+}

@@ -1,0 +1,61 @@
+// A sequence is plain state: its tokens, how many of them are in the KV cache, the blocks that
+// hold them, and what ends it. The scheduler moves it between queues; nothing here computes.
+import type { EngineFinishReason, GenerationRequest, SamplingParams } from './types.js';
+import { createRng, type Rng } from './sampler.js';
+
+export type SequenceStatus = 'waiting' | 'running' | 'finished';
+
+export interface Sequence {
+  readonly id: number;
+  /** Prompt followed by every generated token. */
+  readonly tokens: number[];
+  readonly numPromptTokens: number;
+  /** Leading tokens whose K/V are in the cache; the rest still have to be run through the model. */
+  numCached: number;
+  /** Physical KV blocks holding tokens [0, numCached), in order. */
+  readonly blockTable: number[];
+  status: SequenceStatus;
+  finishReason: EngineFinishReason | null;
+  readonly maxTokens: number;
+  readonly stopTokenIds: ReadonlySet<number>;
+  readonly sampling: SamplingParams;
+  /** Top log-probabilities to report per token; 0 = none. */
+  readonly logprobs: number;
+  /** Absolute time (ms since the epoch) after which it ends with 'timeout'; Infinity = never. */
+  readonly deadline: number;
+  readonly rng: Rng;
+  /** How often it lost its blocks and went back to waiting (for stats and tests). */
+  numPreemptions: number;
+}
+
+export function createSequence(id: number, req: GenerationRequest, submittedAt: number): Sequence {
+  return {
+    id,
+    tokens: [...req.promptTokens],
+    numPromptTokens: req.promptTokens.length,
+    numCached: 0,
+    blockTable: [],
+    status: 'waiting',
+    finishReason: null,
+    maxTokens: req.maxTokens,
+    stopTokenIds: new Set(req.stopTokenIds),
+    sampling: req.sampling,
+    logprobs: req.logprobs,
+    deadline: req.timeoutMs > 0 ? submittedAt + req.timeoutMs : Infinity,
+    rng: createRng(req.sampling.seed),
+    numPreemptions: 0,
+  };
+}
+
+export function numCompletionTokens(seq: Sequence): number {
+  return seq.tokens.length - seq.numPromptTokens;
+}
+
+/** Tokens not yet in the cache: the whole prompt before prefill, 1 while decoding. */
+export function numUncached(seq: Sequence): number {
+  return seq.tokens.length - seq.numCached;
+}
+
+export function lastToken(seq: Sequence): number {
+  return seq.tokens[seq.tokens.length - 1];
+}

@@ -1,0 +1,174 @@
+// The engine worker: loads the model, sizes and allocates the KV pool, and runs the step loop
+// (cancellations and timeouts → schedule → forward → sample → postprocess → post updates).
+// New jobs and cancellations arrive on the port and take effect between steps: each step is
+// one macrotask, so the port's messages are delivered in between.
+import { totalmem } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import { defaultOps } from '../kernels/index.js';
+import { loadCheckpoint } from '../model/loaders/index.js';
+import { createModel } from '../model/architectures/index.js';
+import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
+import { BlockManager } from './block-manager.js';
+import { planKvPool } from './memory-budget.js';
+import { ModelRunner } from './model-runner.js';
+import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import { createSequence, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
+import { logprobsFor, sampleToken } from './sampler.js';
+import type { EngineFinishReason, EngineStats } from './types.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker } from './messages.js';
+
+const port = parentPort!;
+const post = (msg: FromWorker) => port.postMessage(msg);
+
+class StepLoop {
+  private readonly seqs = new Map<number, Sequence>();
+  private readonly cancels = new Set<number>();
+  private stepQueued = false;
+
+  constructor(
+    private readonly scheduler: Scheduler,
+    private readonly runner: ModelRunner,
+    private readonly blocks: BlockManager,
+  ) {}
+
+  receive(msg: ToWorker): void {
+    if (msg.type === 'submit') {
+      const seq = createSequence(msg.id, msg.req, msg.submittedAt);
+      this.seqs.set(seq.id, seq);
+      this.scheduler.add(seq);
+    } else if (this.seqs.has(msg.id)) {
+      this.cancels.add(msg.id);
+    }
+    this.queueStep();
+  }
+
+  private queueStep(): void {
+    if (this.stepQueued) return;
+    this.stepQueued = true;
+    setImmediate(() => this.step());
+  }
+
+  private step(): void {
+    this.stepQueued = false;
+    const updates = new Map<number, JobUpdate>();
+    const update = (seq: Sequence) => {
+      let u = updates.get(seq.id);
+      if (!u) updates.set(seq.id, (u = { id: seq.id, ids: [] }));
+      return u;
+    };
+    const end = (seq: Sequence, reason: EngineFinishReason, message?: string) => {
+      this.scheduler.finish(seq, reason);
+      this.seqs.delete(seq.id);
+      update(seq).done = {
+        reason,
+        stopTokenId: reason === 'stop' ? lastToken(seq) : null,
+        promptTokens: seq.numPromptTokens,
+        completionTokens: numCompletionTokens(seq),
+        ...(message !== undefined ? { message } : {}),
+      };
+    };
+
+    for (const id of this.cancels) {
+      const seq = this.seqs.get(id);
+      if (seq) end(seq, 'cancelled');
+    }
+    this.cancels.clear();
+    const now = Date.now();
+    for (const seq of this.seqs.values()) if (now >= seq.deadline) end(seq, 'timeout');
+
+    const batch = this.scheduler.schedule();
+    if (batch.chunks.length > 0) {
+      try {
+        this.runAndSample(batch, update, end);
+      } catch (err) {
+        // A failed forward pass ends the sequences that were in it; the engine keeps serving.
+        const message = `engine step failed: ${err instanceof Error ? err.message : String(err)}`;
+        for (const { seq } of batch.chunks) if (seq.status !== 'finished') end(seq, 'error', message);
+      }
+    }
+
+    if (updates.size > 0) post({ type: 'updates', updates: [...updates.values()], stats: this.stats() });
+    if (this.scheduler.hasWork()) this.queueStep();
+  }
+
+  private runAndSample(batch: ScheduledBatch, update: (seq: Sequence) => JobUpdate, end: (seq: Sequence, r: EngineFinishReason) => void): void {
+    const logits = this.runner.run(batch);
+    const vocab = this.runner.vocabSize;
+    const sampled: number[] = [];
+    for (const chunk of batch.chunks) {
+      if (!chunk.sample) continue;
+      const k = sampled.length;
+      const row = logits.subarray(k * vocab, (k + 1) * vocab);
+      const seq = chunk.seq;
+      const token = sampleToken(row, seq.sampling, seq.rng);
+      sampled.push(token);
+      const u = update(seq);
+      u.ids.push(token);
+      if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(row, token, seq.logprobs));
+    }
+    for (const { seq, reason } of this.scheduler.postprocess(batch, sampled)) {
+      // postprocess already released it; end() records the done event (finish is idempotent).
+      end(seq, reason);
+    }
+  }
+
+  stats(): EngineStats {
+    return {
+      running: this.scheduler.running.length,
+      waiting: this.scheduler.waiting.length,
+      kvBlocksTotal: this.blocks.numBlocks,
+      kvBlocksUsed: this.blocks.usedBlocks(),
+      kvPoolTokens: this.blocks.numBlocks * this.blocks.blockSize,
+    };
+  }
+}
+
+function start(options: EngineOptions): void {
+  const t0 = performance.now();
+  let loop: StepLoop;
+  let info: EngineInfo;
+  try {
+    const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad, nameHint: options.modelNameHint });
+    let weightBytes = 0;
+    for (const t of checkpoint.tensors.values()) weightBytes += t.data.byteLength;
+    const config = checkpoint.config;
+    const memoryBytes = options.memoryBytes ?? totalmem();
+    // Size the pool before building the model, so a hopeless configuration fails fast.
+    const plan = planKvPool({
+      memoryBytes,
+      gpuMemoryUtilization: options.gpuMemoryUtilization,
+      weightBytes,
+      oomGuardMb: options.oomGuardMb,
+      kvBytesPerToken: kvBytesPerToken(config, options.kvCacheDtype),
+      blockSize: options.blockSize,
+      maxSeqLen: options.maxSeqLen,
+      maxNumSeqs: options.maxNumSeqs,
+    });
+    const ops = defaultOps();
+    const model = createModel(checkpoint, ops);
+    const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, options.kvCacheDtype);
+    const blocks = new BlockManager(plan.numBlocks, options.blockSize);
+    const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
+    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
+    info = {
+      config,
+      ops: ops.name,
+      weightBytes,
+      memoryBytes,
+      kvCacheDtype: options.kvCacheDtype,
+      blockSize: options.blockSize,
+      kvBlocks: plan.numBlocks,
+      kvPoolTokens: plan.poolTokens,
+      kvPoolBytes: plan.poolBytes,
+      kvPoolLimitedBy: plan.limitedBy,
+      loadMs: Math.round(performance.now() - t0),
+    };
+  } catch (err) {
+    post({ type: 'load-error', message: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  port.on('message', (msg: ToWorker) => loop.receive(msg));
+  post({ type: 'ready', info });
+}
+
+start(workerData as EngineOptions);

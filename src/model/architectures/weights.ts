@@ -1,0 +1,43 @@
+// Turns a checkpoint's tensors into what the kernels take: prepared weight matrices and f32 vectors.
+import type { Ops, WeightMatrix } from '../../kernels/ops.js';
+import { dequantize } from '../../kernels/dequant.js';
+import type { Checkpoint, Tensor } from '../types.js';
+
+export class CheckpointWeights {
+  constructor(
+    private readonly checkpoint: Checkpoint,
+    private readonly ops: Ops,
+  ) {}
+
+  has(name: string): boolean {
+    return this.checkpoint.tensors.has(name);
+  }
+
+  private tensor(name: string): Tensor {
+    const t = this.checkpoint.tensors.get(name);
+    if (!t) throw new Error(`${this.checkpoint.source}: missing tensor ${name}`);
+    return t;
+  }
+
+  /** A 2-D weight [out, in], checked against the expected shape, passed once through ops.prepareWeight. */
+  matrix(name: string, rows: number, cols: number): WeightMatrix {
+    const t = this.tensor(name);
+    if (t.shape.length !== 2 || t.shape[0] !== rows || t.shape[1] !== cols) {
+      throw new Error(`${name}: expected shape [${rows}, ${cols}], got [${t.shape.join(', ')}]`);
+    }
+    return this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data: t.data });
+  }
+
+  /** A 1-D tensor (norm weight, bias) as f32, converted once here so the forward pass never re-decodes it. */
+  vector(name: string, length: number): Float32Array {
+    const t = this.tensor(name);
+    if (t.shape.length !== 1 || t.shape[0] !== length) {
+      throw new Error(`${name}: expected shape [${length}], got [${t.shape.join(', ')}]`);
+    }
+    return dequantize(t.dtype, t.data, 1, length);
+  }
+
+  optionalVector(name: string, length: number): Float32Array | undefined {
+    return this.has(name) ? this.vector(name, length) : undefined;
+  }
+}

@@ -1,0 +1,80 @@
+// Whole-file byte access for the weight loaders, two ways:
+//  - fast (default): large sequential reads into one ArrayBuffer the process owns;
+//  - mmap (--no-fast-load): a read-only memory mapping through the native addon, paged in lazily.
+// Tensors are zero-copy views into the result, so the bytes must be treated as read-only either way.
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Size of each sequential read: large enough to keep the disk streaming, small enough to stay interruptible. */
+const READ_CHUNK = 64 * 1024 * 1024;
+
+export interface FileBytes {
+  path: string;
+  /** The whole file. Read-only: with mmap, writing to it crashes the process. */
+  bytes: Uint8Array;
+  /** How the bytes were obtained. */
+  mode: 'read' | 'mmap';
+}
+
+/** Load a file's bytes, by sequential reads (fastLoad) or by memory mapping. */
+export function loadFileBytes(path: string, fastLoad: boolean): FileBytes {
+  return fastLoad ? readWholeFile(path) : mapWholeFile(path);
+}
+
+function readWholeFile(path: string): FileBytes {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    throw new Error(`${path}: cannot open (${(err as Error).message})`);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    // An ArrayBuffer rather than a Buffer: Buffers stop at 4 GiB, model files do not.
+    const bytes = new Uint8Array(new ArrayBuffer(size));
+    let pos = 0;
+    while (pos < size) {
+      const len = Math.min(READ_CHUNK, size - pos);
+      const n = readSync(fd, bytes.subarray(pos, pos + len), 0, len, pos);
+      if (n === 0) throw new Error(`${path}: file shrank while reading (got ${pos} of ${size} bytes)`);
+      pos += n;
+    }
+    return { path, bytes, mode: 'read' };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+interface NativeMmap {
+  mapFile(path: string): ArrayBuffer;
+}
+
+let nativeMmap: NativeMmap | null = null;
+
+function mapWholeFile(path: string): FileBytes {
+  if (!existsSync(path)) throw new Error(`${path}: file not found`);
+  const buffer = loadNative().mapFile(path);
+  return { path, bytes: new Uint8Array(buffer), mode: 'mmap' };
+}
+
+/** The addon lives at <repo>/build/Release; find it by walking up from this (compiled or source) file. */
+function loadNative(): NativeMmap {
+  if (nativeMmap) return nativeMmap;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'build', 'Release', 'svc_native.node');
+    if (existsSync(candidate)) {
+      const addon = createRequire(import.meta.url)(candidate) as Partial<NativeMmap>;
+      if (typeof addon.mapFile !== 'function') throw new Error(`${candidate}: native addon has no mapFile()`);
+      nativeMmap = addon as NativeMmap;
+      return nativeMmap;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) {
+      throw new Error('memory-mapped loading needs the native addon (build/Release/svc_native.node); build it with `npx node-gyp rebuild` or use the fast loader');
+    }
+    dir = parent;
+  }
+}

@@ -1,0 +1,138 @@
+// GGUF checkpoints: one file holding metadata and ggml tensors. Tensors come out under Hugging Face
+// names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
+// Hugging Face layout (and rotates with neox-style RoPE).
+import { basename } from 'node:path';
+import type { Checkpoint, DType, Tensor } from '../types.js';
+import { configFromGguf } from '../model-config.js';
+import { bytesPerRow } from '../../kernels/dequant.js';
+import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
+import { loadFileBytes } from './file-bytes.js';
+
+const GGML_TO_DTYPE = new Map<number, DType>([
+  [GGML_TYPE.F32, 'f32'], [GGML_TYPE.F16, 'f16'], [GGML_TYPE.BF16, 'bf16'],
+  [GGML_TYPE.Q8_0, 'q8_0'], [GGML_TYPE.Q4_0, 'q4_0'],
+  [GGML_TYPE.Q2_K, 'q2_k'], [GGML_TYPE.Q4_K, 'q4_k'], [GGML_TYPE.Q5_K, 'q5_k'], [GGML_TYPE.Q6_K, 'q6_k'],
+]);
+
+const GGML_TYPE_NAMES = new Map<number, string>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k]));
+
+/** GGUF architectures whose converter interleaved the Q/K rows (llama.cpp's "normal" RoPE). */
+const PERMUTED_QK_ARCHITECTURES = new Set(['llama']);
+
+const TOP_LEVEL_NAMES: Record<string, string> = {
+  'token_embd.weight': 'model.embed_tokens.weight',
+  'output_norm.weight': 'model.norm.weight',
+  'output.weight': 'lm_head.weight',
+};
+
+const LAYER_NAMES: Record<string, string> = {
+  attn_q: 'self_attn.q_proj',
+  attn_k: 'self_attn.k_proj',
+  attn_v: 'self_attn.v_proj',
+  attn_output: 'self_attn.o_proj',
+  attn_q_norm: 'self_attn.q_norm',
+  attn_k_norm: 'self_attn.k_norm',
+  attn_norm: 'input_layernorm',
+  ffn_norm: 'post_attention_layernorm',
+  ffn_gate: 'mlp.gate_proj',
+  ffn_up: 'mlp.up_proj',
+  ffn_down: 'mlp.down_proj',
+};
+
+/** llama.cpp tensor name → Hugging Face name (null for tensors we have no use for, e.g. rope_freqs). */
+export function hfNameOf(ggufName: string): string | null {
+  if (TOP_LEVEL_NAMES[ggufName]) return TOP_LEVEL_NAMES[ggufName];
+  const m = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
+  if (!m) return null;
+  const part = LAYER_NAMES[m[2]];
+  return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
+}
+
+export function loadGgufCheckpoint(path: string, fastLoad: boolean, nameHint?: string): Checkpoint {
+  const header = readGgufHeader(path);
+  const metadata = header.metadata;
+  const arch = String(metadata['general.architecture'] ?? '');
+  const infos = new Map(header.tensors.map((t) => [t.name, t]));
+  const config = configFromGguf(metadata, {
+    hasOutputWeight: infos.has('output.weight'),
+    embeddingRows: infos.get('token_embd.weight')?.dims[1],
+    nameHint: nameHint ?? basename(path),
+    source: path,
+  });
+
+  // Validate every tensor against the file size before touching (or mapping) the data.
+  for (const info of header.tensors) {
+    const dtype = dtypeOf(info, path);
+    const end = info.offset + tensorBytes(info, dtype, path);
+    if (end > header.fileSize) {
+      throw new Error(`${path}: tensor ${info.name} data lies beyond end of file (ends at byte ${end}, file has ${header.fileSize})`);
+    }
+  }
+
+  const bytes = loadFileBytes(path, fastLoad).bytes;
+  const tensors = new Map<string, Tensor>();
+  for (const info of header.tensors) {
+    const name = hfNameOf(info.name);
+    if (!name) continue;
+    const dtype = dtypeOf(info, path);
+    const shape = [...info.dims].reverse();
+    let data = bytes.subarray(info.offset, info.offset + tensorBytes(info, dtype, path));
+    if (PERMUTED_QK_ARCHITECTURES.has(arch)) {
+      const heads = /\.attn_q\.(weight|bias)$/.test(info.name) ? config.numHeads
+        : /\.attn_k\.(weight|bias)$/.test(info.name) ? config.numKvHeads : 0;
+      // A weight moves whole rows; a 1-D bias moves single elements.
+      if (heads) data = unpermuteRows(data, shape[0], heads, data.length / shape[0]);
+    }
+    tensors.set(name, { name, dtype, shape, data });
+  }
+
+  const embed = tensors.get('model.embed_tokens.weight');
+  if (!embed) throw new Error(`${path}: no token_embd.weight tensor`);
+  if (!tensors.has('lm_head.weight')) tensors.set('lm_head.weight', { ...embed, name: 'lm_head.weight' });
+  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata };
+}
+
+function dtypeOf(info: GgufTensorInfo, path: string): DType {
+  const dtype = GGML_TO_DTYPE.get(info.ggmlType);
+  if (!dtype) {
+    const typeName = GGML_TYPE_NAMES.get(info.ggmlType) ?? `ggml type ${info.ggmlType}`;
+    throw new Error(`${path}: tensor ${info.name} has unsupported dtype ${typeName} (supported: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K)`);
+  }
+  return dtype;
+}
+
+function rowBytes(info: GgufTensorInfo, dtype: DType, path: string): number {
+  try {
+    return bytesPerRow(dtype, info.dims[0] ?? 1);
+  } catch (err) {
+    throw new Error(`${path}: tensor ${info.name}: ${(err as Error).message}`);
+  }
+}
+
+function tensorBytes(info: GgufTensorInfo, dtype: DType, path: string): number {
+  const rows = info.dims.slice(1).reduce((a, b) => a * b, 1);
+  return rows * rowBytes(info, dtype, path);
+}
+
+/**
+ * Undo convert_hf_to_gguf's permute(): within each head, HF row (half j, index i) was stored at
+ * row 2i + j. Whole rows move, so this works for block-quantized rows too. Returns a new buffer.
+ */
+export function unpermuteRows(data: Uint8Array, rows: number, heads: number, rowLen: number): Uint8Array {
+  if (rows % heads !== 0 || (rows / heads) % 2 !== 0) {
+    throw new Error(`cannot un-interleave ${rows} rows into ${heads} heads of even size`);
+  }
+  const headDim = rows / heads;
+  const half = headDim / 2;
+  const out = new Uint8Array(data.length);
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < 2; j++) {
+      for (let i = 0; i < half; i++) {
+        const src = (h * headDim + 2 * i + j) * rowLen;
+        const dst = (h * headDim + j * half + i) * rowLen;
+        out.set(data.subarray(src, src + rowLen), dst);
+      }
+    }
+  }
+  return out;
+}

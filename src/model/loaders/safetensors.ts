@@ -1,0 +1,194 @@
+// Safetensors checkpoints: single files or shards listed by a *.safetensors.index.json, plus the
+// config.json beside them. Tensors are zero-copy views of the file bytes in their stored dtype.
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import type { Checkpoint, DType, Tensor } from '../types.js';
+import { configFromHf } from '../model-config.js';
+import { loadFileBytes } from './file-bytes.js';
+
+const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = {
+  F32: { dtype: 'f32', size: 4 },
+  F16: { dtype: 'f16', size: 2 },
+  BF16: { dtype: 'bf16', size: 2 },
+};
+
+export interface SafetensorsFile {
+  tensors: Map<string, Tensor>;
+  /** The `__metadata__` string map of the header ({} when absent). */
+  metadata: Record<string, string>;
+}
+
+/** Parse a safetensors file held in memory; `path` is only for error messages. */
+export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFile {
+  if (bytes.length < 8) throw new Error(`${path}: truncated safetensors header (file has ${bytes.length} bytes, needs at least 8)`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLen = Number(view.getBigUint64(0, true));
+  if (8 + headerLen > bytes.length) {
+    throw new Error(`${path}: truncated safetensors header (header claims ${headerLen} bytes, file has ${bytes.length})`);
+  }
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLen)));
+  } catch (err) {
+    throw new Error(`${path}: bad safetensors JSON header (${(err as Error).message})`);
+  }
+  if (!header || typeof header !== 'object' || Array.isArray(header)) {
+    throw new Error(`${path}: bad safetensors JSON header (not an object)`);
+  }
+  const dataStart = 8 + headerLen;
+  const tensors = new Map<string, Tensor>();
+  let metadata: Record<string, string> = {};
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__') {
+      metadata = (entry ?? {}) as Record<string, string>;
+      continue;
+    }
+    const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    if (typeof e?.dtype !== 'string' || !Array.isArray(e.shape) || !Array.isArray(e.data_offsets) || e.data_offsets.length !== 2) {
+      throw new Error(`${path}: bad safetensors JSON header (tensor ${name} lacks dtype/shape/data_offsets)`);
+    }
+    const kind = SAFETENSORS_DTYPES[e.dtype];
+    if (!kind) throw new Error(`${path}: tensor ${name} has unsupported dtype ${e.dtype} (supported: F32, F16, BF16)`);
+    const shape = e.shape as number[];
+    const [begin, end] = e.data_offsets as number[];
+    const expected = shape.reduce((a, b) => a * b, 1) * kind.size;
+    if (!(begin >= 0 && end >= begin) || end - begin !== expected) {
+      throw new Error(`${path}: tensor ${name} data_offsets [${begin}, ${end}] do not match shape [${shape}] of ${e.dtype} (${expected} bytes)`);
+    }
+    if (dataStart + end > bytes.length) {
+      throw new Error(`${path}: tensor ${name} data lies beyond end of file (ends at byte ${dataStart + end}, file has ${bytes.length})`);
+    }
+    tensors.set(name, { name, dtype: kind.dtype, shape, data: alignedView(bytes, dataStart + begin, dataStart + end, kind.size) });
+  }
+  return { tensors, metadata };
+}
+
+/**
+ * The bytes [begin, end) as a view, copied to a fresh buffer when not aligned to the element size,
+ * so kernels can always overlay a Float32Array / Uint16Array on a tensor's data.
+ */
+function alignedView(bytes: Uint8Array, begin: number, end: number, elementSize: number): Uint8Array {
+  const view = bytes.subarray(begin, end);
+  return view.byteOffset % elementSize === 0 ? view : view.slice();
+}
+
+export interface SafetensorsCheckpointSpec {
+  /** The .safetensors files, or one *.safetensors.index.json naming the shards. */
+  files: string[];
+  configPath: string;
+  /** generation_config.json, when present (adds eos ids). */
+  generationConfigPath?: string | null;
+  /** Reported as Checkpoint.source; defaults to the config's directory. */
+  source?: string;
+  /** Model id or path, used to recognize SmolLM2 (see model-config.ts); defaults to the config path. */
+  nameHint?: string;
+  fastLoad: boolean;
+}
+
+/** Load a safetensors checkpoint from explicit paths (the fixtures use non-standard file names). */
+export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Checkpoint {
+  const rawConfig = readJson(spec.configPath);
+  const generationConfig = spec.generationConfigPath ? readJson(spec.generationConfigPath) : null;
+  const config = configFromHf(rawConfig, {
+    generationConfig,
+    nameHint: spec.nameHint ?? spec.configPath,
+    source: spec.configPath,
+  });
+
+  const tensors = new Map<string, Tensor>();
+  const aliases: Record<string, string> = {};
+  for (const file of expandShards(spec.files)) {
+    const parsed = parseSafetensors(loadFileBytes(file, spec.fastLoad).bytes, file);
+    for (const [name, t] of parsed.tensors) {
+      if (tensors.has(name)) throw new Error(`${file}: tensor ${name} appears in more than one shard`);
+      tensors.set(name, t);
+    }
+    Object.assign(aliases, parsed.metadata);
+  }
+  applyAliases(tensors, aliases);
+
+  // Tied embeddings: expose the one matrix under both names; HF ties lm_head to embed_tokens.
+  const embed = tensors.get('model.embed_tokens.weight');
+  const head = tensors.get('lm_head.weight');
+  if (embed && (config.tieWordEmbeddings || !head)) {
+    tensors.set('lm_head.weight', { ...embed, name: 'lm_head.weight' });
+    config.tieWordEmbeddings = true;
+  } else if (!embed && head) {
+    tensors.set('model.embed_tokens.weight', { ...head, name: 'model.embed_tokens.weight' });
+    config.tieWordEmbeddings = true;
+  }
+  if (!tensors.has('model.embed_tokens.weight')) {
+    throw new Error(`${spec.source ?? spec.configPath}: checkpoint has neither model.embed_tokens.weight nor lm_head.weight`);
+  }
+  return {
+    source: spec.source ?? dirname(spec.configPath),
+    format: 'safetensors',
+    config,
+    tensors,
+    ggufMetadata: null,
+  };
+}
+
+/** Load a Hugging Face model directory (config.json + model.safetensors or a sharded index). */
+export function loadSafetensorsDirectory(dir: string, fastLoad: boolean, nameHint?: string): Checkpoint {
+  const configPath = resolve(dir, 'config.json');
+  if (!existsSync(configPath)) throw new Error(`${dir}: no config.json`);
+  const index = resolve(dir, 'model.safetensors.index.json');
+  const single = resolve(dir, 'model.safetensors');
+  let files: string[];
+  if (existsSync(index)) files = [index];
+  else if (existsSync(single)) files = [single];
+  else throw new Error(`${dir}: no model.safetensors or model.safetensors.index.json`);
+  const gen = resolve(dir, 'generation_config.json');
+  return loadSafetensorsCheckpoint({
+    files,
+    configPath,
+    generationConfigPath: existsSync(gen) ? gen : null,
+    source: dir,
+    nameHint: nameHint ?? dir,
+    fastLoad,
+  });
+}
+
+/** Replace any *.index.json with the shard files its weight_map names (in first-seen order). */
+function expandShards(files: string[]): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    if (!f.endsWith('.index.json')) {
+      out.push(f);
+      continue;
+    }
+    const index = readJson(f) as { weight_map?: Record<string, string> };
+    if (!index.weight_map || typeof index.weight_map !== 'object') throw new Error(`${f}: no weight_map`);
+    for (const shard of new Set(Object.values(index.weight_map))) {
+      out.push(resolve(dirname(f), basename(shard)));
+    }
+  }
+  return out;
+}
+
+/**
+ * `__metadata__` entries of the form {"missing.name": "stored.name"} record tensors saved once
+ * under another name (transformers' shared-tensor dedup, e.g. tied embeddings).
+ */
+function applyAliases(tensors: Map<string, Tensor>, metadata: Record<string, string>): void {
+  for (const [alias, target] of Object.entries(metadata)) {
+    if (typeof target !== 'string' || tensors.has(alias)) continue;
+    const t = tensors.get(target);
+    if (t) tensors.set(alias, { ...t, name: alias });
+  }
+}
+
+function readJson(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`${path}: cannot read (${(err as Error).message})`);
+  }
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`${path}: bad JSON (${(err as Error).message})`);
+  }
+}

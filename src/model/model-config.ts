@@ -1,0 +1,183 @@
+// Normalize a Hugging Face config.json (+ generation_config.json) or GGUF metadata into ModelConfig.
+//
+// Architecture choice: config.json `model_type` (or GGUF `general.architecture`) picks the family.
+// SmolLM2 ships as a plain Llama config, so a llama model becomes 'smollm2' when its `_name_or_path`,
+// GGUF `general.name`, or the caller's name hint (the model id or path it was loaded from) mentions
+// "smollm". Both run the same forward pass; the distinction only feeds per-model defaults.
+import type { ArchitectureName, ModelConfig } from './types.js';
+
+type Json = Record<string, unknown>;
+
+const SUPPORTED = ['llama', 'mistral', 'qwen2', 'qwen3', 'smollm2'] as const;
+
+export class ModelConfigError extends Error {}
+
+/** Model types of config.json we run, and the family each maps to. */
+const HF_MODEL_TYPES: Record<string, ArchitectureName> = {
+  llama: 'llama',
+  mistral: 'mistral',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+};
+
+/** GGUF general.architecture values we run (llama.cpp writes Mistral models as 'llama'). */
+const GGUF_ARCHITECTURES: Record<string, ArchitectureName> = {
+  llama: 'llama',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+};
+
+function isSmolLm(...names: Array<string | null | undefined>): boolean {
+  return names.some((n) => typeof n === 'string' && /smollm/i.test(n));
+}
+
+function unsupported(kind: string, where: string): ModelConfigError {
+  return new ModelConfigError(
+    `unsupported model architecture "${kind}" (${where}); supported: ${SUPPORTED.join(', ')}`,
+  );
+}
+
+export interface HfConfigOptions {
+  /** Parsed generation_config.json, when the model has one (its eos/bos ids are merged in). */
+  generationConfig?: Json | null;
+  /** Model id or path it was loaded from; used only to recognize SmolLM2. */
+  nameHint?: string;
+  /** Where the config came from, for error messages. */
+  source?: string;
+}
+
+/** Build a ModelConfig from a parsed config.json. */
+export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig {
+  const where = opts.source ?? 'config.json';
+  const modelType = typeof raw.model_type === 'string' ? raw.model_type : undefined;
+  if (!modelType) throw new ModelConfigError(`${where}: no "model_type"`);
+  const family = HF_MODEL_TYPES[modelType];
+  if (!family) throw unsupported(modelType, `model_type in ${where}`);
+  const nameOrPath = typeof raw._name_or_path === 'string' && raw._name_or_path ? raw._name_or_path : null;
+
+  const num = (key: string, fallback?: number): number => {
+    const v = raw[key];
+    if (typeof v === 'number' && Number.isFinite(v)) return v;
+    if (fallback !== undefined) return fallback;
+    throw new ModelConfigError(`${where}: missing or non-numeric "${key}"`);
+  };
+  const hiddenSize = num('hidden_size');
+  const numHeads = num('num_attention_heads');
+  const gen = opts.generationConfig ?? null;
+
+  // Qwen2/Qwen3 carry a sliding_window value even when use_sliding_window is false.
+  let slidingWindow: number | null = null;
+  const window = typeof raw.sliding_window === 'number' ? raw.sliding_window : null;
+  if (family === 'mistral') slidingWindow = window;
+  else if ((family === 'qwen2' || family === 'qwen3') && raw.use_sliding_window === true) slidingWindow = window;
+
+  const bos = tokenIdOf(raw.bos_token_id) ?? tokenIdOf(gen?.bos_token_id);
+  return {
+    architecture: family === 'llama' && isSmolLm(nameOrPath, opts.nameHint) ? 'smollm2' : family,
+    hiddenSize,
+    intermediateSize: num('intermediate_size'),
+    numLayers: num('num_hidden_layers'),
+    numHeads,
+    numKvHeads: num('num_key_value_heads', numHeads),
+    headDim: num('head_dim', hiddenSize / numHeads),
+    vocabSize: num('vocab_size'),
+    ropeTheta: num('rope_theta', 10000),
+    rmsNormEps: num('rms_norm_eps', 1e-6),
+    // Every family here defaults to untied in transformers; the loader sets true when lm_head is absent.
+    tieWordEmbeddings: raw.tie_word_embeddings === true,
+    slidingWindow,
+    // Qwen2 always has q/k/v biases (hard-coded in transformers, not in its config).
+    attentionBias: family === 'qwen2' || raw.attention_bias === true,
+    qkNorm: family === 'qwen3',
+    maxPositionEmbeddings: num('max_position_embeddings', 2048),
+    bosTokenId: bos,
+    eosTokenIds: unionIds(tokenIdsOf(raw.eos_token_id), tokenIdsOf(gen?.eos_token_id)),
+    nameOrPath,
+  };
+}
+
+export interface GgufConfigOptions {
+  /** Whether the file has its own output.weight; without one the embeddings are tied. */
+  hasOutputWeight: boolean;
+  /** Rows of token_embd, used when the metadata names no vocabulary size. */
+  embeddingRows?: number;
+  nameHint?: string;
+  source?: string;
+}
+
+/** Build a ModelConfig from GGUF metadata (`<arch>.*`, `tokenizer.ggml.*`, `general.*`). */
+export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig {
+  const where = opts.source ?? 'GGUF metadata';
+  const arch = typeof meta['general.architecture'] === 'string' ? (meta['general.architecture'] as string) : undefined;
+  if (!arch) throw new ModelConfigError(`${where}: no general.architecture`);
+  const family = GGUF_ARCHITECTURES[arch];
+  if (!family) throw unsupported(arch, `general.architecture in ${where}`);
+  const name = typeof meta['general.name'] === 'string' ? (meta['general.name'] as string) : null;
+
+  const num = (key: string, fallback?: number): number => {
+    const v = scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where);
+    if (v !== undefined) return v;
+    if (fallback !== undefined) return fallback;
+    throw new ModelConfigError(`${where}: missing ${arch}.${key}`);
+  };
+  const hiddenSize = num('embedding_length');
+  const numHeads = num('attention.head_count');
+  const headDim = num('attention.key_length', hiddenSize / numHeads);
+  const ropeDims = scalarOf(meta[`${arch}.rope.dimension_count`], 'rope.dimension_count', where);
+  if (ropeDims !== undefined && ropeDims !== headDim) {
+    throw new ModelConfigError(`${where}: partial rotary embeddings (${arch}.rope.dimension_count ${ropeDims} of head size ${headDim}) are not supported`);
+  }
+  const tokens = meta['tokenizer.ggml.tokens'];
+  const vocabFallback = Array.isArray(tokens) ? tokens.length : opts.embeddingRows;
+  const window = scalarOf(meta[`${arch}.attention.sliding_window`], 'sliding_window', where);
+  const eos = unionIds(tokenIdsOf(meta['tokenizer.ggml.eos_token_id']), tokenIdsOf(meta['tokenizer.ggml.eot_token_id']));
+
+  return {
+    architecture: family === 'llama' && isSmolLm(name, opts.nameHint) ? 'smollm2' : family,
+    hiddenSize,
+    intermediateSize: num('feed_forward_length'),
+    numLayers: num('block_count'),
+    numHeads,
+    numKvHeads: num('attention.head_count_kv', numHeads),
+    headDim,
+    vocabSize: num('vocab_size', vocabFallback),
+    ropeTheta: num('rope.freq_base', 10000),
+    rmsNormEps: num('attention.layer_norm_rms_epsilon', 1e-5),
+    tieWordEmbeddings: !opts.hasOutputWeight,
+    slidingWindow: window ?? null,
+    attentionBias: family === 'qwen2',
+    qkNorm: family === 'qwen3',
+    maxPositionEmbeddings: num('context_length', 2048),
+    bosTokenId: tokenIdOf(meta['tokenizer.ggml.bos_token_id']),
+    eosTokenIds: eos,
+    nameOrPath: name,
+  };
+}
+
+/** A GGUF numeric value; per-layer arrays are accepted when all layers agree. */
+function scalarOf(v: unknown, key: string, where: string): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  if (v && typeof v === 'object' && 'length' in v) {
+    const arr = Array.from(v as ArrayLike<number>);
+    if (arr.length > 0 && arr.every((x) => x === arr[0])) return arr[0];
+    throw new ModelConfigError(`${where}: ${key} varies per layer (${arr.join(',')}), which is not supported`);
+  }
+  return undefined;
+}
+
+/** A token id, or null for absent / negative / the 0xFFFFFFFF "unset" marker GGUF writers use. */
+function tokenIdOf(v: unknown): number | null {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v >= 0xffffffff) return null;
+  return v;
+}
+
+function tokenIdsOf(v: unknown): number[] {
+  if (Array.isArray(v)) return v.map(tokenIdOf).filter((x): x is number => x !== null);
+  const one = tokenIdOf(v);
+  return one === null ? [] : [one];
+}
+
+function unionIds(...lists: number[][]): number[] {
+  return [...new Set(lists.flat())];
+}

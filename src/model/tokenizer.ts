@@ -1,0 +1,172 @@
+// The Tokenizer the server and engine use, and loaders that build one from a model directory or a .gguf file.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { HfTokenizer, type SpecialTokenSettings } from './tokenizers/hf-tokenizer.js';
+import { byteLevelBpeTokenizerJson, readMergesTxt, type AddedTokenJson } from './tokenizers/byte-level-bpe.js';
+import { sentencePieceBpeTokenizerJson } from './tokenizers/sentencepiece-bpe.js';
+import { readSentencePieceModel } from './tokenizers/sentencepiece-model.js';
+import { loadGgufTokenizer } from './gguf-tokenizer.js';
+
+export interface EncodeOptions {
+  /**
+   * Add the model's BOS (and EOS, for the rare model that wants it) around the text, as the model's own
+   * tokenizer would for a raw prompt. Default false: text rendered by a chat template already carries them.
+   */
+  addSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Drop special tokens (BOS/EOS/`<|im_end|>` …) from the text. Default false. */
+  skipSpecialTokens?: boolean;
+}
+
+export interface Tokenizer {
+  /** Token ids of `text`. Special and added tokens written in the text (`<|im_start|>`, `<think>`) become their single ids. */
+  encode(text: string, opts?: EncodeOptions): number[];
+  /** Text of `ids`. Ids with no token are skipped; a cut UTF-8 sequence comes out as U+FFFD. */
+  decode(ids: number[], opts?: DecodeOptions): string;
+  tokenToId(token: string): number | undefined;
+  idToToken(id: number): string | undefined;
+  /** One more than the highest token id (the embedding table may be larger). */
+  readonly vocabSize: number;
+  /** Ids that decode drops with skipSpecialTokens (control tokens; not `<think>`-style added tokens). */
+  readonly specialTokenIds: ReadonlySet<number>;
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
+  /** Whether a prompt should start with BOS (what encode adds with addSpecialTokens). */
+  readonly addBosToken: boolean;
+}
+
+export class TokenizerLoadError extends Error {}
+
+type Json = Record<string, unknown>;
+
+function readJson(path: string): Json {
+  return JSON.parse(readFileSync(path, 'utf8')) as Json;
+}
+
+function readJsonIfExists(path: string): Json | null {
+  return existsSync(path) ? readJson(path) : null;
+}
+
+/** A token as tokenizer_config.json writes it: a string, or an AddedToken object with `content`. */
+function tokenContent(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as Json).content === 'string') return (value as Json).content as string;
+  return null;
+}
+
+/** tokenizer_config.json's added_tokens_decoder as tokenizer.json added_tokens entries, by id. */
+function addedTokensFromConfig(config: Json): AddedTokenJson[] {
+  const decoder = (config.added_tokens_decoder ?? {}) as Record<string, Json>;
+  return Object.entries(decoder)
+    .map(([id, t]) => ({
+      id: Number(id),
+      content: String(t.content),
+      single_word: Boolean(t.single_word ?? false),
+      lstrip: Boolean(t.lstrip ?? false),
+      rstrip: Boolean(t.rstrip ?? false),
+      normalized: Boolean(t.normalized ?? false),
+      special: Boolean(t.special ?? false),
+    }))
+    .sort((a, b) => a.id - b.id);
+}
+
+/**
+ * Special-token settings from a model directory: tokenizer_config.json first, then special_tokens_map.json,
+ * then the ids in generation_config.json / config.json (SmolLM2's directory has no tokenizer_config.json).
+ */
+function specialTokenSettings(dir: string, config: Json | null, idToToken: (id: number) => string | undefined): SpecialTokenSettings {
+  const map = readJsonIfExists(join(dir, 'special_tokens_map.json')) ?? {};
+  const pick = (key: string) => tokenContent(config?.[key]) ?? tokenContent(map[key]);
+  // A token named by neither file (as opposed to set to null, as Qwen does for BOS) falls back to the model config's id.
+  const unnamed = (key: string) => config?.[key] === undefined && map[key] === undefined;
+  const modelConfigs = ['generation_config.json', 'config.json'].map((f) => readJsonIfExists(join(dir, f))).filter((c): c is Json => c !== null);
+  const fromModelConfig = (idKey: string): string | null => {
+    for (const c of modelConfigs) {
+      const id = Array.isArray(c[idKey]) ? (c[idKey] as unknown[])[0] : c[idKey];
+      if (typeof id === 'number') return idToToken(id) ?? null;
+    }
+    return null;
+  };
+  const bosToken = pick('bos_token') ?? (unnamed('bos_token') ? fromModelConfig('bos_token_id') : null);
+  const eosToken = pick('eos_token') ?? (unnamed('eos_token') ? fromModelConfig('eos_token_id') : null);
+  const extraSpecial = [pick('unk_token'), pick('pad_token'), bosToken, eosToken];
+  for (const t of (config?.additional_special_tokens ?? map.additional_special_tokens ?? []) as unknown[]) extraSpecial.push(tokenContent(t));
+  return {
+    bosToken,
+    eosToken,
+    addBosToken: typeof config?.add_bos_token === 'boolean' ? config.add_bos_token : undefined,
+    addEosToken: typeof config?.add_eos_token === 'boolean' ? config.add_eos_token : undefined,
+    cleanUpTokenizationSpaces: config?.clean_up_tokenization_spaces === true,
+    extraSpecialTokens: extraSpecial.filter((t): t is string => t !== null),
+  };
+}
+
+/** The token of an id in a tokenizer.json object (added tokens first, then the model vocabulary). */
+function tokenOfId(tokenizerJson: Json, id: number): string | undefined {
+  const added = (tokenizerJson.added_tokens ?? []) as { id: number; content: string }[];
+  const hit = added.find((t) => t.id === id);
+  if (hit) return hit.content;
+  const vocab = ((tokenizerJson.model ?? {}) as Json).vocab;
+  if (vocab && typeof vocab === 'object' && !Array.isArray(vocab)) {
+    for (const [token, tokenId] of Object.entries(vocab as Record<string, number>)) if (tokenId === id) return token;
+  }
+  return undefined;
+}
+
+function fromTokenizerJson(dir: string, tokenizerJson: Json, config: Json | null): HfTokenizer {
+  return new HfTokenizer(tokenizerJson, specialTokenSettings(dir, config, (id) => tokenOfId(tokenizerJson, id)));
+}
+
+/**
+ * A tokenizer for a directory holding only vocab.json + merges.txt + tokenizer_config.json (a slow
+ * Qwen2Tokenizer or GPT2Tokenizer): the equivalent tokenizer.json is built in memory.
+ */
+export function loadTokenizerFromVocabMerges(dir: string): Tokenizer {
+  const config = readJsonIfExists(join(dir, 'tokenizer_config.json')) ?? {};
+  const vocab = readJson(join(dir, 'vocab.json')) as Record<string, number>;
+  const merges = readMergesTxt(readFileSync(join(dir, 'merges.txt'), 'utf8'));
+  const tokenizerClass = String(config.tokenizer_class ?? 'GPT2Tokenizer').replace(/Fast$/, '');
+  let preset: 'qwen2' | 'gpt2';
+  if (tokenizerClass === 'Qwen2Tokenizer') preset = 'qwen2';
+  else if (tokenizerClass === 'GPT2Tokenizer') preset = 'gpt2';
+  else throw new TokenizerLoadError(`${dir}: cannot build a tokenizer for ${tokenizerClass} from vocab.json/merges.txt (supported: Qwen2Tokenizer, GPT2Tokenizer)`);
+  const json = byteLevelBpeTokenizerJson({
+    vocab,
+    merges,
+    preset,
+    addedTokens: addedTokensFromConfig(config),
+    addPrefixSpace: config.add_prefix_space === true,
+  });
+  return fromTokenizerJson(dir, json, config);
+}
+
+/** A tokenizer for a directory with only a SentencePiece BPE tokenizer.model (+ tokenizer_config.json). */
+function loadSentencePieceModelDir(dir: string): Tokenizer {
+  const model = readSentencePieceModel(readFileSync(join(dir, 'tokenizer.model')));
+  const json = sentencePieceBpeTokenizerJson(model);
+  const config = readJsonIfExists(join(dir, 'tokenizer_config.json'));
+  const settings = specialTokenSettings(dir, config, (id) => model.pieces[id]);
+  settings.bosToken ??= model.bosId !== null ? model.pieces[model.bosId] : null;
+  settings.eosToken ??= model.eosId !== null ? model.pieces[model.eosId] : null;
+  settings.addBosToken ??= true; // what LlamaTokenizer does by default
+  return new HfTokenizer(json, settings);
+}
+
+/**
+ * The tokenizer of a model: a Hugging Face directory (tokenizer.json, else vocab.json + merges.txt, else a
+ * SentencePiece tokenizer.model) or a .gguf file (its embedded tokenizer.ggml.* vocabulary).
+ */
+export function loadTokenizer(path: string): Tokenizer {
+  if (!existsSync(path)) throw new TokenizerLoadError(`${path}: no such file or directory`);
+  if (statSync(path).isFile()) {
+    if (path.endsWith('.gguf')) return loadGgufTokenizer(path);
+    throw new TokenizerLoadError(`${path}: expected a model directory or a .gguf file`);
+  }
+  const config = readJsonIfExists(join(path, 'tokenizer_config.json'));
+  if (existsSync(join(path, 'tokenizer.json'))) return fromTokenizerJson(path, readJson(join(path, 'tokenizer.json')), config);
+  if (existsSync(join(path, 'vocab.json')) && existsSync(join(path, 'merges.txt'))) return loadTokenizerFromVocabMerges(path);
+  if (existsSync(join(path, 'tokenizer.model'))) return loadSentencePieceModelDir(path);
+  throw new TokenizerLoadError(`${path}: no tokenizer.json, vocab.json + merges.txt, or tokenizer.model`);
+}

@@ -1,0 +1,81 @@
+// Tokenizer over a Hugging Face tokenizer.json object, run by @huggingface/tokenizers.
+import { Tokenizer as HfTokenizerCore } from '@huggingface/tokenizers';
+import type { Tokenizer, EncodeOptions, DecodeOptions } from '../tokenizer.js';
+
+/** What tokenizer.json does not say: special tokens and BOS/EOS policy (from tokenizer_config.json or GGUF metadata). */
+export interface SpecialTokenSettings {
+  bosToken?: string | null;
+  eosToken?: string | null;
+  /** Undefined: whatever tokenizer.json's post-processor adds to an encoded text. */
+  addBosToken?: boolean;
+  addEosToken?: boolean;
+  /** HF's clean_up_tokenization_spaces (" ." → "."); off unless the model asks for it. */
+  cleanUpTokenizationSpaces?: boolean;
+  /** Tokens that count as special though tokenizer.json does not flag them (config bos/eos/unk/pad, additional_special_tokens). */
+  extraSpecialTokens?: string[];
+}
+
+export class HfTokenizer implements Tokenizer {
+  private readonly core: HfTokenizerCore;
+  readonly vocabSize: number;
+  readonly specialTokenIds: ReadonlySet<number>;
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
+  readonly addBosToken: boolean;
+  private readonly addEosToken: boolean;
+  private readonly bosId: number | undefined;
+  private readonly eosId: number | undefined;
+  private readonly cleanUp: boolean;
+
+  constructor(tokenizerJson: object, settings: SpecialTokenSettings) {
+    this.core = new HfTokenizerCore(tokenizerJson, {});
+    this.bosToken = settings.bosToken ?? null;
+    this.eosToken = settings.eosToken ?? null;
+    this.bosId = this.bosToken !== null ? this.core.token_to_id(this.bosToken) : undefined;
+    this.eosId = this.eosToken !== null ? this.core.token_to_id(this.eosToken) : undefined;
+    this.cleanUp = settings.cleanUpTokenizationSpaces ?? false;
+
+    // Without an explicit policy, ask the post-processor what it wraps around a text (TinyStories adds BOS).
+    const wrapped = this.core.encode('', { add_special_tokens: true }).ids;
+    const wrapsBos = this.bosId !== undefined && wrapped[0] === this.bosId;
+    const afterBos = wrapped.slice(wrapsBos ? 1 : 0);
+    this.addBosToken = settings.addBosToken ?? wrapsBos;
+    this.addEosToken = settings.addEosToken ?? (this.eosId !== undefined && afterBos[afterBos.length - 1] === this.eosId);
+
+    const special = new Set<number>();
+    for (const [id, token] of this.core.get_added_tokens_decoder()) if (token.special) special.add(id);
+    for (const t of settings.extraSpecialTokens ?? []) {
+      const id = this.core.token_to_id(t);
+      if (id !== undefined) special.add(id);
+    }
+    this.specialTokenIds = special;
+
+    let maxId = -1;
+    for (const id of this.core.get_vocab(true).values()) if (id > maxId) maxId = id;
+    this.vocabSize = maxId + 1;
+  }
+
+  encode(text: string, opts: EncodeOptions = {}): number[] {
+    // Special tokens are placed here rather than by the post-processor so BOS/EOS follow addBosToken/addEosToken.
+    const ids = this.core.encode(text, { add_special_tokens: false }).ids;
+    if (!opts.addSpecialTokens) return ids;
+    if (this.addBosToken && this.bosId !== undefined) ids.unshift(this.bosId);
+    if (this.addEosToken && this.eosId !== undefined) ids.push(this.eosId);
+    return ids;
+  }
+
+  decode(ids: number[], opts: DecodeOptions = {}): string {
+    // Ids past the vocabulary (padding rows of the embedding table) have no text.
+    const kept = ids.filter((id) => this.core.id_to_token(id) !== undefined && !(opts.skipSpecialTokens && this.specialTokenIds.has(id)));
+    if (kept.length === 0) return '';
+    return this.core.decode(kept, { skip_special_tokens: false, clean_up_tokenization_spaces: this.cleanUp });
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.core.token_to_id(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.core.id_to_token(id);
+  }
+}

@@ -1,0 +1,402 @@
+// OpenAI chat-completions: the wire request → ChatRequest, and OutputEvents → the response body
+// or stream chunks. The JSON schema (types, ranges) is checked by the route before this runs;
+// here are the checks that need more than one field, and the OpenAI/vLLM defaults.
+import { randomUUID } from 'node:crypto';
+import type { SamplingParams, TokenLogprob } from '../engine/types.js';
+import type { FinishReason, OutputEvent } from '../chat/events.js';
+import { invalidParam, unsupportedParam } from '../server/errors.js';
+import type {
+  ChatMessage,
+  ChatRequest,
+  ChatRole,
+  ChatToolCall,
+  GenerationOptions,
+  ToolChoice,
+  ToolDefinition,
+} from './chat-request.js';
+
+// ---------------------------------------------------------------------------------------------
+// Wire request
+
+export interface WireContentPart {
+  type: string;
+  text?: string;
+  image_url?: { url: string };
+}
+
+export interface WireMessage {
+  role: ChatRole;
+  content?: string | WireContentPart[] | null;
+  name?: string;
+  tool_calls?: ChatToolCall[] | null;
+  tool_call_id?: string;
+  reasoning?: string | null;
+  reasoning_content?: string | null;
+}
+
+/** Fields every OpenAI-family generation request shares (chat and legacy completions). */
+export interface WireGenerationFields {
+  model?: string;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  min_p?: number | null;
+  top_n_sigma?: number | null;
+  seed?: number | null;
+  stop?: string | string[] | null;
+  n?: number | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  ignore_eos?: boolean | null;
+  stop_token_ids?: number[] | null;
+  skip_special_tokens?: boolean | null;
+}
+
+export interface ChatCompletionBody extends WireGenerationFields {
+  messages: WireMessage[];
+  max_completion_tokens?: number | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  response_format?: { type: string } | null;
+  tools?: ToolDefinition[] | null;
+  tool_choice?: ToolChoice | null;
+  parallel_tool_calls?: boolean | null;
+  chat_template_kwargs?: Record<string, unknown> | null;
+}
+
+/** Server-side defaults the request falls back to (from the CLI). */
+export interface SamplingDefaults {
+  defaultMinP: number;
+  defaultTopNSigma: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/** The OpenAI-family fields → neutral options; `logprobs` and `maxTokens` are set by the caller. */
+export function decodeGenerationFields(
+  body: WireGenerationFields,
+  defaults: SamplingDefaults,
+): Omit<GenerationOptions, 'logprobs' | 'maxTokens'> {
+  for (const p of ['presence_penalty', 'frequency_penalty'] as const) {
+    const v = body[p];
+    if (v != null && v !== 0) throw unsupportedParam(p, 'only 0 is accepted');
+  }
+  const topK = body.top_k ?? 0;
+  const sampling: SamplingParams = {
+    temperature: body.temperature ?? 1.0,
+    // vLLM spells "off" as -1; the engine as 0.
+    topK: topK < 0 ? 0 : topK,
+    topP: body.top_p ?? 1.0,
+    minP: body.min_p ?? defaults.defaultMinP,
+    topNSigma: body.top_n_sigma ?? defaults.defaultTopNSigma,
+    seed: body.seed ?? null,
+  };
+  const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  const stream = body.stream ?? false;
+  return {
+    sampling,
+    stop,
+    stopTokenIds: body.stop_token_ids ?? [],
+    ignoreEos: body.ignore_eos ?? false,
+    n: body.n ?? 1,
+    skipSpecialTokens: body.skip_special_tokens ?? true,
+    stream,
+    includeUsage: stream && (body.stream_options?.include_usage ?? false),
+  };
+}
+
+export function decodeChatRequest(body: ChatCompletionBody, defaults: SamplingDefaults): ChatRequest {
+  if (body.response_format != null && body.response_format.type !== 'text') {
+    throw unsupportedParam('response_format', `type '${body.response_format.type}'`);
+  }
+  if (body.logprobs !== true && body.top_logprobs != null && body.top_logprobs > 0) {
+    throw invalidParam('top_logprobs', "'top_logprobs' requires 'logprobs' to be true.");
+  }
+  const tools = body.tools ?? [];
+  const toolChoice = decodeToolChoice(body.tool_choice ?? null, tools);
+  return {
+    ...decodeGenerationFields(body, defaults),
+    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
+    logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
+    messages: body.messages.map(decodeMessage),
+    tools: toolChoice === 'none' ? [] : tools,
+    toolChoice,
+    parallelToolCalls: body.parallel_tool_calls ?? true,
+    chatTemplateKwargs: body.chat_template_kwargs ?? {},
+  };
+}
+
+function decodeToolChoice(choice: ToolChoice | null, tools: ToolDefinition[]): ToolChoice {
+  if (choice === null) return tools.length > 0 ? 'auto' : 'none';
+  if (choice === 'none' || choice === 'auto') return tools.length > 0 ? choice : 'none';
+  if (tools.length === 0) {
+    throw invalidParam('tool_choice', "'tool_choice' other than 'none' or 'auto' requires 'tools'.");
+  }
+  if (typeof choice === 'object') {
+    const name = choice.function.name;
+    if (!tools.some((t) => t.function.name === name)) {
+      throw invalidParam('tool_choice', `'tool_choice' names the function '${name}', which is not in 'tools'.`);
+    }
+  }
+  return choice;
+}
+
+function decodeMessage(m: WireMessage, i: number): ChatMessage {
+  const at = `messages[${i}]`;
+  const content = decodeContent(m.content ?? null, `${at}.content`);
+  const out: ChatMessage = { role: m.role, content };
+  if (m.name !== undefined) out.name = m.name;
+  switch (m.role) {
+    case 'assistant': {
+      const calls = m.tool_calls ?? [];
+      if (content === null && calls.length === 0) {
+        throw invalidParam(`${at}.content`, `'${at}.content' is required unless the message has 'tool_calls'.`);
+      }
+      if (calls.length > 0) out.toolCalls = calls;
+      const reasoning = m.reasoning ?? m.reasoning_content;
+      if (reasoning != null) out.reasoning = reasoning;
+      break;
+    }
+    case 'tool':
+      if (m.tool_call_id === undefined) {
+        throw invalidParam(`${at}.tool_call_id`, `Missing required parameter: '${at}.tool_call_id'.`);
+      }
+      out.toolCallId = m.tool_call_id;
+      out.content = content ?? '';
+      break;
+    default:
+      if (content === null) throw invalidParam(`${at}.content`, `Missing required parameter: '${at}.content'.`);
+  }
+  return out;
+}
+
+function decodeContent(content: string | WireContentPart[] | null, param: string): string | null {
+  if (content === null || typeof content === 'string') return content;
+  const texts = content.map((part, j) => {
+    if (part.type === 'text' && typeof part.text === 'string') return part.text;
+    if (part.type === 'image_url') throw unsupportedParam(`${param}[${j}]`, 'this model does not accept image input');
+    throw invalidParam(`${param}[${j}].type`, `Invalid content part type '${part.type}' in '${param}[${j}]'.`);
+  });
+  // vLLM joins text parts with newlines.
+  return texts.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export function usage(promptTokens: number, completionTokens: number): Usage {
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+}
+
+/** Turns a token id into the text OpenAI's logprob records carry. */
+export type TokenText = (id: number) => string;
+
+interface WireTopLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+interface WireLogprob extends WireTopLogprob {
+  top_logprobs: WireTopLogprob[];
+}
+
+function logprobRecords(lps: TokenLogprob[], topN: number, tokenText: TokenText): WireLogprob[] {
+  const rec = (id: number, logprob: number): WireTopLogprob => {
+    const token = tokenText(id);
+    return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+  };
+  return lps.map((lp) => ({ ...rec(lp.id, lp.logprob), top_logprobs: lp.top.slice(0, topN).map((t) => rec(t.id, t.logprob)) }));
+}
+
+interface WireToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** Response identity shared by all chunks of one response. */
+export interface ResponseMeta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+export function newResponseMeta(prefix: string, model: string): ResponseMeta {
+  return { id: `${prefix}-${randomUUID().replace(/-/g, '')}`, created: Math.floor(Date.now() / 1000), model };
+}
+
+/** Collects one choice's events into a non-streamed chat message. */
+class ChoiceAccumulator {
+  content = '';
+  reasoning = '';
+  toolCalls: WireToolCall[] = [];
+  logprobs: WireLogprob[] = [];
+  finish: FinishReason | null = null;
+
+  add(events: OutputEvent[]): void {
+    for (const e of events) {
+      switch (e.type) {
+        case 'text':
+          this.content += e.text;
+          break;
+        case 'reasoning':
+          this.reasoning += e.text;
+          break;
+        case 'tool_call_start':
+          this.toolCalls[e.index] = { id: e.id, type: 'function', function: { name: e.name, arguments: '' } };
+          break;
+        case 'tool_call_args': {
+          const call = this.toolCalls[e.index];
+          if (call) call.function.arguments += e.fragment;
+          break;
+        }
+        case 'finish':
+          this.finish = e.reason;
+      }
+    }
+  }
+}
+
+/** Builds the non-streamed `chat.completion` body. */
+export class ChatCompletionBuilder {
+  private readonly choices: ChoiceAccumulator[];
+
+  constructor(
+    private readonly meta: ResponseMeta,
+    n: number,
+    private readonly logprobs: number | null,
+    private readonly tokenText: TokenText,
+  ) {
+    this.choices = Array.from({ length: n }, () => new ChoiceAccumulator());
+  }
+
+  add(index: number, events: OutputEvent[], lps: TokenLogprob[]): void {
+    const c = this.choices[index]!;
+    c.add(events);
+    if (this.logprobs !== null) c.logprobs.push(...logprobRecords(lps, this.logprobs, this.tokenText));
+  }
+
+  build(promptTokens: number, completionTokens: number): unknown {
+    return {
+      id: this.meta.id,
+      object: 'chat.completion',
+      created: this.meta.created,
+      model: this.meta.model,
+      choices: this.choices.map((c, index) => {
+        const calls = c.toolCalls.filter(Boolean);
+        const message: Record<string, unknown> = {
+          role: 'assistant',
+          content: c.content === '' && calls.length > 0 ? null : c.content,
+        };
+        if (c.reasoning !== '') message.reasoning = c.reasoning;
+        if (calls.length > 0) message.tool_calls = calls;
+        return {
+          index,
+          message,
+          logprobs: this.logprobs === null ? null : { content: c.logprobs },
+          finish_reason: c.finish ?? 'stop',
+        };
+      }),
+      usage: usage(promptTokens, completionTokens),
+    };
+  }
+}
+
+/** Turns OutputEvents into `chat.completion.chunk` objects, one stream for all n choices. */
+export class ChatChunkEncoder {
+  /** Logprobs of tokens whose text is still held back, per choice: sent with the next chunk. */
+  private readonly pending: WireLogprob[][];
+
+  constructor(
+    private readonly meta: ResponseMeta,
+    private readonly n: number,
+    private readonly logprobs: number | null,
+    private readonly includeUsage: boolean,
+    private readonly tokenText: TokenText,
+  ) {
+    this.pending = Array.from({ length: n }, () => []);
+  }
+
+  /** The opening chunk of each choice: the role, and empty content as OpenAI sends it. */
+  start(): unknown[] {
+    return Array.from({ length: this.n }, (_, index) => this.chunk(index, { role: 'assistant', content: '' }, null));
+  }
+
+  /** Chunks for one step of one choice; a 'finish' event gives the closing chunk with an empty delta. */
+  step(index: number, events: OutputEvent[], lps: TokenLogprob[]): unknown[] {
+    if (this.logprobs !== null) this.pending[index]!.push(...logprobRecords(lps, this.logprobs, this.tokenText));
+    const out: unknown[] = [];
+    let text = '';
+    let reasoning = '';
+    const flush = (): void => {
+      if (reasoning !== '') out.push(this.chunk(index, { reasoning }, null));
+      if (text !== '') out.push(this.chunk(index, { content: text }, null));
+      text = reasoning = '';
+    };
+    for (const e of events) {
+      switch (e.type) {
+        case 'text':
+          if (reasoning !== '') flush();
+          text += e.text;
+          break;
+        case 'reasoning':
+          if (text !== '') flush();
+          reasoning += e.text;
+          break;
+        case 'tool_call_start':
+          flush();
+          out.push(
+            this.chunk(index, {
+              tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }],
+            }, null),
+          );
+          break;
+        case 'tool_call_args':
+          flush();
+          out.push(this.chunk(index, { tool_calls: [{ index: e.index, function: { arguments: e.fragment } }] }, null));
+          break;
+        case 'finish':
+          flush();
+          // An error is reported as an error frame by the route, not as a finish reason.
+          if (e.reason !== 'error') out.push(this.chunk(index, {}, e.reason));
+      }
+    }
+    flush();
+    return out;
+  }
+
+  /** The usage frame (choices: [] as OpenAI sends it), or null when not asked for. */
+  usage(promptTokens: number, completionTokens: number): unknown | null {
+    if (!this.includeUsage) return null;
+    return { ...this.header(), choices: [], usage: usage(promptTokens, completionTokens) };
+  }
+
+  private header(): Record<string, unknown> {
+    return { id: this.meta.id, object: 'chat.completion.chunk', created: this.meta.created, model: this.meta.model };
+  }
+
+  private chunk(index: number, delta: Record<string, unknown>, finish: FinishReason | null): unknown {
+    let logprobs: { content: WireLogprob[] } | null = null;
+    if (this.logprobs !== null && (this.pending[index]!.length > 0 || finish !== null)) {
+      logprobs = { content: this.pending[index]! };
+      this.pending[index] = [];
+    }
+    const chunk: Record<string, unknown> = {
+      ...this.header(),
+      choices: [{ index, delta, logprobs, finish_reason: finish }],
+    };
+    // OpenAI: with include_usage every other chunk carries usage: null.
+    if (this.includeUsage) chunk.usage = null;
+    return chunk;
+  }
+}

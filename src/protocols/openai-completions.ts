@@ -1,0 +1,193 @@
+// OpenAI legacy completions: the wire request → CompletionRequest, and OutputEvents → the
+// `text_completion` body or stream chunks. A batch of prompts times n sequences each gives
+// choices indexed prompt-major (prompt i, sequence j → i * n + j), as OpenAI numbers them.
+import type { TokenLogprob } from '../engine/types.js';
+import type { FinishReason, OutputEvent } from '../chat/events.js';
+import { invalidParam, unsupportedParam } from '../server/errors.js';
+import type { CompletionRequest, PromptInput } from './chat-request.js';
+import {
+  decodeGenerationFields,
+  usage,
+  type ResponseMeta,
+  type SamplingDefaults,
+  type TokenText,
+  type WireGenerationFields,
+} from './openai-chat.js';
+
+export interface CompletionBody extends WireGenerationFields {
+  prompt: string | string[] | number[] | number[][];
+  echo?: boolean | null;
+  suffix?: string | null;
+  /** Legacy form: how many top alternatives to return per token. */
+  logprobs?: number | null;
+  best_of?: number | null;
+}
+
+/** OpenAI's (and vLLM's) default completion length for this protocol. */
+export const DEFAULT_COMPLETION_MAX_TOKENS = 16;
+
+export function decodeCompletionRequest(body: CompletionBody, defaults: SamplingDefaults): CompletionRequest {
+  if (body.suffix != null && body.suffix !== '') throw unsupportedParam('suffix');
+  const fields = decodeGenerationFields(body, defaults);
+  if (body.best_of != null && body.best_of !== fields.n) {
+    throw unsupportedParam('best_of', "only a value equal to 'n' is accepted");
+  }
+  const echo = body.echo ?? false;
+  if (echo && body.logprobs != null) {
+    throw unsupportedParam('echo', "'echo' together with 'logprobs' needs prompt log-probabilities");
+  }
+  return {
+    ...fields,
+    maxTokens: body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS,
+    logprobs: body.logprobs ?? null,
+    prompts: decodePrompt(body.prompt),
+    echo,
+  };
+}
+
+function decodePrompt(prompt: CompletionBody['prompt']): PromptInput[] {
+  if (typeof prompt === 'string') return [{ text: prompt }];
+  if (prompt.length === 0) throw invalidParam('prompt', "'prompt' must not be an empty array.");
+  const first = prompt[0];
+  if (typeof first === 'number') return [{ tokens: prompt as number[] }];
+  if (typeof first === 'string') return (prompt as string[]).map((text) => ({ text }));
+  return (prompt as number[][]).map((tokens) => ({ tokens }));
+}
+
+interface LegacyLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Record<string, number>[];
+  text_offset: number[];
+}
+
+/** Per choice: accumulates legacy logprob records, keeping text offsets into the choice's text. */
+class LogprobTrack {
+  offset: number;
+  data: LegacyLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+
+  constructor(startOffset: number) {
+    this.offset = startOffset;
+  }
+
+  add(lps: TokenLogprob[], topN: number, tokenText: TokenText): void {
+    for (const lp of lps) {
+      const token = tokenText(lp.id);
+      this.data.tokens.push(token);
+      this.data.token_logprobs.push(lp.logprob);
+      this.data.top_logprobs.push(Object.fromEntries(lp.top.slice(0, topN).map((t) => [tokenText(t.id), t.logprob])));
+      this.data.text_offset.push(this.offset);
+      this.offset += token.length;
+    }
+  }
+
+  take(): LegacyLogprobs {
+    const d = this.data;
+    this.data = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+    return d;
+  }
+}
+
+function textOf(events: OutputEvent[]): string {
+  let s = '';
+  for (const e of events) if (e.type === 'text') s += e.text;
+  return s;
+}
+
+function finishOf(events: OutputEvent[]): FinishReason | null {
+  for (const e of events) if (e.type === 'finish') return e.reason;
+  return null;
+}
+
+/** Builds the non-streamed `text_completion` body. `echoes[i]` is choice i's prompt text or ''. */
+export class CompletionBuilder {
+  private readonly texts: string[];
+  private readonly finishes: (FinishReason | null)[];
+  private readonly tracks: LogprobTrack[];
+
+  constructor(
+    private readonly meta: ResponseMeta,
+    echoes: string[],
+    private readonly logprobs: number | null,
+    private readonly tokenText: TokenText,
+  ) {
+    this.texts = [...echoes];
+    this.finishes = echoes.map(() => null);
+    this.tracks = echoes.map((e) => new LogprobTrack(e.length));
+  }
+
+  add(index: number, events: OutputEvent[], lps: TokenLogprob[]): void {
+    this.texts[index] += textOf(events);
+    this.finishes[index] = finishOf(events) ?? this.finishes[index]!;
+    if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenText);
+  }
+
+  build(promptTokens: number, completionTokens: number): unknown {
+    return {
+      id: this.meta.id,
+      object: 'text_completion',
+      created: this.meta.created,
+      model: this.meta.model,
+      choices: this.texts.map((text, index) => ({
+        index,
+        text,
+        logprobs: this.logprobs === null ? null : this.tracks[index]!.take(),
+        finish_reason: this.finishes[index] ?? 'stop',
+      })),
+      usage: usage(promptTokens, completionTokens),
+    };
+  }
+}
+
+/** Turns OutputEvents into streamed `text_completion` chunks. */
+export class CompletionChunkEncoder {
+  private readonly tracks: LogprobTrack[];
+
+  constructor(
+    private readonly meta: ResponseMeta,
+    private readonly echoes: string[],
+    private readonly logprobs: number | null,
+    private readonly includeUsage: boolean,
+    private readonly tokenText: TokenText,
+  ) {
+    this.tracks = echoes.map((e) => new LogprobTrack(e.length));
+  }
+
+  /** With echo, each choice opens with its prompt text. */
+  start(): unknown[] {
+    return this.echoes.flatMap((text, index) => (text === '' ? [] : [this.chunk(index, text, null)]));
+  }
+
+  step(index: number, events: OutputEvent[], lps: TokenLogprob[]): unknown[] {
+    if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenText);
+    const out: unknown[] = [];
+    const text = textOf(events);
+    if (text !== '') out.push(this.chunk(index, text, null));
+    const finish = finishOf(events);
+    // An error is reported as an error frame by the route, not as a finish reason.
+    if (finish !== null && finish !== 'error') out.push(this.chunk(index, '', finish));
+    return out;
+  }
+
+  usage(promptTokens: number, completionTokens: number): unknown | null {
+    if (!this.includeUsage) return null;
+    return { ...this.header(), choices: [], usage: usage(promptTokens, completionTokens) };
+  }
+
+  private header(): Record<string, unknown> {
+    return { id: this.meta.id, object: 'text_completion', created: this.meta.created, model: this.meta.model };
+  }
+
+  private chunk(index: number, text: string, finish: FinishReason | null): unknown {
+    let logprobs: LegacyLogprobs | null = null;
+    if (this.logprobs !== null) {
+      const lp = this.tracks[index]!.take();
+      // Held-back tokens wait for the chunk that carries their text (or the closing one).
+      if (lp.tokens.length > 0 || finish !== null) logprobs = lp;
+      else this.tracks[index]!.data = lp;
+    }
+    const chunk: Record<string, unknown> = { ...this.header(), choices: [{ index, text, logprobs, finish_reason: finish }] };
+    if (this.includeUsage) chunk.usage = null;
+    return chunk;
+  }
+}

@@ -1,0 +1,176 @@
+// Running a request's sequences on the engine, for any protocol route: the length budget, engine
+// submission (admission errors → HTTP errors), cancelling on client disconnect, merging the n
+// sequences' steps in arrival order, and the numbers the request log line reports.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
+import { runSequence, type OutputPipeline, type SequenceStep } from '../chat/pipeline.js';
+import type { GenerationOptions } from '../protocols/chat-request.js';
+import { ApiError, contextLengthExceeded, modelNotLoaded } from './errors.js';
+import type { ModelRuntime } from './lifecycle.js';
+
+/** What the request log line says about a generation request (set on request.generation). */
+export interface GenerationLog {
+  promptTokens: number;
+  completionTokens: number;
+  /** ms from request arrival to the first generated token; null when none came. */
+  ttftMs: number | null;
+  toolsUsed: string[];
+  finishReasons: string[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    generation: GenerationLog | null;
+  }
+}
+
+/**
+ * The completion length to ask for: the request's, else the room left in the context; when tools
+ * are present, also at most --tool-max-tokens. Refuses requests that cannot fit, as OpenAI does.
+ */
+export function resolveMaxTokens(promptLen: number, requested: number | null, maxSeqLen: number, cap: number | null): number {
+  const room = maxSeqLen - promptLen;
+  if (room <= 0) {
+    throw contextLengthExceeded(
+      `This model's maximum context length is ${maxSeqLen} tokens. However, your prompt is ${promptLen} tokens, ` +
+        'which leaves no room for a completion. Please reduce the length of the prompt.',
+    );
+  }
+  if (requested !== null && requested > room) {
+    throw contextLengthExceeded(
+      `This model's maximum context length is ${maxSeqLen} tokens. However, you requested ${promptLen + requested} tokens ` +
+        `(${promptLen} in the prompt, ${requested} in the completion). Please reduce the length of the prompt or completion.`,
+      'max_tokens',
+    );
+  }
+  const n = requested ?? room;
+  return cap === null ? n : Math.min(n, cap);
+}
+
+/** The engine job for sequence `seq` of a request (seeds differ per sequence, so n choices differ). */
+export function engineJob(
+  opts: GenerationOptions,
+  promptTokens: number[],
+  maxTokens: number,
+  eosTokenIds: readonly number[],
+  timeoutSec: number,
+  seq: number,
+): GenerationRequest {
+  const seed = opts.sampling.seed;
+  return {
+    promptTokens,
+    maxTokens,
+    sampling: { ...opts.sampling, seed: seed === null ? null : seed + seq },
+    stopTokenIds: [...new Set([...(opts.ignoreEos ? [] : eosTokenIds), ...opts.stopTokenIds])],
+    timeoutMs: timeoutSec * 1000,
+    // The engine reports the sampled token's logprob only alongside ≥ 1 alternative.
+    logprobs: opts.logprobs === null ? 0 : Math.max(1, opts.logprobs),
+  };
+}
+
+export interface SequenceSpec {
+  job: GenerationRequest;
+  pipeline: OutputPipeline;
+}
+
+export interface IndexedStep {
+  index: number;
+  step: SequenceStep;
+}
+
+/**
+ * Submits every sequence and returns their steps merged in arrival order. All jobs are cancelled
+ * when the client disconnects before the reply is finished, or when the consumer stops early.
+ */
+export function runSequences(
+  runtime: ModelRuntime,
+  specs: SequenceSpec[],
+  /** Prompt tokens for usage: counted once per distinct prompt, not per sequence. */
+  promptTokens: number,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): AsyncGenerator<IndexedStep> {
+  const handles: GenerationHandle[] = [];
+  const cancelAll = (): void => handles.forEach((h) => h.cancel());
+  try {
+    for (const s of specs) handles.push(runtime.engine.submit(s.job));
+  } catch (err) {
+    cancelAll();
+    throw admissionToApiError(err);
+  }
+  const log: GenerationLog = {
+    promptTokens,
+    completionTokens: 0,
+    ttftMs: null,
+    toolsUsed: [],
+    finishReasons: specs.map(() => ''),
+  };
+  request.generation = log;
+  // 'close' before the response was fully written means the client is gone.
+  const onClose = (): void => {
+    if (!reply.raw.writableFinished) cancelAll();
+  };
+  reply.raw.once('close', onClose);
+  const sequences = specs.map((s, i) => runSequence(handles[i]!, s.pipeline));
+  return track(merge(sequences), log, reply, () => {
+    reply.raw.off('close', onClose);
+    cancelAll();
+  });
+}
+
+async function* track(
+  steps: AsyncGenerator<IndexedStep>,
+  log: GenerationLog,
+  reply: FastifyReply,
+  cleanup: () => void,
+): AsyncGenerator<IndexedStep> {
+  try {
+    for await (const s of steps) {
+      if (log.ttftMs === null && s.step.ids.length > 0) log.ttftMs = Math.round(reply.elapsedTime);
+      for (const e of s.step.events) {
+        if (e.type === 'tool_call_start') log.toolsUsed.push(e.name);
+        if (e.type === 'finish') log.finishReasons[s.index] = e.reason;
+      }
+      if (s.step.done) log.completionTokens += s.step.done.completionTokens;
+      yield s;
+    }
+  } finally {
+    // Normal end: every job is done and cancel is a no-op; early exit: frees their KV blocks.
+    cleanup();
+  }
+}
+
+async function* merge(sources: AsyncGenerator<SequenceStep>[]): AsyncGenerator<IndexedStep> {
+  type Next = { index: number; result: IteratorResult<SequenceStep> };
+  const pull = (index: number): Promise<Next> => sources[index]!.next().then((result) => ({ index, result }));
+  const pending = new Map<number, Promise<Next>>(sources.map((_, i) => [i, pull(i)]));
+  try {
+    while (pending.size > 0) {
+      const { index, result } = await Promise.race(pending.values());
+      if (result.done) {
+        pending.delete(index);
+        continue;
+      }
+      pending.set(index, pull(index));
+      yield { index, step: result.value };
+    }
+  } finally {
+    for (const [index] of pending) void sources[index]!.return(undefined);
+  }
+}
+
+function admissionToApiError(err: unknown): unknown {
+  if (!(err instanceof EngineAdmissionError)) return err;
+  switch (err.kind) {
+    case 'queue_full':
+      // Retriable overload: 503 like OpenAI's "engine overloaded", with a hint when to retry.
+      return new ApiError(503, `The server is busy: ${err.message}. Retry shortly.`, {
+        code: 'server_busy',
+        headers: { 'retry-after': '1' },
+      });
+    case 'too_long':
+      return contextLengthExceeded(err.message);
+    case 'not_ready':
+      return modelNotLoaded();
+  }
+}

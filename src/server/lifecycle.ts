@@ -1,0 +1,69 @@
+// Server state and what the routes do in each. The listener is up in every state; only Ready
+// has a model, so routes that need one (all protocol routes, /v1/models) and /health answer
+// 503 `model_not_loaded` (retriable) in the others:
+//
+//   state          /health   /v1/models, protocol routes
+//   Starting       503       503   (loading weights; serve.ts flips to Ready before it logs "Listening on")
+//   NoModelLoaded  503       503   (`serve` without a model, or a load failed with nothing to restore)
+//   Loading        503       503   (a swap: the old model is released, the new one loading)
+//   Ready          200       served by the current runtime
+//
+// A request takes the runtime once, when it starts, and keeps it: in-flight requests finish on
+// the model they started on even if a swap begins meanwhile.
+import type { Engine } from '../engine/types.js';
+import type { ModelConfig } from '../model/types.js';
+import type { Tokenizer } from '../model/tokenizer.js';
+import { modelNotLoaded } from './errors.js';
+
+/** Everything a request needs from the loaded model. */
+export interface ModelRuntime {
+  engine: Engine;
+  tokenizer: Tokenizer;
+  /** Jinja chat template; null when the model has none (chat requests are then refused). */
+  chatTemplate: string | null;
+  /** Token ids that end generation unless the request sets ignore_eos. */
+  eosTokenIds: number[];
+  modelConfig: ModelConfig;
+}
+
+export type ServerState = 'starting' | 'no_model' | 'loading' | 'ready';
+
+export class Lifecycle {
+  private current: ServerState;
+  private live: ModelRuntime | null = null;
+
+  constructor(initial: 'starting' | 'no_model' = 'starting') {
+    this.current = initial;
+  }
+
+  get state(): ServerState {
+    return this.current;
+  }
+
+  /** The runtime of the Ready state, or null. */
+  get runtime(): ModelRuntime | null {
+    return this.live;
+  }
+
+  setReady(runtime: ModelRuntime): void {
+    this.live = runtime;
+    this.current = 'ready';
+  }
+
+  /** A swap began: new requests get 503 until setReady (new model) or setReady(old) (restored). */
+  setLoading(): void {
+    this.live = null;
+    this.current = 'loading';
+  }
+
+  setNoModel(): void {
+    this.live = null;
+    this.current = 'no_model';
+  }
+
+  /** The runtime for a request that needs a model; 503 model_not_loaded otherwise. */
+  require(): ModelRuntime {
+    if (this.current !== 'ready' || this.live === null) throw modelNotLoaded();
+    return this.live;
+  }
+}

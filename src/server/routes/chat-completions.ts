@@ -1,0 +1,168 @@
+// POST /v1/chat/completions: schema → ChatRequest → prompt tokens → n engine sequences → output
+// pipeline → chat.completion body, or chunks over SSE.
+import type { FastifyPluginAsync } from 'fastify';
+import { OutputPipeline } from '../../chat/pipeline.js';
+import { buildChatPrompt } from '../../chat/prompt.js';
+import {
+  ChatChunkEncoder,
+  ChatCompletionBuilder,
+  decodeChatRequest,
+  newResponseMeta,
+  type ChatCompletionBody,
+} from '../../protocols/openai-chat.js';
+import type { RouteDeps } from '../app.js';
+import { engineJob, resolveMaxTokens, runSequences } from '../generate.js';
+import { engineFailure } from '../errors.js';
+import { SseStream, streamSteps } from '../sse.js';
+
+const nullable = (type: string) => ({ type: [type, 'null'] });
+
+/** Generation fields the OpenAI chat and legacy completions requests share. */
+export const generationProperties = {
+  model: { type: 'string' },
+  max_tokens: { type: ['integer', 'null'], minimum: 1 },
+  temperature: { type: ['number', 'null'], minimum: 0, maximum: 2 },
+  top_p: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: 1 },
+  top_k: { type: ['integer', 'null'], minimum: -1 },
+  min_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+  top_n_sigma: { type: ['number', 'null'], minimum: 0 },
+  seed: nullable('integer'),
+  stop: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
+  n: { type: ['integer', 'null'], minimum: 1, maximum: 128 },
+  stream: nullable('boolean'),
+  stream_options: { type: ['object', 'null'], properties: { include_usage: nullable('boolean') } },
+  presence_penalty: { type: ['number', 'null'], minimum: -2, maximum: 2 },
+  frequency_penalty: { type: ['number', 'null'], minimum: -2, maximum: 2 },
+  ignore_eos: nullable('boolean'),
+  stop_token_ids: { type: ['array', 'null'], items: { type: 'integer', minimum: 0 } },
+  skip_special_tokens: nullable('boolean'),
+  user: nullable('string'),
+} as const;
+
+const contentPart = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { type: 'string' },
+    text: { type: 'string' },
+    image_url: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } },
+  },
+};
+
+const toolCall = {
+  type: 'object',
+  required: ['id', 'function'],
+  properties: {
+    id: { type: 'string' },
+    type: { type: 'string', enum: ['function'] },
+    function: {
+      type: 'object',
+      required: ['name', 'arguments'],
+      properties: { name: { type: 'string' }, arguments: { type: 'string' } },
+    },
+  },
+};
+
+const message = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { type: 'string', enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
+    content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
+    name: { type: 'string' },
+    tool_calls: { type: ['array', 'null'], items: toolCall },
+    tool_call_id: { type: 'string' },
+    reasoning: nullable('string'),
+    reasoning_content: nullable('string'),
+  },
+};
+
+const tool = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { type: 'string', enum: ['function'] },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', minLength: 1 },
+        description: { type: 'string' },
+        parameters: { type: 'object' },
+        strict: nullable('boolean'),
+      },
+    },
+  },
+};
+
+const toolChoice = {
+  anyOf: [
+    { type: 'string', enum: ['none', 'auto', 'required'] },
+    {
+      type: 'object',
+      required: ['type', 'function'],
+      properties: {
+        type: { type: 'string', enum: ['function'] },
+        function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+      },
+    },
+    { type: 'null' },
+  ],
+};
+
+const chatCompletionSchema = {
+  type: 'object',
+  required: ['messages'],
+  properties: {
+    ...generationProperties,
+    messages: { type: 'array', minItems: 1, items: message },
+    max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
+    logprobs: nullable('boolean'),
+    top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
+    response_format: { type: ['object', 'null'], required: ['type'], properties: { type: { type: 'string' } } },
+    tools: { type: ['array', 'null'], items: tool },
+    tool_choice: toolChoice,
+    parallel_tool_calls: nullable('boolean'),
+    chat_template_kwargs: nullable('object'),
+  },
+};
+
+export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options, outputStages }) => {
+  app.post<{ Body: ChatCompletionBody }>(
+    '/v1/chat/completions',
+    { schema: { body: chatCompletionSchema }, config: { needsModel: true } },
+    async (request, reply) => {
+      const runtime = request.runtime!;
+      const chat = decodeChatRequest(request.body, options);
+      const prompt = buildChatPrompt(chat, runtime);
+      const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
+      const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, options.maxSeqLen, cap);
+      const specs = Array.from({ length: chat.n }, (_, seq) => {
+        const job = engineJob(chat, prompt, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq);
+        const pipeline = new OutputPipeline({
+          decoder: runtime.tokenizer,
+          skipSpecialTokens: chat.skipSpecialTokens,
+          stop: chat.stop,
+          stopTokenIds: job.stopTokenIds,
+          stages: outputStages(chat, runtime),
+        });
+        return { job, pipeline };
+      });
+      const meta = newResponseMeta('chatcmpl', options.modelName);
+      const tokenText = (id: number): string => runtime.tokenizer.decode([id]);
+      const steps = runSequences(runtime, specs, prompt.length, request, reply);
+
+      if (chat.stream) {
+        const encoder = new ChatChunkEncoder(meta, chat.n, chat.logprobs, chat.includeUsage, tokenText);
+        void streamSteps(new SseStream(reply), encoder, steps, request);
+        return reply;
+      }
+      const builder = new ChatCompletionBuilder(meta, chat.n, chat.logprobs, tokenText);
+      for await (const { index, step } of steps) {
+        if (step.done?.engineReason === 'error') throw engineFailure(step.done.message);
+        builder.add(index, step.events, step.logprobs);
+      }
+      return builder.build(prompt.length, request.generation!.completionTokens);
+    },
+  );
+};

@@ -1,0 +1,23 @@
+// GET /v1/models: exactly one record, the served model (one model per process).
+import type { FastifyPluginAsync } from 'fastify';
+import type { RouteDeps } from '../app.js';
+import { ApiError } from '../errors.js';
+
+export const modelsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options }) => {
+  // Creation time of the record: when this server started serving.
+  const created = Math.floor(Date.now() / 1000);
+  const record = () => ({ id: options.modelName, object: 'model', created, owned_by: 'svc' });
+
+  app.get('/v1/models', { config: { needsModel: true } }, async () => ({ object: 'list', data: [record()] }));
+
+  // OpenAI's retrieve: the served model under its name; any other name is not served here.
+  app.get<{ Params: { model: string } }>('/v1/models/:model', { config: { needsModel: true } }, async (request) => {
+    if (request.params.model !== options.modelName) {
+      throw new ApiError(404, `The model '${request.params.model}' does not exist; this server serves '${options.modelName}'.`, {
+        code: 'model_not_found',
+        param: 'model',
+      });
+    }
+    return record();
+  });
+};

@@ -1,0 +1,277 @@
+// Architectures on the reference ops against Hugging Face logits (tiny fixtures, svc-tiny-chat) and on real text
+// (TinyStories-656K, stories260K): whole-sequence prefill and token-by-token decode through the paged cache.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { FIXTURES, MODELS, REFERENCE, TINY_CHAT } from '../helpers/paths.js';
+import { referenceOps } from '../../src/kernels/reference.js';
+import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
+import { allocateKvCache } from '../../src/engine/kv-cache.js';
+import { createModel, type ForwardBatch, type Model } from '../../src/model/architectures/index.js';
+import { loadSafetensorsCheckpoint, loadSafetensorsDirectory } from '../../src/model/loaders/safetensors.js';
+import { loadGgufCheckpoint } from '../../src/model/loaders/gguf.js';
+import type { Checkpoint } from '../../src/model/types.js';
+import { DecoderTransformer, type DecoderOptions } from '../../src/model/architectures/decoder.js';
+
+const ops = referenceOps;
+
+// ---- a small paged-cache driver: block tables, slots, batches ---------------------------------
+
+/** Sequences sharing one paged cache; each gets interleaved, reversed blocks so its table is non-contiguous. */
+class PagedRun {
+  readonly kv: KvLayer[];
+  private readonly tables: Int32Array[];
+  private readonly lengths: number[];
+
+  constructor(
+    private readonly model: Model,
+    maxLens: number[],
+    private readonly blockSize: number,
+    dtype: KvDType = 'f32',
+  ) {
+    const perSeq = Math.max(...maxLens.map((l) => Math.ceil(l / blockSize)));
+    const numSeqs = maxLens.length;
+    this.kv = allocateKvCache(model.config, perSeq * numSeqs, blockSize, dtype);
+    this.tables = maxLens.map((_, s) => Int32Array.from({ length: perSeq }, (_, b) => (perSeq - 1 - b) * numSeqs + s));
+    this.lengths = maxLens.map(() => 0);
+  }
+
+  /**
+   * One forward step: appends `chunks[i].tokens` to sequence `chunks[i].seq`, all in one batch.
+   * Returns the logits of every new row (allRows) or of each chunk's last row.
+   */
+  step(chunks: { seq: number; tokens: number[] }[], allRows: boolean): Float32Array {
+    const tokens: number[] = [];
+    const positions: number[] = [];
+    const slots: number[] = [];
+    const logitRows: number[] = [];
+    const seqs = [];
+    for (const { seq, tokens: ids } of chunks) {
+      const qStart = tokens.length;
+      for (const id of ids) {
+        const pos = this.lengths[seq]++;
+        tokens.push(id);
+        positions.push(pos);
+        slots.push(this.tables[seq][Math.floor(pos / this.blockSize)] * this.blockSize + (pos % this.blockSize));
+        if (allRows) logitRows.push(tokens.length - 1);
+      }
+      if (!allRows) logitRows.push(tokens.length - 1);
+      seqs.push({ qStart, qLen: ids.length, kvLen: this.lengths[seq], blockTable: this.tables[seq] });
+    }
+    const batch: ForwardBatch = {
+      tokens: Int32Array.from(tokens),
+      positions: Int32Array.from(positions),
+      slots: Int32Array.from(slots),
+      seqs,
+      logitRows: Int32Array.from(logitRows),
+    };
+    return this.model.forward(batch, this.kv);
+  }
+}
+
+function argmax(a: Float32Array, offset: number, len: number): number {
+  let best = 0;
+  for (let i = 1; i < len; i++) if (a[offset + i] > a[offset + best]) best = i;
+  return best;
+}
+
+// ---- tiny HF fixtures ----------------------------------------------------------------------
+
+interface FixtureLogits {
+  sequences: number[][];
+  logits: number[][][];
+}
+
+function loadFixture(name: string, files: string[]): Checkpoint {
+  return loadSafetensorsCheckpoint({
+    files: files.map((f) => resolve(FIXTURES, f)),
+    configPath: resolve(FIXTURES, `tiny_${name}_config.json`),
+    nameHint: name,
+    fastLoad: true,
+  });
+}
+
+/** Max |ours − HF| over every position of every sequence, for the prefill path and the decode path. */
+function fixtureErrors(model: Model, name: string): { prefill: number; decode: number } {
+  const ref = JSON.parse(readFileSync(resolve(FIXTURES, `tiny_${name}_logits.json`), 'utf8')) as FixtureLogits;
+  const vocab = model.config.vocabSize;
+  const lens = ref.sequences.map((s) => s.length);
+  const maxErr = (logits: Float32Array, row: number, s: number, pos: number, prev: number): number => {
+    let err = prev;
+    for (let v = 0; v < vocab; v++) err = Math.max(err, Math.abs(logits[row * vocab + v] - ref.logits[s][pos][v]));
+    return err;
+  };
+
+  // Prefill: every sequence whole, all in one batch, logits for every row.
+  let prefill = 0;
+  const whole = new PagedRun(model, lens, 4).step(ref.sequences.map((tokens, seq) => ({ seq, tokens })), true);
+  let row = 0;
+  ref.sequences.forEach((seq, s) => seq.forEach((_, pos) => (prefill = maxErr(whole, row++, s, pos, prefill))));
+
+  // Decode: one token per sequence per step, all sequences batched, blocks of 4 crossed every 4 steps.
+  let decode = 0;
+  const run = new PagedRun(model, lens, 4);
+  for (let pos = 0; pos < Math.max(...lens); pos++) {
+    const live = ref.sequences.map((tokens, seq) => ({ seq, tokens: [tokens[pos]] })).filter((c) => c.tokens[0] !== undefined);
+    const logits = run.step(live, false);
+    live.forEach((c, i) => (decode = maxErr(logits, i, c.seq, pos, decode)));
+  }
+  return { prefill, decode };
+}
+
+const FIXTURE_CASES: { name: string; label: string; files: string[]; tol: number }[] = [
+  { name: 'llama', label: 'llama', files: ['tiny_llama.safetensors'], tol: 1e-5 },
+  { name: 'llama', label: 'llama (2 shards + index)', files: ['tiny_llama.safetensors.index.json'], tol: 1e-5 },
+  { name: 'mistral', label: 'mistral (sliding window 4)', files: ['tiny_mistral.safetensors'], tol: 1e-5 },
+  { name: 'qwen2', label: 'qwen2 (qkv bias)', files: ['tiny_qwen2.safetensors'], tol: 1e-5 },
+  { name: 'qwen3', label: 'qwen3 (qk norm, head_dim 6, tied)', files: ['tiny_qwen3.safetensors'], tol: 1e-5 },
+  // BF16 weights: HF computed in f64 from the same bf16 values, so only our f32 activation rounding differs.
+  { name: 'smollm2', label: 'smollm2 (bf16, tied)', files: ['tiny_smollm2.safetensors'], tol: 1e-5 },
+];
+
+for (const c of FIXTURE_CASES) {
+  test(`${c.label}: prefill and paged decode match HF logits within ${c.tol}`, () => {
+    const model = createModel(loadFixture(c.name, c.files), ops);
+    const { prefill, decode } = fixtureErrors(model, c.name);
+    console.log(`# ${c.label}: max abs logit error prefill ${prefill.toExponential(2)}, decode ${decode.toExponential(2)}`);
+    assert.ok(prefill < c.tol, `prefill error ${prefill}`);
+    assert.ok(decode < c.tol, `decode error ${decode}`);
+  });
+}
+
+test('the fixtures exercise each option: without qkv bias, qk norm or the sliding window the logits no longer match', () => {
+  const plain = { qkvBias: 'none', oBiasIfPresent: false, qkNorm: false, slidingWindow: null } as const;
+  const without = (name: string, options: DecoderOptions) =>
+    fixtureErrors(new DecoderTransformer(loadFixture(name, [`tiny_${name}.safetensors`]), ops, options), name).prefill;
+  assert.ok(without('qwen2', plain) > 1e-2, 'qwen2 without q/k/v biases');
+  assert.ok(without('qwen3', plain) > 1e-2, 'qwen3 without q/k norm');
+  assert.ok(without('mistral', plain) > 1e-3, 'mistral without its window');
+  assert.ok(without('mistral', { ...plain, slidingWindow: 5 }) > 1e-3, 'mistral with the window one too wide');
+});
+
+// ---- svc-tiny-chat against its reference top-5 logits ------------------------------------------
+
+interface ChatCase {
+  case_id: number;
+  prompt_ids: number[];
+  generated_ids: number[];
+  top5_logits_first3: { id: number; logit: number }[][];
+}
+
+const chatRef = JSON.parse(readFileSync(resolve(REFERENCE, 'svc-tiny-chat-logits.json'), 'utf8')) as { cases: ChatCase[] };
+let chatModel: Model | null = null;
+function tinyChat(): Model {
+  chatModel ??= createModel(loadSafetensorsDirectory(TINY_CHAT, true), ops);
+  return chatModel;
+}
+
+/** Logits at the first 3 generated positions: the prompt as one prefill, then the 2 generated tokens decoded. */
+function chatLogits(c: ChatCase, dtype: KvDType): Float32Array[] {
+  const model = tinyChat();
+  const run = new PagedRun(model, [c.prompt_ids.length + 2], 16, dtype);
+  return [
+    run.step([{ seq: 0, tokens: c.prompt_ids }], false),
+    run.step([{ seq: 0, tokens: [c.generated_ids[0]] }], false),
+    run.step([{ seq: 0, tokens: [c.generated_ids[1]] }], false),
+  ];
+}
+
+const chatF32 = new Map<number, Float32Array[]>();
+
+test('svc-tiny-chat: top-5 logits at the first 3 generated positions match the reference (5 prompts)', () => {
+  let maxErr = 0;
+  for (const c of chatRef.cases) {
+    const logits = chatLogits(c, 'f32');
+    chatF32.set(c.case_id, logits);
+    c.top5_logits_first3.forEach((top5, step) => {
+      const row = logits[step];
+      assert.equal(argmax(row, 0, row.length), top5[0].id, `case ${c.case_id} step ${step}: top-1`);
+      assert.equal(top5[0].id, c.generated_ids[step]);
+      for (const { id, logit } of top5) maxErr = Math.max(maxErr, Math.abs(row[id] - logit));
+      const ours = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
+      assert.deepEqual(ours, top5.map((t) => t.id), `case ${c.case_id} step ${step}: top-5 order`);
+    });
+  }
+  console.log(`# svc-tiny-chat f32 KV: max abs error on reference top-5 logits ${maxErr.toExponential(2)}`);
+  assert.ok(maxErr < 2e-3, `max error ${maxErr}`);
+});
+
+// The three shortest prompts (16, 164, 171 tokens) keep these two runs of the reference ops short.
+const KV_DTYPE_CASES = new Set([28, 24, 0]);
+
+for (const [dtype, tol] of [['bf16', 0.1], ['fp8', 1.0]] as const) {
+  test(`svc-tiny-chat with ${dtype} KV: same top-1 at the reference positions, logits within ${tol} of f32 KV`, () => {
+    let maxErr = 0;
+    for (const c of chatRef.cases.filter((c) => KV_DTYPE_CASES.has(c.case_id))) {
+      const base = chatF32.get(c.case_id) ?? chatLogits(c, 'f32');
+      const logits = chatLogits(c, dtype);
+      logits.forEach((row, step) => {
+        assert.equal(argmax(row, 0, row.length), c.top5_logits_first3[step][0].id, `case ${c.case_id} step ${step}`);
+        for (let v = 0; v < row.length; v++) maxErr = Math.max(maxErr, Math.abs(row[v] - base[step][v]));
+      });
+    }
+    console.log(`# svc-tiny-chat ${dtype} KV: max abs logit difference from f32 KV ${maxErr.toExponential(2)}`);
+    assert.ok(maxErr < tol, `max difference ${maxErr}`);
+    assert.ok(maxErr > 0, `${dtype} KV should differ from f32 somewhere`);
+  });
+}
+
+// ---- real text -----------------------------------------------------------------------------
+
+function greedy(model: Model, prompt: number[], steps: number): number[] {
+  const run = new PagedRun(model, [prompt.length + steps], 8);
+  const out: number[] = [];
+  let logits = run.step([{ seq: 0, tokens: prompt }], false);
+  for (let i = 0; i < steps; i++) {
+    const next = argmax(logits, 0, model.config.vocabSize);
+    out.push(next);
+    if (i + 1 < steps) logits = run.step([{ seq: 0, tokens: [next] }], false);
+  }
+  return out;
+}
+
+test('TinyStories-656K: greedy continuation of "Once upon a time" is deterministic English', () => {
+  const dir = resolve(MODELS, 'tinystories-656k');
+  const tokenizer = new Tokenizer(
+    JSON.parse(readFileSync(resolve(dir, 'tokenizer.json'), 'utf8')),
+    JSON.parse(readFileSync(resolve(dir, 'tokenizer_config.json'), 'utf8')),
+  );
+  const model = createModel(loadSafetensorsDirectory(dir, true), ops);
+  const prompt = [1, ...tokenizer.encode('Once upon a time', { add_special_tokens: false }).ids];
+  const first = greedy(model, prompt, 40);
+  assert.deepEqual(greedy(model, prompt, 40), first, 'greedy decoding must be deterministic');
+  const text = tokenizer.decode(first, { skip_special_tokens: true });
+  console.log(`# TinyStories-656K: "Once upon a time${text}"`);
+  const words: string[] = text.toLowerCase().match(/[a-z]+/g) ?? [];
+  assert.ok(words.length >= 15, `too few words: ${text}`);
+  const common = new Set(
+    'a an the and was there little girl boy named she he her his they it to in on with of play played day one time upon who big very saw said loved liked happy went friend friends had is wanted lily tim ben sue mom dad sun park ball tree toy that so but not be see can'.split(' '),
+  );
+  const known = words.filter((w) => common.has(w)).length;
+  assert.ok(known / words.length > 0.5, `mostly unfamiliar words: ${text}`);
+  assert.ok(!/(\b\w+\b)( \1\b){4,}/.test(text), `degenerate repetition: ${text}`);
+});
+
+/** SentencePiece pieces to text: ▁ is a space, <0xNN> a raw byte. */
+function decodePieces(pieces: string[], ids: number[]): string {
+  const bytes: number[] = [];
+  for (const id of ids) {
+    const p = pieces[id];
+    const hex = /^<0x([0-9A-Fa-f]{2})>$/.exec(p);
+    if (hex) bytes.push(parseInt(hex[1], 16));
+    else bytes.push(...Buffer.from(p.replaceAll('\u2581', ' '), 'utf8'));
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+test('stories260K (GGUF): greedy from BOS tells the Lily story', () => {
+  const checkpoint = loadGgufCheckpoint(resolve(MODELS, 'stories260k-gguf', 'stories260K.gguf'), true);
+  const pieces = checkpoint.ggufMetadata?.['tokenizer.ggml.tokens'] as string[];
+  assert.ok(Array.isArray(pieces), 'GGUF vocabulary');
+  const ids = greedy(createModel(checkpoint, ops), [1], 30);
+  const text = decodePieces(pieces, ids).trimStart();
+  console.log(`# stories260K: "${text}"`);
+  assert.ok(text.startsWith('Once upon a time, there was a little girl named Lily'), text);
+});

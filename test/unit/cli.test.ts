@@ -1,0 +1,265 @@
+// The CLI: flag table, argv parsing into a frozen Config, usage errors (exit 2, one line),
+// help, and the start-up "not implemented yet" check.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
+import { checkImplemented, type Config } from '../../src/cli/config.js';
+import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags.js';
+import { REPO_ROOT } from '../helpers/paths.js';
+
+const ROWS = FLAGS as readonly FlagSpec<string, unknown>[];
+
+function config(...argv: string[]): Config {
+  const r = parseArgs(argv);
+  assert.equal(r.kind, 'serve', JSON.stringify(r));
+  return (r as Extract<ParseResult, { kind: 'serve' }>).config;
+}
+
+function error(...argv: string[]): string {
+  const r = parseArgs(argv);
+  assert.equal(r.kind, 'error', `expected a usage error for ${argv.join(' ')}`);
+  const e = r as Extract<ParseResult, { kind: 'error' }>;
+  assert.equal(e.exitCode, 2);
+  assert.ok(!e.message.includes('\n'), `one line: ${e.message}`);
+  return e.message;
+}
+
+function warnings(...argv: string[]): readonly string[] {
+  const r = parseArgs(argv);
+  assert.equal(r.kind, 'serve');
+  return (r as Extract<ParseResult, { kind: 'serve' }>).warnings;
+}
+
+const camel = (s: string) => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+test('table: every field is the camelCase of its flag, unique names, every group used', () => {
+  const names = new Set<string>();
+  for (const row of ROWS) {
+    for (const n of [row.name, ...(row.aliases ?? [])]) {
+      assert.ok(!names.has(n), `duplicate flag name ${n}`);
+      names.add(n);
+    }
+    if (row.positional) continue;
+    // A negated flag (--no-x) sets the positive field x to false.
+    assert.equal(row.key, camel(row.name.replace(/^no-/, '')), row.name);
+  }
+  for (const g of GROUPS) assert.ok(ROWS.some((r) => r.group === g), `group ${g} has no flag`);
+});
+
+test('table: every written default is itself an accepted value', () => {
+  for (const row of ROWS) {
+    if (row.default === undefined || !row.value.takesValue) continue;
+    const parsed = row.value.parse(row.value.format(row.default));
+    assert.ok(parsed.ok && !parsed.warning && Object.is(parsed.value, row.default), `${row.name} default`);
+  }
+});
+
+test('defaults: serve MODEL gives the spec defaults in a frozen Config', () => {
+  const c = config('serve', 'org/model');
+  assert.ok(Object.isFrozen(c));
+  assert.throws(() => {
+    (c as { port: number }).port = 1;
+  }, TypeError);
+  const expected: Partial<Record<keyof Config, unknown>> = {
+    model: 'org/model',
+    modelFromPath: undefined,
+    modelName: undefined,
+    port: 8888,
+    bind: '127.0.0.1',
+    fastLoad: true,
+    kvCacheDtype: 'fp8',
+    kvHighPrecisionLayers: 0,
+    numDrafts: 1,
+    mtpQuantization: 'bf16',
+    mtpVocab: 100000,
+    schedulingPolicy: 'fifo',
+    tbtDeadlineMs: 100,
+    autoCompact: undefined,
+    masterPort: 29500,
+    maxThinkingBudget: undefined,
+    toolCallParser: undefined,
+    toolMaxTokens: 8192,
+    defaultTopNSigma: 1,
+    defaultMinP: 0.08,
+    swapSpaceGb: 3,
+    requestTimeout: 300,
+    autoSwap: false,
+    dump: undefined,
+    gpuMemoryUtilization: 0.9,
+    maxSeqLen: 32768,
+    maxBatchSize: 8,
+    maxPrefillTokens: 8192,
+    maxNumSeqs: 128,
+    oomGuardMb: 4096,
+  };
+  for (const [k, v] of Object.entries(expected)) assert.equal(c[k as keyof Config], v, k);
+  assert.equal(checkImplemented(c), undefined);
+});
+
+test('values: every kind of flag lands in its field', () => {
+  const c = config(
+    'serve',
+    '--model-from-path',
+    '/m',
+    '--port=9000',
+    '--bind',
+    '0.0.0.0',
+    '--no-fast-load',
+    '--kv-cache-dtype',
+    'bf16',
+    '--max-batch-size',
+    '1',
+    '--gpu-memory-utilization',
+    '1',
+    '--default-min-p',
+    '0',
+    '--auto-compact',
+    '0.85',
+    '--tool-call-parser',
+    'pythonic',
+    '--speculative',
+  );
+  assert.equal(c.model, undefined);
+  assert.equal(c.modelFromPath, '/m');
+  assert.equal(c.port, 9000);
+  assert.equal(c.bind, '0.0.0.0');
+  assert.equal(c.fastLoad, false);
+  assert.equal(c.kvCacheDtype, 'bf16');
+  assert.equal(c.maxBatchSize, 1);
+  assert.equal(c.gpuMemoryUtilization, 1);
+  assert.equal(c.defaultMinP, 0);
+  assert.equal(c.autoCompact, 0.85);
+  assert.equal(c.toolCallParser, 'pythonic');
+  assert.equal(c.speculative, true);
+  for (const d of KV_CACHE_DTYPES) assert.equal(config('serve', 'm', '--kv-cache-dtype', d).kvCacheDtype, d);
+  for (const p of TOOL_CALL_PARSERS) assert.equal(config('serve', 'm', '--tool-call-parser', p).toolCallParser, p);
+});
+
+test('alias: --served-model-name is --model-name, the last one given wins', () => {
+  assert.equal(config('serve', 'm', '--served-model-name', 'a').modelName, 'a');
+  assert.equal(config('serve', 'm', '--served-model-name', 'a', '--model-name', 'b').modelName, 'b');
+  assert.equal(config('serve', 'm', '--model-name', 'b', '--served-model-name', 'a').modelName, 'a');
+});
+
+test('--no-auto-swap wins over --auto-swap in any order', () => {
+  assert.equal(config('serve', 'm', '--auto-swap').autoSwap, true);
+  assert.equal(config('serve', 'm', '--auto-swap', '--no-auto-swap').autoSwap, false);
+  assert.equal(config('serve', 'm', '--no-auto-swap', '--auto-swap').autoSwap, false);
+});
+
+test('--kv-high-precision-layers: count, auto, max/all; anything else warns and becomes 0', () => {
+  assert.equal(config('serve', 'm', '--kv-high-precision-layers', '3').kvHighPrecisionLayers, 3);
+  assert.equal(config('serve', 'm', '--kv-high-precision-layers', 'auto').kvHighPrecisionLayers, 2);
+  assert.equal(config('serve', 'm', '--kv-high-precision-layers', 'max').kvHighPrecisionLayers, 'all');
+  assert.equal(config('serve', 'm', '--kv-high-precision-layers', 'all').kvHighPrecisionLayers, 'all');
+  assert.deepEqual(warnings('serve', 'm', '--kv-high-precision-layers', '3'), []);
+  for (const bad of ['lots', '-1', '1.5', '']) {
+    assert.equal(config('serve', 'm', '--kv-high-precision-layers', bad).kvHighPrecisionLayers, 0);
+    const w = warnings('serve', 'm', '--kv-high-precision-layers', bad);
+    assert.equal(w.length, 1);
+    assert.match(w[0]!, /^svc: warning: --kv-high-precision-layers: .*got ".*"; using 0$/);
+  }
+});
+
+test('usage errors name the flag in one line with exit code 2', () => {
+  assert.equal(error('serve', 'm', '--port', 'abc'), 'svc: --port: expected an integer from 1 to 65535, got "abc"');
+  assert.equal(error('serve', 'm', '--port', '0'), 'svc: --port: expected an integer from 1 to 65535, got "0"');
+  assert.equal(error('serve', 'm', '--port', '65536'), 'svc: --port: expected an integer from 1 to 65535, got "65536"');
+  assert.equal(error('serve', 'm', '--max-batch-size', '2.5'), 'svc: --max-batch-size: expected an integer of at least 1, got "2.5"');
+  assert.equal(error('serve', 'm', '--max-seq-len', '1e99999'), 'svc: --max-seq-len: expected an integer of at least 1, got "1e99999"');
+  assert.equal(
+    error('serve', 'm', '--gpu-memory-utilization', '0'),
+    'svc: --gpu-memory-utilization: expected a number greater than 0 and at most 1, got "0"',
+  );
+  assert.match(error('serve', 'm', '--gpu-memory-utilization', '1.01'), /^svc: --gpu-memory-utilization: /);
+  assert.match(error('serve', 'm', '--auto-compact', 'NaN'), /^svc: --auto-compact: expected a number/);
+  assert.match(error('serve', 'm', '--default-min-p', 'Infinity'), /^svc: --default-min-p: /);
+  assert.equal(
+    error('serve', 'm', '--scheduling-policy', 'lifo'),
+    'svc: --scheduling-policy: expected one of fifo, slai, got "lifo"',
+  );
+  assert.match(error('serve', 'm', '--kv-cache-dtype', 'fp16'), /^svc: --kv-cache-dtype: expected one of bf16, fp8, .*got "fp16"$/);
+  assert.equal(error('serve', 'm', '--bind', ''), 'svc: --bind: expected a non-empty address, got ""');
+  // An alias is named as typed.
+  assert.match(error('serve', 'm', '--served-model-name='), /^svc: --served-model-name: /);
+});
+
+test('usage errors from argv structure: unknown, missing value, value on a switch, extras', () => {
+  assert.equal(error('serve', 'm', '--nope'), 'svc: --nope: unknown flag');
+  assert.equal(error('serve', 'm', '--prot', '1'), 'svc: --prot: unknown flag (did you mean --port?)');
+  assert.equal(error('serve', 'm', '--port'), 'svc: --port: missing value (expected an integer from 1 to 65535)');
+  assert.match(error('serve', 'm', '--served-model-name'), /^svc: --served-model-name: missing value/);
+  assert.equal(error('serve', 'm', '--profile=yes'), 'svc: --profile: takes no value, got "yes"');
+  assert.equal(error('serve', 'a', 'b'), 'svc: serve: unexpected argument "b" (only one MODEL is accepted)');
+  assert.match(error('frobnicate'), /^svc: frobnicate: unknown command/);
+  assert.match(error(), /^svc: missing command/);
+  assert.match(error('--port', '1', 'serve', 'm'), /^svc: --port: unknown flag/);
+});
+
+test('cross-flag rules', () => {
+  assert.equal(error('serve', 'm', '--dflash', '--speculative'), 'svc: --dflash: cannot be combined with --speculative');
+  assert.match(error('serve', 'm', '--model-from-path', '/x'), /^svc: --model-from-path: cannot be combined/);
+  assert.match(error('serve', 'm', '--rank', '1'), /^svc: --rank: must be below --world-size \(1\)/);
+  assert.equal(config('serve', 'm', '--rank', '1', '--world-size', '2').rank, 1);
+  assert.match(error('serve', 'm', '--require-auth'), /^svc: --require-auth: needs --auth-token/);
+  assert.equal(config('serve', 'm', '--require-auth', '--auth-token', 'k').authToken, 'k');
+  assert.equal(warnings('serve', 'm', '--auth-token', 'k').length, 1);
+});
+
+test('help: both forms list every flag, alias and group from the table', () => {
+  for (const argv of [['--help'], ['serve', '--help'], ['serve', '-h'], ['serve', 'm', '--port', 'abc', '--help']]) {
+    const r = parseArgs(argv);
+    assert.equal(r.kind, 'help', argv.join(' '));
+    // Wrapping may break a line anywhere between words.
+    const text = (r as Extract<ParseResult, { kind: 'help' }>).text.replace(/\s+/g, ' ');
+    for (const g of GROUPS) assert.ok(text.includes(` ${g}: `), g);
+    for (const row of ROWS) {
+      const spelled = row.positional ? row.name : `--${row.name}`;
+      assert.ok(text.includes(spelled), spelled);
+      for (const a of row.aliases ?? []) assert.ok(text.includes(`--${a}`), a);
+    }
+    assert.ok(text.includes('--port <port>'));
+    assert.ok(text.includes('[default: 8888]'));
+  }
+  assert.equal(parseArgs(['--version']).kind, 'version');
+});
+
+test('checkImplemented: unbuilt flags at non-default values refuse to start', () => {
+  assert.equal(checkImplemented(config('serve')), 'svc: not implemented yet: serve without a model (Library)');
+  assert.equal(checkImplemented(config('serve', 'm', '--speculative')), 'svc: not implemented yet: --speculative');
+  assert.equal(
+    checkImplemented(config('serve', 'm', '--num-drafts', '3', '--enable-prefix-caching')),
+    'svc: not implemented yet: --num-drafts 3, --enable-prefix-caching',
+  );
+  assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'nvfp4')), 'svc: not implemented yet: --kv-cache-dtype nvfp4');
+  assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'bf16')), undefined);
+  // The default value of an unbuilt flag, spelled out, is fine.
+  assert.equal(checkImplemented(config('serve', 'm', '--swap-space-gb', '3', '--scheduling-policy', 'fifo')), undefined);
+  assert.match(checkImplemented(config('serve', 'm', '--swap-space-gb', '4')) ?? '', /--swap-space-gb 4/);
+  assert.match(checkImplemented(config('serve', 'm', '--auto-swap')) ?? '', /--auto-swap$/);
+  assert.equal(checkImplemented(config('serve', 'm', '--auto-swap', '--no-auto-swap')), undefined);
+  assert.equal(
+    checkImplemented(config('serve', '--model-from-path', '/m', '--port', '1', '--max-seq-len', '4096', '--no-fast-load')),
+    undefined,
+  );
+});
+
+test('bin/svc.js: --version prints the package version; a bad flag exits 2 with one line', () => {
+  const bin = join(REPO_ROOT, 'bin', 'svc.js');
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+  const version = spawnSync(process.execPath, [bin, '--version'], { encoding: 'utf8' });
+  assert.equal(version.status, 0, version.stderr);
+  assert.equal(version.stdout, `${pkg.version}\n`);
+
+  const bad = spawnSync(process.execPath, [bin, 'serve', 'm', '--port', 'abc'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stdout, '');
+  assert.equal(bad.stderr, 'svc: --port: expected an integer from 1 to 65535, got "abc"\n');
+
+  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--speculative'], { encoding: 'utf8' });
+  assert.equal(unbuilt.status, 2);
+  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --speculative\n');
+});
