@@ -2,7 +2,7 @@
 // transformers' apply_chat_template does (same variables, raise_exception and strftime_now globals).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Template } from '@huggingface/jinja';
+import { Template, Environment, Interpreter } from '@huggingface/jinja';
 import { readGgufHeader } from '../model/loaders/gguf-header.js';
 import { ggufChatTemplate } from '../model/gguf-tokenizer.js';
 
@@ -159,9 +159,31 @@ function parseArguments(args: string | Record<string, unknown>): unknown {
   }
 }
 
+/** Python's range(), which templates use for index loops. */
+function range(start: number, stop?: number, step = 1): number[] {
+  if (stop === undefined) [start, stop] = [0, start];
+  if (step === 0) throw new Error('range() step must not be zero');
+  const out: number[] = [];
+  for (let i = start; step > 0 ? i < stop : i > stop; i += step) out.push(i);
+  return out;
+}
+
+/**
+ * The globals transformers gives a chat template. Set here rather than by Template.render, whose own
+ * raise_exception throws a plain Error that cannot be told apart from a template bug.
+ */
+const GLOBALS: Record<string, unknown> = {
+  true: true, false: false, none: null, True: true, False: false, None: null,
+  range,
+  raise_exception: (message: unknown) => {
+    throw new RaisedByTemplate(String(message));
+  },
+  strftime_now: (format: unknown) => strftimeNow(String(format)),
+};
+
 /** Render a chat template to the prompt text. */
 export function renderChatTemplate(template: string, ctx: ChatTemplateContext): string {
-  const compiledTemplate = compile(template);
+  const program = compile(template).parsed;
   const variables: Record<string, unknown> = {
     ...ctx.extra,
     messages: templateMessages(ctx.messages),
@@ -169,15 +191,15 @@ export function renderChatTemplate(template: string, ctx: ChatTemplateContext): 
     // A model without BOS (Qwen) renders '' where a template writes {{ bos_token }}, not "None".
     bos_token: ctx.bosToken ?? '',
     eos_token: ctx.eosToken ?? '',
-    raise_exception: (message: unknown) => {
-      throw new RaisedByTemplate(String(message));
-    },
-    strftime_now: (format: unknown) => strftimeNow(String(format)),
+    ...GLOBALS,
   };
   // Like transformers, no tools means no `tools` variable (an empty list is falsy to Jinja as well).
   if (ctx.tools && ctx.tools.length > 0) variables.tools = ctx.tools;
   try {
-    return compiledTemplate.render(variables);
+    const env = new Environment();
+    for (const [name, value] of Object.entries(variables)) env.set(name, value);
+    const result = new Interpreter(env).run(program).value;
+    return typeof result === 'string' ? result : String(result);
   } catch (err) {
     if (err instanceof RaisedByTemplate) throw new ChatTemplateError(err.message, true, { cause: err });
     throw new ChatTemplateError(`chat template failed: ${(err as Error).message}`, false, { cause: err });

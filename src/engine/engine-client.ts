@@ -1,14 +1,15 @@
 // The main thread's face of the engine: starts the worker, admits or refuses jobs, forwards them
 // and turns the worker's per-step updates into each job's event stream. No model math here.
 import { Worker } from 'node:worker_threads';
-import { EngineAdmissionError, type Engine, type EngineEvent, type EngineStats, type GenerationHandle, type GenerationRequest } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker } from './messages.js';
+import { EngineAdmissionError, type Engine, type EngineEvent, type GenerationHandle, type GenerationRequest } from './types.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
 
-export type { EngineInfo, EngineOptions } from './messages.js';
+export type { EngineInfo, EngineOptions, WorkerStats } from './messages.js';
 
 export interface RunningEngine extends Engine {
   /** Model config and KV pool size, for the start-up log. */
   readonly info: EngineInfo;
+  stats(): WorkerStats;
 }
 
 /** Starts the worker and resolves once the model is loaded; rejects with the worker's load error. */
@@ -62,7 +63,7 @@ class EngineClient implements RunningEngine {
   /** Jobs queued or running in the worker (admission counts these). */
   private readonly jobs = new Map<number, EventQueue>();
   private readonly cancelled = new Set<number>();
-  private snapshot: EngineStats;
+  private snapshot: WorkerStats;
   /** Why the engine can take no more work (worker died, shut down); null while healthy. */
   private down: string | null = null;
 
@@ -71,7 +72,7 @@ class EngineClient implements RunningEngine {
     readonly info: EngineInfo,
     private readonly options: EngineOptions,
   ) {
-    this.snapshot = { running: 0, waiting: 0, kvBlocksTotal: info.kvBlocks, kvBlocksUsed: 0, kvPoolTokens: info.kvPoolTokens };
+    this.snapshot = { running: 0, waiting: 0, kvBlocksTotal: info.kvBlocks, kvBlocksUsed: 0, kvPoolTokens: info.kvPoolTokens, preemptions: 0 };
     worker.on('message', (msg: FromWorker) => {
       if (msg.type === 'updates') this.apply(msg.updates, msg.stats);
     });
@@ -101,7 +102,7 @@ class EngineClient implements RunningEngine {
     return { events: queue, cancel };
   }
 
-  stats(): EngineStats {
+  stats(): WorkerStats {
     // Jobs the worker has not reported as running (including ones it has not seen yet) are waiting.
     return { ...this.snapshot, waiting: Math.max(0, this.jobs.size - this.snapshot.running) };
   }
@@ -121,7 +122,7 @@ class EngineClient implements RunningEngine {
     this.worker.postMessage(msg);
   }
 
-  private apply(updates: JobUpdate[], stats: EngineStats): void {
+  private apply(updates: JobUpdate[], stats: WorkerStats): void {
     this.snapshot = stats;
     for (const u of updates) {
       const queue = this.jobs.get(u.id);

@@ -4,6 +4,12 @@ import type { KvDType } from '../kernels/ops.js';
 import type { ModelConfig } from '../model/types.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
+/** EngineStats plus counters only the engine's own tests and metrics need. */
+export interface WorkerStats extends EngineStats {
+  /** Sequences sent back to waiting (blocks freed, to be recomputed) since start. */
+  preemptions: number;
+}
+
 /** How to start an engine. Passed to the worker as its workerData. */
 export interface EngineOptions {
   /** A Hugging Face layout directory or a .gguf file. */
@@ -71,4 +77,4 @@ export type FromWorker =
   | { type: 'ready'; info: EngineInfo }
   | { type: 'load-error'; message: string }
   /** One message per step (or per batch of cancellations), with the stats after it. */
-  | { type: 'updates'; updates: JobUpdate[]; stats: EngineStats };
+  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats };

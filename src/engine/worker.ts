@@ -4,7 +4,8 @@
 // one macrotask, so the port's messages are delivered in between.
 import { totalmem } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { defaultOps } from '../kernels/index.js';
+import { referenceOps } from '../kernels/reference.js';
+const defaultOps = () => referenceOps; // TEMP until src/kernels/index.ts lands
 import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
 import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
@@ -14,8 +15,8 @@ import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { createSequence, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
-import type { EngineFinishReason, EngineStats } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker } from './messages.js';
+import type { EngineFinishReason } from './types.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
 
 const port = parentPort!;
 const post = (msg: FromWorker) => port.postMessage(msg);
@@ -112,8 +113,9 @@ class StepLoop {
     }
   }
 
-  stats(): EngineStats {
+  stats(): WorkerStats {
     return {
+      preemptions: this.scheduler.numPreemptions,
       running: this.scheduler.running.length,
       waiting: this.scheduler.waiting.length,
       kvBlocksTotal: this.blocks.numBlocks,
@@ -129,8 +131,11 @@ function start(options: EngineOptions): void {
   let info: EngineInfo;
   try {
     const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad, nameHint: options.modelNameHint });
+    // Tied embeddings expose one buffer under two names: count each buffer once.
+    const buffers = new Set<Uint8Array>();
+    for (const t of checkpoint.tensors.values()) buffers.add(t.data);
     let weightBytes = 0;
-    for (const t of checkpoint.tensors.values()) weightBytes += t.data.byteLength;
+    for (const data of buffers) weightBytes += data.byteLength;
     const config = checkpoint.config;
     const memoryBytes = options.memoryBytes ?? totalmem();
     // Size the pool before building the model, so a hopeless configuration fails fast.

@@ -156,7 +156,8 @@ function decodeMessage(m: WireMessage, i: number): ChatMessage {
       if (content === null && calls.length === 0) {
         throw invalidParam(`${at}.content`, `'${at}.content' is required unless the message has 'tool_calls'.`);
       }
-      if (calls.length > 0) out.toolCalls = calls;
+      // `type` may be left out by clients; it can only be 'function'.
+      if (calls.length > 0) out.toolCalls = calls.map((c) => ({ id: c.id, type: 'function', function: c.function }));
       const reasoning = m.reasoning ?? m.reasoning_content;
       if (reasoning != null) out.reasoning = reasoning;
       break;

@@ -10,8 +10,7 @@ import { referenceOps } from '../../src/kernels/reference.js';
 import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import { createModel, type ForwardBatch, type Model } from '../../src/model/architectures/index.js';
-import { loadSafetensorsCheckpoint, loadSafetensorsDirectory } from '../../src/model/loaders/safetensors.js';
-import { loadGgufCheckpoint } from '../../src/model/loaders/gguf.js';
+import { loadCheckpoint, loadSafetensorsCheckpoint } from '../../src/model/loaders/index.js';
 import type { Checkpoint } from '../../src/model/types.js';
 import { DecoderTransformer, type DecoderOptions } from '../../src/model/architectures/decoder.js';
 
@@ -85,6 +84,7 @@ interface FixtureLogits {
 }
 
 function loadFixture(name: string, files: string[]): Checkpoint {
+  if (files.length === 1 && files[0].endsWith('.gguf')) return loadCheckpoint(resolve(FIXTURES, files[0]), { fastLoad: true });
   return loadSafetensorsCheckpoint({
     files: files.map((f) => resolve(FIXTURES, f)),
     configPath: resolve(FIXTURES, `tiny_${name}_config.json`),
@@ -124,6 +124,10 @@ function fixtureErrors(model: Model, name: string): { prefill: number; decode: n
 const FIXTURE_CASES: { name: string; label: string; files: string[]; tol: number }[] = [
   { name: 'llama', label: 'llama', files: ['tiny_llama.safetensors'], tol: 1e-5 },
   { name: 'llama', label: 'llama (2 shards + index)', files: ['tiny_llama.safetensors.index.json'], tol: 1e-5 },
+  // GGUF conversions of tiny_llama (q/k rows un-permuted by the loader); f16 weights cost accuracy against HF's f32.
+  // (tiny_llama_q8.gguf is a different model with no reference logits.)
+  { name: 'llama', label: 'llama (GGUF f32)', files: ['tiny_llama_f32.gguf'], tol: 1e-5 },
+  { name: 'llama', label: 'llama (GGUF f16)', files: ['tiny_llama_f16.gguf'], tol: 1e-2 },
   { name: 'mistral', label: 'mistral (sliding window 4)', files: ['tiny_mistral.safetensors'], tol: 1e-5 },
   { name: 'qwen2', label: 'qwen2 (qkv bias)', files: ['tiny_qwen2.safetensors'], tol: 1e-5 },
   { name: 'qwen3', label: 'qwen3 (qk norm, head_dim 6, tied)', files: ['tiny_qwen3.safetensors'], tol: 1e-5 },
@@ -134,6 +138,7 @@ const FIXTURE_CASES: { name: string; label: string; files: string[]; tol: number
 for (const c of FIXTURE_CASES) {
   test(`${c.label}: prefill and paged decode match HF logits within ${c.tol}`, () => {
     const model = createModel(loadFixture(c.name, c.files), ops);
+    assert.equal(model.config.architecture, c.name);
     const { prefill, decode } = fixtureErrors(model, c.name);
     console.log(`# ${c.label}: max abs logit error prefill ${prefill.toExponential(2)}, decode ${decode.toExponential(2)}`);
     assert.ok(prefill < c.tol, `prefill error ${prefill}`);
@@ -149,6 +154,7 @@ test('the fixtures exercise each option: without qkv bias, qk norm or the slidin
   assert.ok(without('qwen3', plain) > 1e-2, 'qwen3 without q/k norm');
   assert.ok(without('mistral', plain) > 1e-3, 'mistral without its window');
   assert.ok(without('mistral', { ...plain, slidingWindow: 5 }) > 1e-3, 'mistral with the window one too wide');
+  assert.ok(without('mistral', { ...plain, slidingWindow: 3 }) > 1e-3, 'mistral with the window one too narrow');
 });
 
 // ---- svc-tiny-chat against its reference top-5 logits ------------------------------------------
@@ -163,7 +169,7 @@ interface ChatCase {
 const chatRef = JSON.parse(readFileSync(resolve(REFERENCE, 'svc-tiny-chat-logits.json'), 'utf8')) as { cases: ChatCase[] };
 let chatModel: Model | null = null;
 function tinyChat(): Model {
-  chatModel ??= createModel(loadSafetensorsDirectory(TINY_CHAT, true), ops);
+  chatModel ??= createModel(loadCheckpoint(TINY_CHAT, { fastLoad: true }), ops);
   return chatModel;
 }
 
@@ -238,7 +244,7 @@ test('TinyStories-656K: greedy continuation of "Once upon a time" is determinist
     JSON.parse(readFileSync(resolve(dir, 'tokenizer.json'), 'utf8')),
     JSON.parse(readFileSync(resolve(dir, 'tokenizer_config.json'), 'utf8')),
   );
-  const model = createModel(loadSafetensorsDirectory(dir, true), ops);
+  const model = createModel(loadCheckpoint(dir, { fastLoad: true }), ops);
   const prompt = [1, ...tokenizer.encode('Once upon a time', { add_special_tokens: false }).ids];
   const first = greedy(model, prompt, 40);
   assert.deepEqual(greedy(model, prompt, 40), first, 'greedy decoding must be deterministic');
@@ -267,7 +273,7 @@ function decodePieces(pieces: string[], ids: number[]): string {
 }
 
 test('stories260K (GGUF): greedy from BOS tells the Lily story', () => {
-  const checkpoint = loadGgufCheckpoint(resolve(MODELS, 'stories260k-gguf', 'stories260K.gguf'), true);
+  const checkpoint = loadCheckpoint(resolve(MODELS, 'stories260k-gguf', 'stories260K.gguf'), { fastLoad: true });
   const pieces = checkpoint.ggufMetadata?.['tokenizer.ggml.tokens'] as string[];
   assert.ok(Array.isArray(pieces), 'GGUF vocabulary');
   const ids = greedy(createModel(checkpoint, ops), [1], 30);

@@ -2,6 +2,9 @@
 // and merge list so @huggingface/tokenizers can run them. Used for vocab.json + merges.txt directories and
 // for GGUF files with tokenizer.ggml.model = "gpt2".
 
+/** A tokenizer.json document, as @huggingface/tokenizers takes it. */
+export type TokenizerJson = Record<string, unknown>;
+
 export interface AddedTokenJson {
   id: number;
   content: string;
@@ -53,7 +56,7 @@ export interface ByteLevelBpeSpec {
 }
 
 /** The tokenizer.json object a Hugging Face fast tokenizer would have for this vocabulary. */
-export function byteLevelBpeTokenizerJson(spec: ByteLevelBpeSpec): object {
+export function byteLevelBpeTokenizerJson(spec: ByteLevelBpeSpec): TokenizerJson {
   const merges = spec.merges.map((m) => (typeof m === 'string' ? splitMerge(m) : m));
   return {
     version: '1.0',

@@ -6,7 +6,7 @@
 // to <0xXX> byte pieces. That is exactly BPE with merge ranks ordered by the score of the merged piece, which
 // is how Hugging Face converts these vocabularies too, so the merge loop itself is left to
 // @huggingface/tokenizers (its BPE is a heap-based port of the llama SPM loop, ties broken leftmost).
-import type { AddedTokenJson } from './byte-level-bpe.js';
+import type { AddedTokenJson, TokenizerJson } from './byte-level-bpe.js';
 
 /** Piece types, numbered as SentencePiece and GGUF tokenizer.ggml.token_type both number them. */
 export const PIECE_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -51,7 +51,7 @@ function mergesByScore(vocab: SentencePieceVocab): [string, string][] {
 }
 
 /** The tokenizer.json object of a SentencePiece BPE vocabulary, in the form of HF's legacy Llama tokenizer. */
-export function sentencePieceBpeTokenizerJson(vocab: SentencePieceVocab): object {
+export function sentencePieceBpeTokenizerJson(vocab: SentencePieceVocab): TokenizerJson {
   const type = (id: number) => vocab.types?.[id] ?? PIECE_TYPE.NORMAL;
   const vocabMap: Record<string, number> = {};
   const addedTokens: AddedTokenJson[] = [];

@@ -35,7 +35,7 @@ function walkMessage(buf: Uint8Array, onField: (field: number, value: bigint | n
     else if (wireType === 1) { onField(field, view.getFloat64(pos, true)); pos += 8; }
     else if (wireType === 5) { onField(field, view.getFloat32(pos, true)); pos += 4; }
     else if (wireType === 2) {
-      const len = varint();
+      const len = Number(varint());
       if (pos + len > buf.length) throw new SentencePieceModelError('truncated field');
       onField(field, buf.subarray(pos, pos + len));
       pos += len;

@@ -1,0 +1,308 @@
+// storeKv and attention over the paged KV cache ([numBlocks][blockSize][numKvHeads][headDim]).
+// Attention is flash-style: each task owns some query rows of one sequence and the query heads that
+// share one KV head; it walks the sequence's KV blocks once, decoding each block (bf16 / fp8) into
+// scratch, and keeps a running max, denominator and output per query (online softmax), so no
+// [queries x keys] score matrix is ever materialised.
+#include <napi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "kernels.h"
+#include "kv_codec.h"
+#include "napi_args.h"
+#include "quant.h"
+#include "threadpool.h"
+
+namespace svc {
+namespace {
+
+constexpr int kRowsPerTask = 16;  // query rows per task in prefill: a decoded block serves 16 x group queries
+
+struct KvLayerView {
+  int dtype;
+  int num_blocks, block_size, kv_heads, hd;
+  uint8_t* k;
+  uint8_t* v;
+  double k_scale, v_scale;
+  size_t elem_bytes() const { return dtype == kKvF32 ? 4 : dtype == kKvBF16 ? 2 : 1; }
+};
+
+struct Seq {
+  int q_start, q_len, kv_len;
+  const int32_t* table;
+};
+
+struct Task {
+  int seq, j0, j1, kv_head, h0, h1;
+};
+
+void encode_row(int dtype, double scale, const float* src, uint8_t* dst, int count) {
+  switch (dtype) {
+    case kKvF32: std::memcpy(dst, src, (size_t)count * 4); break;
+    case kKvBF16:
+      for (int i = 0; i < count; i++) {
+        const uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      break;
+    case kKvFP8:
+      // Same rounding as the reference: value / scale in f64, rounded to f32, then to E4M3.
+      for (int i = 0; i < count; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
+      break;
+  }
+}
+
+void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const int32_t* slots) {
+  const int width = L.kv_heads * L.hd;
+  const size_t row = (size_t)width * L.elem_bytes();
+  for (int i = 0; i < n; i++) {
+    encode_row(L.dtype, L.k_scale, k + (size_t)i * width, L.k + (size_t)slots[i] * row, width);
+    encode_row(L.dtype, L.v_scale, v + (size_t)i * width, L.v + (size_t)slots[i] * row, width);
+  }
+}
+
+// Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf.
+const float* block_rows(const Kernels& K, const KvLayerView& L, const uint8_t* base, double scale, int phys, int kv_head,
+                        int nt, float* buf, size_t* stride) {
+  const size_t width = (size_t)L.kv_heads * L.hd;
+  const size_t first = ((size_t)phys * L.block_size * L.kv_heads + kv_head) * L.hd;  // element index
+  if (L.dtype == kKvF32) {
+    *stride = width;
+    return reinterpret_cast<const float*>(base) + first;
+  }
+  *stride = (size_t)L.hd;
+  if (L.dtype == kKvBF16) {
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(base) + first;
+    for (int t = 0; t < nt; t++) K.bf16_to_f32(src + t * width, buf + (size_t)t * L.hd, L.hd);
+  } else {
+    const float mult = (float)(256.0 * scale);
+    for (int t = 0; t < nt; t++) K.fp8_to_f32(base + first + t * width, buf + (size_t)t * L.hd, L.hd, mult);
+  }
+  return buf;
+}
+
+void run_task(const Kernels& K, const KvLayerView& L, const Seq& s, const Task& tk, const float* q, float* out,
+              int num_heads, float scale, int window, int ith) {
+  const int hd = L.hd, bs = L.block_size;
+  const int nh = tk.h1 - tk.h0;
+  const int nq = (tk.j1 - tk.j0) * nh;
+  // Scratch: Q (pre-scaled) | O | M | Lsum | S | Kbuf | Vbuf.
+  const size_t floats = (size_t)nq * hd * 2 + (size_t)nq * 2 + (size_t)bs + (size_t)bs * hd * 2;
+  float* Q = static_cast<float*>(ThreadPool::instance().thread_scratch(ith, floats * sizeof(float)));
+  float* O = Q + (size_t)nq * hd;
+  float* M = O + (size_t)nq * hd;
+  float* Ls = M + nq;
+  float* S = Ls + nq;
+  float* Kbuf = S + bs;
+  float* Vbuf = Kbuf + (size_t)bs * hd;
+
+  const int offset = s.kv_len - s.q_len;  // position of query row 0
+  for (int j = tk.j0; j < tk.j1; j++)
+    for (int h = tk.h0; h < tk.h1; h++) {
+      const int qi = (j - tk.j0) * nh + (h - tk.h0);
+      const float* src = q + ((size_t)(s.q_start + j) * num_heads + h) * hd;
+      for (int d = 0; d < hd; d++) Q[(size_t)qi * hd + d] = src[d] * scale;
+      std::memset(O + (size_t)qi * hd, 0, (size_t)hd * sizeof(float));
+      M[qi] = -std::numeric_limits<float>::infinity();
+      Ls[qi] = 0.0f;
+    }
+
+  const int last = offset + tk.j1 - 1;  // newest key any query of this task sees
+  const int lo = window > 0 ? std::max(0, offset + tk.j0 - window + 1) : 0;
+  for (int blk = lo / bs; blk * bs <= last; blk++) {
+    const int t0 = blk * bs;
+    const int nt = std::min(bs, last + 1 - t0);
+    size_t kstride, vstride;
+    const float* Kr = block_rows(K, L, L.k, L.k_scale, s.table[blk], tk.kv_head, nt, Kbuf, &kstride);
+    const float* Vr = block_rows(K, L, L.v, L.v_scale, s.table[blk], tk.kv_head, nt, Vbuf, &vstride);
+    for (int j = tk.j0; j < tk.j1; j++) {
+      const int pos = offset + j;
+      // Causal: keys <= pos; sliding window (HF): pos - t < window.
+      const int a = std::max(t0, window > 0 ? pos - window + 1 : 0);
+      const int b = std::min(t0 + nt, pos + 1);
+      if (a >= b) continue;
+      const int cnt = b - a;
+      for (int qi = (j - tk.j0) * nh; qi < (j - tk.j0 + 1) * nh; qi++) {
+        K.qk(Q + (size_t)qi * hd, Kr + (size_t)(a - t0) * kstride, kstride, cnt, hd, S);
+        float mb = S[0];
+        for (int t = 1; t < cnt; t++) mb = std::max(mb, S[t]);
+        if (mb > M[qi]) {
+          // New running max: rescale what has been accumulated so far.
+          if (Ls[qi] > 0.0f) {
+            const float alpha = std::exp(M[qi] - mb);
+            Ls[qi] *= alpha;
+            K.scale(O + (size_t)qi * hd, hd, alpha);
+          }
+          M[qi] = mb;
+        }
+        Ls[qi] += K.exp_sum(S, cnt, M[qi]);
+        K.pv(S, Vr + (size_t)(a - t0) * vstride, vstride, cnt, hd, O + (size_t)qi * hd);
+      }
+    }
+  }
+
+  for (int j = tk.j0; j < tk.j1; j++)
+    for (int h = tk.h0; h < tk.h1; h++) {
+      const int qi = (j - tk.j0) * nh + (h - tk.h0);
+      float* dst = out + ((size_t)(s.q_start + j) * num_heads + h) * hd;
+      const float inv = 1.0f / Ls[qi];
+      for (int d = 0; d < hd; d++) dst[d] = O[(size_t)qi * hd + d] * inv;
+    }
+}
+
+void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* q, float* out, int num_heads,
+               float scale, int window) {
+  const Kernels& K = kernels();
+  const int nth = ThreadPool::instance().size();
+  const int group = num_heads / L.kv_heads;
+  // Task list, reused between calls (grows rarely).
+  static std::vector<Task> tasks;
+  tasks.clear();
+  int64_t row_tasks = 0;
+  for (const Seq& s : seqs) row_tasks += (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
+  // Too few (sequence, KV head) tasks to keep every thread busy (e.g. one decoding sequence):
+  // split the query heads of a group across tasks, at the price of decoding the block more than once.
+  const int64_t base = row_tasks * L.kv_heads;
+  int per = group;
+  if (base < 2 * nth && group > 1) {
+    const int splits = (int)std::min<int64_t>(group, (2 * nth + base - 1) / std::max<int64_t>(base, 1));
+    per = (group + splits - 1) / splits;
+  }
+  for (int si = 0; si < (int)seqs.size(); si++) {
+    const Seq& s = seqs[(size_t)si];
+    // Later rows see more keys (causal): queue them first so the expensive tasks start early.
+    for (int j0 = ((s.q_len - 1) / kRowsPerTask) * kRowsPerTask; j0 >= 0; j0 -= kRowsPerTask)
+      for (int kvh = 0; kvh < L.kv_heads; kvh++)
+        for (int h0 = kvh * group; h0 < (kvh + 1) * group; h0 += per)
+          tasks.push_back({si, j0, std::min(s.q_len, j0 + kRowsPerTask), kvh, h0, std::min((kvh + 1) * group, h0 + per)});
+  }
+  auto body = [&](int64_t b, int64_t e, int ith) {
+    for (int64_t t = b; t < e; t++) {
+      const Task& tk = tasks[(size_t)t];
+      run_task(K, L, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, ith);
+    }
+  };
+  parallel_for((int64_t)tasks.size(), 1, body);
+}
+
+// ---- bindings ----
+
+// Layer arguments first..first+8: dtype, numBlocks, blockSize, numKvHeads, headDim, k, v, kScale, vScale.
+bool layer_arg(Args& a, size_t first, KvLayerView* L) {
+  L->dtype = (int)a.integer(first, "kv dtype code", 0, 2);
+  L->num_blocks = (int)a.integer(first + 1, "numBlocks", 0, INT32_MAX);
+  L->block_size = (int)a.integer(first + 2, "blockSize", 1, 1 << 20);
+  L->kv_heads = (int)a.integer(first + 3, "numKvHeads", 1, 1 << 16);
+  L->hd = (int)a.integer(first + 4, "headDim", 1, 1 << 16);
+  if (!a.ok()) return false;
+  const size_t bytes = (size_t)L->num_blocks * L->block_size * L->kv_heads * L->hd * L->elem_bytes();
+  L->k = a.u8(first + 5, "layer.k", bytes);
+  const size_t koff = a.last_byte_offset();
+  L->v = a.u8(first + 6, "layer.v", bytes);
+  const size_t voff = a.last_byte_offset();
+  L->k_scale = a.number(first + 7, "kScale");
+  L->v_scale = a.number(first + 8, "vScale");
+  if (!a.ok()) return false;
+  if (koff % L->elem_bytes() != 0 || voff % L->elem_bytes() != 0) {
+    a.fail("layer.k / layer.v must start at a multiple of the element size (use their own ArrayBuffer)");
+    return false;
+  }
+  if (L->dtype == kKvFP8 && !(L->k_scale > 0.0 && L->v_scale > 0.0)) {
+    a.fail("fp8 kScale and vScale must be positive");
+    return false;
+  }
+  return true;
+}
+
+// storeKv(layer x9, k, v, n, slots)
+Napi::Value StoreKv(const Napi::CallbackInfo& info) {
+  Args a(info, "storeKv");
+  KvLayerView L;
+  if (!layer_arg(a, 0, &L)) return info.Env().Undefined();
+  const int n = (int)a.integer(11, "n", 0, INT32_MAX);
+  const size_t width = (size_t)L.kv_heads * L.hd;
+  const float* k = a.f32(9, "k", (size_t)n * width);
+  const float* v = a.f32(10, "v", (size_t)n * width);
+  const int32_t* slots = a.i32(12, "slots", (size_t)n);
+  if (!a.ok()) return info.Env().Undefined();
+  const int64_t total = (int64_t)L.num_blocks * L.block_size;
+  for (int i = 0; i < n; i++)
+    if (slots[i] < 0 || slots[i] >= total) {
+      a.fail_range("KV slot " + std::to_string(slots[i]) + " outside the cache (" + std::to_string(total) + " slots)");
+      return info.Env().Undefined();
+    }
+  std::lock_guard<std::mutex> lk(op_mutex());
+  store_kv(L, k, v, n, slots);
+  return info.Env().Undefined();
+}
+
+// attention(layer x9, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables)
+// seqMeta holds [qStart, qLen, kvLen, tableOffset, tableLen] per sequence; tables the block ids.
+Napi::Value Attention(const Napi::CallbackInfo& info) {
+  Args a(info, "attention");
+  KvLayerView L;
+  if (!layer_arg(a, 0, &L)) return info.Env().Undefined();
+  const int total_rows = (int)a.integer(11, "totalRows", 0, INT32_MAX);
+  const int num_heads = (int)a.integer(12, "numHeads", 1, 1 << 16);
+  const double scale = a.number(13, "scale");
+  const int window = (int)a.integer(14, "slidingWindow", 0, INT32_MAX);
+  if (a.ok() && num_heads % L.kv_heads != 0)
+    a.fail("numHeads " + std::to_string(num_heads) + " is not a multiple of numKvHeads " + std::to_string(L.kv_heads));
+  const size_t qsize = (size_t)total_rows * num_heads * L.hd;
+  const float* q = a.f32(9, "q", qsize);
+  float* out = a.f32(10, "out", qsize);
+  const int32_t* meta = a.i32(15, "seqMeta", 0);
+  const size_t meta_len = a.last_length();
+  const int32_t* tables = a.i32(16, "blockTables", 0);
+  const size_t tables_len = a.last_length();
+  if (!a.ok()) return info.Env().Undefined();
+  if (meta_len % 5 != 0) {
+    a.fail("seqMeta length must be a multiple of 5");
+    return info.Env().Undefined();
+  }
+  static std::vector<Seq> seqs;  // reused between calls
+  seqs.clear();
+  for (size_t i = 0; i < meta_len / 5; i++) {
+    const int32_t* m = meta + i * 5;
+    const int q_start = m[0], q_len = m[1], kv_len = m[2], toff = m[3], tlen = m[4];
+    const std::string which = "sequence " + std::to_string(i) + ": ";
+    if (q_start < 0 || q_len < 0 || (int64_t)q_start + q_len > total_rows) {
+      a.fail_range(which + "query rows [" + std::to_string(q_start) + ", +" + std::to_string(q_len) + ") outside q");
+      return info.Env().Undefined();
+    }
+    if (kv_len < q_len) {
+      a.fail_range(which + "kvLen " + std::to_string(kv_len) + " < qLen " + std::to_string(q_len));
+      return info.Env().Undefined();
+    }
+    const int64_t need = ((int64_t)kv_len + L.block_size - 1) / L.block_size;
+    if (toff < 0 || tlen < need || (size_t)toff + (size_t)tlen > tables_len) {
+      a.fail_range(which + "block table has " + std::to_string(tlen) + " blocks, kvLen " + std::to_string(kv_len) +
+                   " needs " + std::to_string(need));
+      return info.Env().Undefined();
+    }
+    for (int64_t b = 0; b < need; b++)
+      if (tables[toff + b] < 0 || tables[toff + b] >= L.num_blocks) {
+        a.fail_range(which + "block id " + std::to_string(tables[toff + b]) + " outside the cache (" +
+                     std::to_string(L.num_blocks) + " blocks)");
+        return info.Env().Undefined();
+      }
+    if (q_len > 0) seqs.push_back({q_start, q_len, kv_len, tables + toff});
+  }
+  std::lock_guard<std::mutex> lk(op_mutex());
+  attention(L, seqs, q, out, num_heads, (float)scale, window);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void InitAttention(Napi::Env env, Napi::Object exports) {
+  exports.Set("storeKv", Napi::Function::New(env, StoreKv));
+  exports.Set("attention", Napi::Function::New(env, Attention));
+}
+
+}  // namespace svc

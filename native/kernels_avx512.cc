@@ -1,0 +1,359 @@
+// AVX-512 kernels (F, BW, VL, VNNI): Skylake-X and later Xeons, Ice Lake, Zen 4. Every function
+// carries the target attribute, so the addon's baseline stays plain x86-64. Tails use AVX-512 masks
+// instead of scalar loops.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels.h"
+#include "kv_codec.h"
+#include "quant.h"
+
+#define SVC_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"
+#define SVC_AVX512 __attribute__((target(SVC_AVX512_TARGET)))
+#define SVC_AVX512_INLINE __attribute__((target(SVC_AVX512_TARGET), always_inline)) inline
+
+namespace svc {
+namespace {
+
+SVC_AVX512_INLINE __mmask16 tail16(int n) { return (__mmask16)((1u << n) - 1u); }
+
+// Cephes-style expf with the exponent applied by scalef (exact for the whole float range).
+SVC_AVX512_INLINE __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.7f));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(y, fx);
+}
+
+// ---- float-activation GEMM (f32 / f16 / bf16 weights) ----
+
+struct WF32 {
+  static SVC_AVX512_INLINE __m512 load(const uint8_t* row, int c) { return _mm512_loadu_ps(row + 4 * (size_t)c); }
+  static SVC_AVX512_INLINE __m512 load(const uint8_t* row, int c, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, row + 4 * (size_t)c);
+  }
+};
+struct WF16 {
+  static SVC_AVX512_INLINE __m512 load(const uint8_t* row, int c) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(row + 2 * (size_t)c)));
+  }
+  static SVC_AVX512_INLINE __m512 load(const uint8_t* row, int c, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * (size_t)c));
+  }
+};
+struct WBF16 {
+  static SVC_AVX512_INLINE __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static SVC_AVX512_INLINE __m512 load(const uint8_t* row, int c) {
+    return widen(_mm256_loadu_si256((const __m256i*)(row + 2 * (size_t)c)));
+  }
+  static SVC_AVX512_INLINE __m512 load(const uint8_t* row, int c, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, row + 2 * (size_t)c));
+  }
+};
+
+// RW weight rows x RX activation rows, one accumulator per output (results do not depend on tiling).
+template <typename W, int RW, int RX>
+SVC_AVX512_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
+                                  float* y, size_t ldy) {
+  __m512 acc[RW][RX];
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) acc[a][b] = _mm512_setzero_ps();
+  const uint8_t* rows[RW];
+  for (int a = 0; a < RW; a++) rows[a] = w + (size_t)(r + a) * wstride;
+  int c = 0;
+  for (; c + 16 <= k; c += 16) {
+    __m512 xv[RX];
+    for (int b = 0; b < RX; b++) xv[b] = _mm512_loadu_ps(x + (size_t)b * ldx + c);
+    for (int a = 0; a < RW; a++) {
+      const __m512 wv = W::load(rows[a], c);
+      for (int b = 0; b < RX; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
+    }
+  }
+  if (c < k) {
+    const __mmask16 m = tail16(k - c);
+    __m512 xv[RX];
+    for (int b = 0; b < RX; b++) xv[b] = _mm512_maskz_loadu_ps(m, x + (size_t)b * ldx + c);
+    for (int a = 0; a < RW; a++) {
+      const __m512 wv = W::load(rows[a], c, m);
+      for (int b = 0; b < RX; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
+    }
+  }
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) y[(size_t)b * ldy + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+}
+
+template <typename W, int RW>
+SVC_AVX512_INLINE void rows_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
+                                  float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) tile_float<W, RW, 4>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  switch (n - i) {
+    case 3: tile_float<W, RW, 3>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
+    case 2: tile_float<W, RW, 2>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
+    case 1: tile_float<W, RW, 1>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
+    default: break;
+  }
+}
+
+template <typename W>
+SVC_AVX512 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r0, int r1,
+                           float* y, size_t ldy) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) rows_float<W, 4>(n, k, x, ldx, w, wstride, r, y, ldy);
+  for (; r < r1; r++) rows_float<W, 1>(n, k, x, ldx, w, wstride, r, y, ldy);
+}
+
+// ---- int8 GEMM (Q8_0 / Q4_0 weights x Q8 activations) with VNNI ----
+// One zmm covers two 32-element blocks. vpdpbusd wants unsigned x signed bytes: activations are
+// offset to x + 128 (unsigned) and the offset is taken back by seeding the accumulator with
+// -128 * sum(w) per block, so each (weight row, activation row) pair costs one vpdpbusd, one
+// convert and two float ops per 64 elements.
+
+struct WQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(block_q8_0);
+  static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }
+};
+struct WQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(block_q4_0);
+  // Low nibbles are elements 0..15, high nibbles 16..31; returns signed q - 8.
+  static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) {
+    const __m128i t = _mm_loadu_si128((const __m128i*)(blk + 2));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(t, 4), m), _mm_and_si128(t, m));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+  }
+};
+
+SVC_AVX512_INLINE uint16_t half_at(const uint8_t* p) { uint16_t h; std::memcpy(&h, p, 2); return h; }
+
+// Scales of blocks b and b+1 spread over lanes 0-7 and 8-15.
+SVC_AVX512_INLINE __m512 pair_scales_f16(uint16_t d0, uint16_t d1) {
+  return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)d1), _mm_set1_epi16((short)d0)));
+}
+SVC_AVX512_INLINE __m512 pair_scales_f32(float d0, float d1) {
+  return _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+}
+
+template <typename W, int RW, int RX>
+SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  const int nb = x.k / 32;
+  __m512 acc[RW][RX];
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) acc[a][b] = _mm512_setzero_ps();
+  const uint8_t* rows[RW];
+  for (int a = 0; a < RW; a++) rows[a] = w + (size_t)(r + a) * wstride;
+  const __m512i offset = _mm512_set1_epi8((char)0x80);
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int blk = 0; blk < nb; blk += 2) {
+    const bool pair = blk + 1 < nb;  // an odd block count leaves a single block at the end
+    __m512i xv[RX];
+    __m512 xd[RX];
+    for (int b = 0; b < RX; b++) {
+      const int8_t* xq = x.qs + (size_t)(i0 + b) * x.k + blk * 32;
+      const float* d = x.d + (size_t)(i0 + b) * nb + blk;
+      const __m512i raw = pair ? _mm512_loadu_si512(xq) : _mm512_maskz_loadu_epi8(0xffffffffull, xq);
+      xv[b] = _mm512_xor_si512(raw, offset);
+      xd[b] = pair_scales_f32(d[0], pair ? d[1] : 0.0f);
+    }
+    for (int a = 0; a < RW; a++) {
+      const uint8_t* p0 = rows[a] + (size_t)blk * W::kBlockBytes;
+      const uint8_t* p1 = p0 + W::kBlockBytes;
+      const __m512i q = pair ? _mm512_inserti64x4(_mm512_castsi256_si512(W::quants(p0)), W::quants(p1), 1)
+                             : _mm512_zextsi256_si512(W::quants(p0));
+      const __m512 dw = pair_scales_f16(half_at(p0), pair ? half_at(p1) : 0);
+      const __m512i seed = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                            _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q), 7));
+      for (int b = 0; b < RX; b++) {
+        const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, xv[b], q));
+        acc[a][b] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, xd[b]), acc[a][b]);
+      }
+    }
+  }
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+}
+
+template <typename W, int RW>
+SVC_AVX512_INLINE void rows_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) tile_quant<W, RW, 4>(x, i, w, wstride, r, y, ldy);
+  switch (n - i) {
+    case 3: tile_quant<W, RW, 3>(x, i, w, wstride, r, y, ldy); break;
+    case 2: tile_quant<W, RW, 2>(x, i, w, wstride, r, y, ldy); break;
+    case 1: tile_quant<W, RW, 1>(x, i, w, wstride, r, y, ldy); break;
+    default: break;
+  }
+}
+
+template <typename W>
+SVC_AVX512 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) rows_quant<W, 4>(n, x, w, wstride, r, y, ldy);
+  for (; r < r1; r++) rows_quant<W, 1>(n, x, w, wstride, r, y, ldy);
+}
+
+SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
+  for (int b = 0; b < k / 32; b++) {
+    const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float db = amax / 127.0f;
+    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    d[b] = db;
+    const __m512 idv = _mm512_set1_ps(id);
+    // cvtps rounds ties to even, like nearbyint in the scalar path.
+    _mm_storeu_si128((__m128i*)(qs + b * 32), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, idv))));
+    _mm_storeu_si128((__m128i*)(qs + b * 32 + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, idv))));
+  }
+}
+
+// ---- element-wise ----
+
+SVC_AVX512 double sum_squares(const float* x, int n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+    a0 = _mm512_fmadd_ps(v0, v0, a0);
+    a1 = _mm512_fmadd_ps(v1, v1, a1);
+  }
+  for (; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail16(n - i < 16 ? n - i : 16), x + i);
+    a0 = _mm512_fmadd_ps(v, v, a0);
+  }
+  return (double)_mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+SVC_AVX512 void scale_mul(const float* x, float s, const float* w, float* out, int n) {
+  const __m512 sv = _mm512_set1_ps(s);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+    const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv), _mm512_maskz_loadu_ps(m, w + i));
+    _mm512_mask_storeu_ps(out + i, m, v);
+  }
+}
+
+SVC_AVX512 void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+    const __m512 s = _mm512_div_ps(gv, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+  }
+}
+
+SVC_AVX512 void add(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+// ---- attention ----
+
+SVC_AVX512 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
+  for (int t = 0; t < nk; t++) {
+    const float* kt = K + (size_t)t * kstride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int d = 0;
+    for (; d + 32 <= hd; d += 32) {
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(kt + d), a0);
+      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16), _mm512_loadu_ps(kt + d + 16), a1);
+    }
+    for (; d < hd; d += 16) {
+      const __mmask16 m = tail16(hd - d < 16 ? hd - d : 16);
+      a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, kt + d), a0);
+    }
+    s[t] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  }
+}
+
+SVC_AVX512 void pv(const float* p, const float* V, size_t vstride, int nk, int hd, float* o) {
+  int d = 0;
+  // 64 output columns stay in registers across all keys.
+  for (; d + 64 <= hd; d += 64) {
+    __m512 o0 = _mm512_loadu_ps(o + d), o1 = _mm512_loadu_ps(o + d + 16);
+    __m512 o2 = _mm512_loadu_ps(o + d + 32), o3 = _mm512_loadu_ps(o + d + 48);
+    for (int t = 0; t < nk; t++) {
+      const float* vt = V + (size_t)t * vstride + d;
+      const __m512 pt = _mm512_set1_ps(p[t]);
+      o0 = _mm512_fmadd_ps(pt, _mm512_loadu_ps(vt), o0);
+      o1 = _mm512_fmadd_ps(pt, _mm512_loadu_ps(vt + 16), o1);
+      o2 = _mm512_fmadd_ps(pt, _mm512_loadu_ps(vt + 32), o2);
+      o3 = _mm512_fmadd_ps(pt, _mm512_loadu_ps(vt + 48), o3);
+    }
+    _mm512_storeu_ps(o + d, o0);
+    _mm512_storeu_ps(o + d + 16, o1);
+    _mm512_storeu_ps(o + d + 32, o2);
+    _mm512_storeu_ps(o + d + 48, o3);
+  }
+  for (; d < hd; d += 16) {
+    const __mmask16 m = tail16(hd - d < 16 ? hd - d : 16);
+    __m512 o0 = _mm512_maskz_loadu_ps(m, o + d);
+    for (int t = 0; t < nk; t++)
+      o0 = _mm512_fmadd_ps(_mm512_set1_ps(p[t]), _mm512_maskz_loadu_ps(m, V + (size_t)t * vstride + d), o0);
+    _mm512_mask_storeu_ps(o + d, m, o0);
+  }
+}
+
+SVC_AVX512 float exp_sum(float* s, int n, float m) {
+  const __m512 mv = _mm512_set1_ps(m);
+  __m512 acc = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 mk = tail16(n - i < 16 ? n - i : 16);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + i), mv));
+    _mm512_mask_storeu_ps(s + i, mk, e);
+    acc = _mm512_mask_add_ps(acc, mk, acc, e);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+SVC_AVX512 void scale(float* x, int n, float a) {
+  const __m512 av = _mm512_set1_ps(a);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), av));
+  }
+}
+
+SVC_AVX512 void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+    _mm512_mask_storeu_ps(dst + i, m, WBF16::widen(_mm256_maskz_loadu_epi16(m, src + i)));
+  }
+}
+
+SVC_AVX512 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
+  const __m512 mv = _mm512_set1_ps(mult);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+    const __m256i c = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, src + i));
+    const __m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(c, 8), _mm256_set1_epi16((short)0x8000)),
+                                      _mm256_and_si256(_mm256_slli_epi16(c, 7), _mm256_set1_epi16(0x3f80)));
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_mul_ps(_mm512_cvtph_ps(h), mv));
+  }
+}
+
+}  // namespace
+
+const Kernels kAvx512Kernels = {
+  "avx512",
+  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>, quantize_row_q8,
+  sum_squares, scale_mul, silu_mul, add,
+  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
+};
+
+}  // namespace svc
+#endif  // __x86_64__

@@ -1,0 +1,187 @@
+// matmul and embed. Threads split the output into tasks of (activation-row chunk x weight-row
+// chunk), handed out dynamically; the activation chunk is sized to stay in L2 while every weight row
+// streams past it once. Q8_0/Q4_0 first quantize the activations to int8 blocks (once per matmul, into
+// shared scratch); K-quants decode a few weight rows at a time into per-thread scratch and reuse the
+// f32 GEMM.
+#include <napi.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "dequant.h"
+#include "kernels.h"
+#include "napi_args.h"
+#include "quant.h"
+#include "threadpool.h"
+
+namespace svc {
+namespace {
+
+constexpr int kKQuantRowTile = 4;  // K-quant rows decoded per GEMM call
+
+inline size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+struct Plan {
+  int xchunk;  // activation rows per task
+  int rchunk;  // weight rows per task
+  int nx, nr;  // task grid
+};
+
+Plan plan(int n, int rows, size_t xrow_bytes, int nth) {
+  Plan p;
+  // Keep one activation chunk within ~512 KB (L2) so it is reused across all weight rows.
+  p.xchunk = (int)std::clamp<size_t>((512 * 1024 / std::max<size_t>(xrow_bytes, 1)) & ~(size_t)3, 4, 64);
+  if (p.xchunk > n) p.xchunk = n;
+  p.nx = (n + p.xchunk - 1) / p.xchunk;
+  // About 4 row chunks per thread (per activation chunk) balances uneven cores without tiny tasks.
+  const int want = nth == 1 ? 1 : nth * 4;
+  p.rchunk = (int)round_up((size_t)std::max(1, (rows + want - 1) / want), 16);
+  if (p.rchunk > rows) p.rchunk = rows;
+  p.nr = (rows + p.rchunk - 1) / p.rchunk;
+  return p;
+}
+
+void add_bias(float* y, int rows, int i0, int i1, int r0, int r1, const float* bias) {
+  for (int i = i0; i < i1; i++)
+    for (int r = r0; r < r1; r++) y[(size_t)i * rows + r] += bias[r];
+}
+
+// Runs body(i0, i1, r0, r1, ith) over the task grid, serially when the whole product is tiny.
+template <class F>
+void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
+  auto task = [&](int64_t b, int64_t e, int ith) {
+    for (int64_t t = b; t < e; t++) {
+      const int xi = (int)(t / p.nr), ri = (int)(t % p.nr);
+      const int i0 = xi * p.xchunk, r0 = ri * p.rchunk;
+      body(i0, std::min(n, i0 + p.xchunk), r0, std::min(rows, r0 + p.rchunk), ith);
+    }
+  };
+  const int64_t ntasks = (int64_t)p.nx * p.nr;
+  if (macs < 32768.0) task(0, ntasks, 0);  // waking the pool costs more than this product
+  else parallel_for(ntasks, 1, task);
+}
+
+}  // namespace
+
+void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w, float* y, const float* bias) {
+  if (n == 0 || rows == 0) return;
+  const Kernels& K = kernels();
+  ThreadPool& pool = ThreadPool::instance();
+  const size_t wstride = row_bytes(dt, cols);
+  const double macs = (double)n * rows * cols;
+
+  if (dt == kQ8_0 || dt == kQ4_0) {
+    const int nb = cols / 32;
+    // Shared scratch: int8 quants for all rows, then their scales (64-byte aligned).
+    const size_t qbytes = round_up((size_t)n * cols, 64);
+    uint8_t* buf = static_cast<uint8_t*>(pool.shared_scratch(qbytes + (size_t)n * nb * sizeof(float)));
+    int8_t* qs = reinterpret_cast<int8_t*>(buf);
+    float* qd = reinterpret_cast<float*>(buf + qbytes);
+    auto quant = [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; i++) K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb);
+    };
+    if (n >= 16) parallel_for(n, 8, quant);
+    else quant(0, n, 0);
+    const GemmQuantFn gemm = dt == kQ8_0 ? K.gemm_q8_0 : K.gemm_q4_0;
+    const Plan p = plan(n, rows, (size_t)cols, pool.size());
+    for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
+      const QuantActs xa{qs + (size_t)i0 * cols, qd + (size_t)i0 * nb, cols};
+      gemm(i1 - i0, xa, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
+      if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
+    });
+    return;
+  }
+
+  const Plan p = plan(n, rows, (size_t)cols * 4, pool.size());
+  if (dt == kF32 || dt == kF16 || dt == kBF16) {
+    const GemmFloatFn gemm = dt == kF32 ? K.gemm_f32 : dt == kF16 ? K.gemm_f16 : K.gemm_bf16;
+    for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
+      gemm(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
+      if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
+    });
+    return;
+  }
+
+  // K-quants: decode kKQuantRowTile rows into this thread's scratch, multiply them as f32.
+  for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int ith) {
+    float* tile = static_cast<float*>(pool.thread_scratch(ith, (size_t)kKQuantRowTile * cols * sizeof(float)));
+    for (int r = r0; r < r1; r += kKQuantRowTile) {
+      const int nr = std::min(kKQuantRowTile, r1 - r);
+      for (int j = 0; j < nr; j++) dequantize_row(dt, w + (size_t)(r + j) * wstride, tile + (size_t)j * cols, cols);
+      K.gemm_f32(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, reinterpret_cast<const uint8_t*>(tile),
+                 (size_t)cols * sizeof(float), 0, nr, y + (size_t)i0 * rows + r, (size_t)rows);
+    }
+    if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
+  });
+}
+
+// ---- bindings ----
+
+namespace {
+
+// Shared by matmul and embed: (dtype, rows, cols, data) starting at argument `first`.
+struct WeightArg {
+  int dt = 0;
+  int rows = 0, cols = 0;
+  const uint8_t* data = nullptr;
+  size_t stride = 0;
+};
+
+bool weight_arg(Args& a, size_t first, WeightArg* wa) {
+  wa->dt = (int)a.integer(first, "dtype code", 0, kDTypeCount - 1);
+  wa->rows = (int)a.integer(first + 1, "rows", 0, INT32_MAX);
+  wa->cols = (int)a.integer(first + 2, "cols", 1, INT32_MAX);
+  if (!a.ok()) return false;
+  wa->stride = row_bytes(wa->dt, wa->cols);
+  if (wa->stride == 0) {
+    a.fail(std::string(dtype_layout(wa->dt).name) + " rows must be a multiple of " +
+           std::to_string(dtype_layout(wa->dt).elements) + " elements, got " + std::to_string(wa->cols));
+    return false;
+  }
+  wa->data = a.u8(first + 3, "weight data", wa->stride * (size_t)wa->rows);
+  return a.ok();
+}
+
+// matmul(x, n, dtype, rows, cols, wdata, y, bias?)
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  Args a(info, "matmul");
+  const int n = (int)a.integer(1, "n", 0, INT32_MAX);
+  WeightArg wa;
+  if (!weight_arg(a, 2, &wa)) return info.Env().Undefined();
+  const float* x = a.f32(0, "x", (size_t)n * wa.cols);
+  float* y = a.f32(6, "y", (size_t)n * wa.rows);
+  const float* bias = a.f32_or_null(7, "bias", (size_t)wa.rows);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  matmul(x, n, wa.dt, wa.rows, wa.cols, wa.data, y, bias);
+  return info.Env().Undefined();
+}
+
+// embed(ids, dtype, rows, cols, wdata, out)
+Napi::Value Embed(const Napi::CallbackInfo& info) {
+  Args a(info, "embed");
+  const int32_t* ids = a.i32(0, "ids", 0);
+  const size_t count = a.last_length();
+  WeightArg wa;
+  if (!weight_arg(a, 1, &wa)) return info.Env().Undefined();
+  float* out = a.f32(5, "out", count * (size_t)wa.cols);
+  if (!a.ok()) return info.Env().Undefined();
+  for (size_t i = 0; i < count; i++) {
+    if (ids[i] < 0 || ids[i] >= wa.rows) {
+      a.fail_range("token id " + std::to_string(ids[i]) + " outside the embedding table (" + std::to_string(wa.rows) + " rows)");
+      return info.Env().Undefined();
+    }
+  }
+  for (size_t i = 0; i < count; i++)
+    dequantize_row(wa.dt, wa.data + (size_t)ids[i] * wa.stride, out + i * (size_t)wa.cols, wa.cols);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void InitMatmul(Napi::Env env, Napi::Object exports) {
+  exports.Set("matmul", Napi::Function::New(env, Matmul));
+  exports.Set("embed", Napi::Function::New(env, Embed));
+}
+
+}  // namespace svc

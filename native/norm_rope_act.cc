@@ -1,0 +1,170 @@
+// The small per-token ops: rmsnorm, rotary embedding, silu(gate) * up, residual add. They are
+// memory-bound, so they only fan out to the pool when the tensor is large (prefill).
+#include <napi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "kernels.h"
+#include "napi_args.h"
+#include "threadpool.h"
+
+namespace svc {
+namespace {
+
+constexpr int64_t kParallelElems = 1 << 16;  // below this the pool's wake-up costs more than the op
+
+void rmsnorm(const float* x, int rows, int dim, const float* w, double eps, float* out) {
+  const Kernels& K = kernels();
+  auto body = [&](int64_t b, int64_t e, int) {
+    for (int64_t r = b; r < e; r++) {
+      const float* xr = x + (size_t)r * dim;
+      const double ss = K.sum_squares(xr, dim);
+      const float inv = (float)(1.0 / std::sqrt(ss / dim + eps));
+      K.scale_mul(xr, inv, w, out + (size_t)r * dim, dim);
+    }
+  };
+  if ((int64_t)rows * dim >= kParallelElems && rows > 1) parallel_for(rows, std::max(1, rows / (4 * ThreadPool::instance().size())), body);
+  else body(0, rows, 0);
+}
+
+// cos/sin for every (token, pair) of the last call. A forward pass ropes q and k of every layer at
+// the same positions, so all but the first call per step reuse the table.
+struct RopeTable {
+  std::vector<int32_t> positions;
+  double theta = 0;
+  int head_dim = 0;
+  std::vector<float> inv_freq;
+  std::vector<double> cs;  // [n][half][2] = cos, sin
+};
+
+const double* rope_table(const int32_t* pos, int n, int hd, double theta) {
+  static RopeTable t;
+  const int half = hd / 2;
+  if (t.theta == theta && t.head_dim == hd && t.positions.size() == (size_t)n &&
+      std::memcmp(t.positions.data(), pos, (size_t)n * sizeof(int32_t)) == 0)
+    return t.cs.data();
+  // Same arithmetic as the reference (and HF): inv_freq and the angle rounded to f32, cos/sin in f64.
+  std::vector<float>& inv = t.inv_freq;  // vectors keep their capacity: rebuilds rarely allocate
+  inv.resize((size_t)half);
+  for (int k = 0; k < half; k++) {
+    const float e = (float)(2 * k) / (float)hd;
+    inv[(size_t)k] = 1.0f / (float)std::pow(theta, (double)e);
+  }
+  t.positions.assign(pos, pos + n);
+  t.theta = theta;
+  t.head_dim = hd;
+  t.cs.resize((size_t)n * half * 2);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < half; k++) {
+      const float angle = (float)pos[i] * inv[(size_t)k];
+      t.cs[((size_t)i * half + k) * 2] = std::cos((double)angle);
+      t.cs[((size_t)i * half + k) * 2 + 1] = std::sin((double)angle);
+    }
+  return t.cs.data();
+}
+
+void rope(float* x, int n, int heads, int hd, const int32_t* pos, double theta, bool neox) {
+  const double* cs = rope_table(pos, n, hd, theta);
+  const int half = hd / 2;
+  auto body = [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; i++) {
+      const double* c = cs + (size_t)i * half * 2;
+      for (int h = 0; h < heads; h++) {
+        float* v = x + ((size_t)i * heads + h) * hd;
+        // neox pairs element k with k + half (HF rotate_half); normal pairs 2k with 2k + 1.
+        const int stride = neox ? 1 : 2, other = neox ? half : 1;
+        for (int k = 0; k < half; k++) {
+          float* a = v + (size_t)k * stride;
+          const double x1 = a[0], x2 = a[other];
+          a[0] = (float)(x1 * c[2 * k] - x2 * c[2 * k + 1]);
+          a[other] = (float)(x2 * c[2 * k] + x1 * c[2 * k + 1]);
+        }
+      }
+    }
+  };
+  if ((int64_t)n * heads * hd >= kParallelElems && n > 1) parallel_for(n, std::max(1, n / (4 * ThreadPool::instance().size())), body);
+  else body(0, n, 0);
+}
+
+template <class F>
+void elementwise(int64_t len, F&& f) {
+  if (len >= 2 * kParallelElems) parallel_for(len, kParallelElems / 2, [&](int64_t b, int64_t e, int) { f(b, e - b); });
+  else f(0, len);
+}
+
+// ---- bindings ----
+
+// rmsnorm(x, rows, dim, weight, eps, out)
+Napi::Value Rmsnorm(const Napi::CallbackInfo& info) {
+  Args a(info, "rmsnorm");
+  const int rows = (int)a.integer(1, "rows", 0, INT32_MAX);
+  const int dim = (int)a.integer(2, "dim", 1, INT32_MAX);
+  const float* x = a.f32(0, "x", (size_t)rows * dim);
+  const float* w = a.f32(3, "weight", (size_t)dim);
+  const double eps = a.number(4, "eps");
+  float* out = a.f32(5, "out", (size_t)rows * dim);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  rmsnorm(x, rows, dim, w, eps, out);
+  return info.Env().Undefined();
+}
+
+// rope(x, n, numHeads, headDim, positions, theta, neox)
+Napi::Value Rope(const Napi::CallbackInfo& info) {
+  Args a(info, "rope");
+  const int n = (int)a.integer(1, "n", 0, INT32_MAX);
+  const int heads = (int)a.integer(2, "numHeads", 1, INT32_MAX);
+  const int hd = (int)a.integer(3, "headDim", 2, INT32_MAX);
+  if (a.ok() && hd % 2 != 0) a.fail("headDim must be even");
+  float* x = a.f32(0, "x", (size_t)n * heads * hd);
+  const int32_t* pos = a.i32(4, "positions", (size_t)n);
+  const double theta = a.number(5, "theta");
+  const bool neox = a.boolean(6, "neox");
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  rope(x, n, heads, hd, pos, theta, neox);
+  return info.Env().Undefined();
+}
+
+// siluMul(gate, up, out, len)
+Napi::Value SiluMul(const Napi::CallbackInfo& info) {
+  Args a(info, "siluMul");
+  const int64_t len = a.integer(3, "len", 0, INT64_C(1) << 40);
+  const float* g = a.f32(0, "gate", (size_t)len);
+  const float* u = a.f32(1, "up", (size_t)len);
+  float* out = a.f32(2, "out", (size_t)len);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  const Kernels& K = kernels();
+  elementwise(len, [&](int64_t b, int64_t cnt) { K.silu_mul(g + b, u + b, out + b, cnt); });
+  return info.Env().Undefined();
+}
+
+// add(a, b, out, len)
+Napi::Value Add(const Napi::CallbackInfo& info) {
+  Args a(info, "add");
+  const int64_t len = a.integer(3, "len", 0, INT64_C(1) << 40);
+  const float* x = a.f32(0, "a", (size_t)len);
+  const float* y = a.f32(1, "b", (size_t)len);
+  float* out = a.f32(2, "out", (size_t)len);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  const Kernels& K = kernels();
+  elementwise(len, [&](int64_t b, int64_t cnt) { K.add(x + b, y + b, out + b, cnt); });
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void InitNormRopeAct(Napi::Env env, Napi::Object exports) {
+  exports.Set("rmsnorm", Napi::Function::New(env, Rmsnorm));
+  exports.Set("rope", Napi::Function::New(env, Rope));
+  exports.Set("siluMul", Napi::Function::New(env, SiluMul));
+  exports.Set("add", Napi::Function::New(env, Add));
+}
+
+}  // namespace svc

@@ -1,0 +1,236 @@
+// Readers for JSON-encoded calls, shared by the JSON formats (hermes, fam2, bare_json,
+// llama3_json): one call object `{"name": …, "arguments": {…}}` and an array of them.
+
+import { JsonValueScanner, Step } from './json-value.js';
+import { isWs, skipWs } from './scan.js';
+import { done, MORE, REJECT, type CallReader, type CallSink, type ReadResult } from './stream.js';
+
+/** Keys that hold the arguments object (Llama-style outputs say "parameters"). */
+const ARG_KEYS = new Set(['arguments', 'parameters']);
+
+const enum St {
+  Open,
+  KeyOrEnd,
+  NextKey,
+  Key,
+  Colon,
+  Value,
+  CommaOrEnd,
+}
+
+type Buffered = { json: string } | { str: string } | { other: true };
+
+/**
+ * Reads one call object starting at `at` (whitespace, then `{`). The call is committed
+ * when its arguments object begins with the name already known: from then on the
+ * arguments text streams as it is scanned. Otherwise the decision waits for the
+ * closing brace; a valid object that is not a call is rejected as text up to its end.
+ */
+export class JsonCallReader implements CallReader {
+  private pos: number;
+  private st = St.Open;
+  private sc: JsonValueScanner | null = null;
+  private valueStart = 0;
+  private key = '';
+  private name: string | null = null;
+  private buffered: Buffered | null = null;
+  private streaming = false;
+  private argsDone = false;
+  /** Where a committed call's own text ends, if what follows turns out malformed. */
+  private keepEnd = 0;
+
+  constructor(
+    private readonly sink: CallSink,
+    at: number,
+  ) {
+    this.pos = at;
+  }
+
+  read(buf: string, eos: boolean): ReadResult {
+    while (this.pos < buf.length) {
+      const r = this.step(buf[this.pos]!);
+      if (r) return r;
+    }
+    if (this.streaming && !this.argsDone) this.sink.args(this.sc!.takeSafe());
+    if (!eos) return MORE;
+    return this.fail();
+  }
+
+  private step(ch: string): ReadResult | null {
+    switch (this.st) {
+      case St.Open:
+      case St.KeyOrEnd:
+      case St.NextKey:
+      case St.Colon:
+      case St.CommaOrEnd:
+        if (isWs(ch)) {
+          this.pos++;
+          return null;
+        }
+        return this.punct(ch);
+      case St.Key:
+      case St.Value:
+        return this.feed(ch);
+    }
+  }
+
+  /** Structure of the top-level object. */
+  private punct(ch: string): ReadResult | null {
+    const st = this.st;
+    if (st === St.Open && ch === '{') this.st = St.KeyOrEnd;
+    else if ((st === St.KeyOrEnd || st === St.NextKey) && ch === '"') {
+      this.sc = new JsonValueScanner();
+      this.st = St.Key;
+      return this.feed(ch);
+    } else if (st === St.Colon && ch === ':') {
+      this.st = St.Value;
+      this.sc = new JsonValueScanner();
+      this.valueStart = this.pos + 1;
+    } else if (st === St.CommaOrEnd && ch === ',') this.st = St.NextKey;
+    else if ((st === St.KeyOrEnd || st === St.CommaOrEnd) && ch === '}') {
+      this.pos++;
+      return this.closeObject();
+    } else return this.fail();
+    this.pos++;
+    return null;
+  }
+
+  private feed(ch: string): ReadResult | null {
+    const sc = this.sc!;
+    const r = sc.push(ch);
+    if (r === Step.Error) return this.fail();
+    if (r !== Step.DoneBefore) this.pos++;
+    if (this.st === St.Value && !this.streaming && sc.kind === 'object' && this.isArgsKey() && this.name !== null) {
+      this.sink.open(this.name);
+      this.streaming = true;
+    }
+    return r === Step.More ? null : this.valueEnd();
+  }
+
+  private isArgsKey(): boolean {
+    return ARG_KEYS.has(this.key) && this.buffered === null && !this.argsDone;
+  }
+
+  private valueEnd(): null {
+    const sc = this.sc!;
+    if (this.st === St.Key) {
+      this.key = JSON.parse(sc.text) as string;
+      this.st = St.Colon;
+      return null;
+    }
+    this.st = St.CommaOrEnd;
+    if (this.streaming && !this.argsDone) {
+      this.sink.args(sc.takeSafe());
+      this.argsDone = true;
+      this.keepEnd = this.pos;
+    } else if (this.key === 'name' && this.name === null && sc.kind === 'string') {
+      const name = JSON.parse(sc.text) as string;
+      if (name) this.name = name;
+    } else if (this.isArgsKey()) {
+      this.buffered =
+        sc.kind === 'object' ? { json: sc.text } : sc.kind === 'string' ? { str: JSON.parse(sc.text) as string } : { other: true };
+    }
+    return null;
+  }
+
+  /** Malformed or cut off: a committed call is closed with what it has, anything else is text. */
+  private fail(): ReadResult {
+    if (!this.streaming) return REJECT;
+    if (!this.argsDone) {
+      const c = this.sc!.complete();
+      this.sink.args(c.fragment);
+      this.keepEnd = this.valueStart + c.raw;
+      this.argsDone = true;
+    }
+    this.sink.close();
+    return done(this.keepEnd);
+  }
+
+  private closeObject(): ReadResult {
+    if (this.streaming) {
+      this.sink.close();
+      return done(this.pos);
+    }
+    const args = this.name === null ? null : this.bufferedArgs();
+    if (args === null) return { kind: 'reject', textEnd: this.pos };
+    this.sink.open(this.name!);
+    this.sink.args(args);
+    this.sink.close();
+    return done(this.pos);
+  }
+
+  /** Arguments seen before the name, or given as a JSON-encoded string; none means `{}`. */
+  private bufferedArgs(): string | null {
+    const b = this.buffered;
+    if (b === null) return '{}';
+    if ('json' in b) return b.json;
+    if ('str' in b) {
+      try {
+        const v: unknown = JSON.parse(b.str);
+        if (v !== null && typeof v === 'object' && !Array.isArray(v)) return JSON.stringify(v);
+      } catch {
+        // not JSON inside the string: not a call
+      }
+    }
+    return null;
+  }
+}
+
+const enum ArraySt {
+  Open,
+  First,
+  Next,
+  In,
+  After,
+}
+
+/** Reads `[call, call, …]`; an element that is not a call ends the region before it. */
+export class JsonCallArrayReader implements CallReader {
+  private pos: number;
+  private st = ArraySt.Open;
+  private elem: JsonCallReader | null = null;
+  private lastEnd = -1;
+
+  constructor(
+    private readonly sink: CallSink,
+    at: number,
+  ) {
+    this.pos = at;
+  }
+
+  read(buf: string, eos: boolean): ReadResult {
+    for (;;) {
+      if (this.st === ArraySt.In) {
+        const r = this.elem!.read(buf, eos);
+        if (r.kind === 'more') return MORE;
+        if (r.kind === 'reject') return this.stop();
+        this.pos = this.lastEnd = r.end;
+        this.st = ArraySt.After;
+      }
+      const j = skipWs(buf, this.pos);
+      if (j >= buf.length) return eos ? this.stop() : MORE;
+      const ch = buf[j];
+      if (this.st === ArraySt.Open) {
+        if (ch !== '[') return REJECT;
+        this.st = ArraySt.First;
+      } else if (this.st === ArraySt.After) {
+        if (ch === ']') return done(j + 1);
+        if (ch !== ',') return this.stop();
+        this.st = ArraySt.Next;
+      } else if (ch === '{') {
+        this.elem = new JsonCallReader(this.sink, j);
+        this.st = ArraySt.In;
+        this.pos = j;
+        continue;
+      } else {
+        // `[]` is not a call list; a trailing comma before `]` is forgiven.
+        return ch === ']' && this.lastEnd >= 0 ? done(j + 1) : this.stop();
+      }
+      this.pos = j + 1;
+    }
+  }
+
+  private stop(): ReadResult {
+    return this.lastEnd >= 0 ? done(this.lastEnd) : REJECT;
+  }
+}

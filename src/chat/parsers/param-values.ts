@@ -1,0 +1,90 @@
+// Formats that carry each parameter as raw text (the XML families, glm4) need the tool's
+// JSON schema to know what the text means: "5" is 5 for an integer parameter and "5"
+// for a string one. This turns one raw value into its JSON value.
+
+/** The part of a JSON schema the conversion reads. */
+export interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  items?: unknown;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  enum?: unknown[];
+  nullable?: boolean;
+  [key: string]: unknown;
+}
+
+/** A tool as the parsers see it: an OpenAI `function` object fits as is. */
+export interface ToolSchema {
+  name: string;
+  parameters?: JsonSchema;
+}
+
+/** What a parameter without a known type becomes: its text, or JSON if it parses. */
+export type UntypedValues = 'string' | 'json';
+
+const INTEGER = /^[-+]?\d+$/;
+const NUMBER = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+
+export class ParamTyper {
+  private readonly props = new Map<string, Record<string, JsonSchema>>();
+
+  constructor(
+    tools: readonly ToolSchema[] | undefined,
+    private readonly untyped: UntypedValues,
+  ) {
+    for (const t of tools ?? []) this.props.set(t.name, t.parameters?.properties ?? {});
+  }
+
+  /** The JSON value of parameter `param` of tool `tool`, given as raw text. */
+  convert(tool: string, param: string, raw: string): unknown {
+    // Templates put values on their own lines: one newline each side is framing.
+    let v = raw.startsWith('\r\n') ? raw.slice(2) : raw.startsWith('\n') ? raw.slice(1) : raw;
+    v = v.endsWith('\r\n') ? v.slice(0, -2) : v.endsWith('\n') ? v.slice(0, -1) : v;
+    const schema = this.props.get(tool)?.[param];
+    const types = schema ? typesOf(schema) : new Set<string>();
+    const t = v.trim();
+    if (types.size === 0) {
+      const j = this.untyped === 'json' ? parseJson(t, () => true) : undefined;
+      return j === undefined ? v : j;
+    }
+    if (t === 'null' && (types.has('null') || !types.has('string'))) return null;
+    if (types.has('integer') && INTEGER.test(t)) return Number(t);
+    if (types.has('number') && NUMBER.test(t)) return Number(t);
+    if (types.has('boolean') && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
+    if (types.has('object')) {
+      const o = parseJson(t, (x) => x !== null && typeof x === 'object' && !Array.isArray(x));
+      if (o !== undefined) return o;
+    }
+    if (types.has('array')) {
+      const a = parseJson(t, Array.isArray);
+      if (a !== undefined) return a;
+    }
+    // A string parameter, or a value that does not fit its declared type: keep the text.
+    return v;
+  }
+}
+
+/** The JSON types a schema admits; empty when it does not say. */
+function typesOf(s: JsonSchema): Set<string> {
+  const out = new Set<string>();
+  if (typeof s.type === 'string') out.add(s.type);
+  else if (Array.isArray(s.type)) for (const t of s.type) out.add(t);
+  for (const sub of [...(s.anyOf ?? []), ...(s.oneOf ?? [])]) for (const t of typesOf(sub)) out.add(t);
+  if (s.nullable) out.add('null');
+  if (out.size === 0 && Array.isArray(s.enum)) {
+    for (const e of s.enum) out.add(e === null ? 'null' : Number.isInteger(e) ? 'integer' : typeof e);
+  }
+  if (out.size === 0 && s.properties) out.add('object');
+  if (out.size === 0 && s.items) out.add('array');
+  return out;
+}
+
+function parseJson(text: string, accept: (v: unknown) => boolean): unknown {
+  try {
+    const v: unknown = JSON.parse(text);
+    return accept(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,85 @@
+// POST /v1/completions (legacy): a prompt, a batch of prompts, token ids or a batch of token-id
+// lists; each prompt runs n sequences through the same output pipeline as chat (plain text, no
+// reasoning or tool parsing) → text_completion body, or chunks over SSE.
+import type { FastifyPluginAsync } from 'fastify';
+import { OutputPipeline } from '../../chat/pipeline.js';
+import { buildTextPrompt } from '../../chat/prompt.js';
+import { newResponseMeta } from '../../protocols/openai-chat.js';
+import {
+  CompletionBuilder,
+  CompletionChunkEncoder,
+  decodeCompletionRequest,
+  type CompletionBody,
+} from '../../protocols/openai-completions.js';
+import type { RouteDeps } from '../app.js';
+import { engineFailure } from '../errors.js';
+import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '../generate.js';
+import { SseStream, streamSteps } from '../sse.js';
+import { generationProperties } from './chat-completions.js';
+
+const tokenIds = { type: 'array', items: { type: 'integer', minimum: 0 } };
+
+const completionSchema = {
+  type: 'object',
+  required: ['prompt'],
+  properties: {
+    ...generationProperties,
+    prompt: {
+      anyOf: [
+        { type: 'string' },
+        { type: 'array', items: { type: 'string' } },
+        tokenIds,
+        { type: 'array', items: { ...tokenIds, minItems: 1 } },
+      ],
+    },
+    echo: { type: ['boolean', 'null'] },
+    suffix: { type: ['string', 'null'] },
+    logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
+    best_of: { type: ['integer', 'null'], minimum: 1 },
+  },
+};
+
+export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options }) => {
+  app.post<{ Body: CompletionBody }>(
+    '/v1/completions',
+    { schema: { body: completionSchema }, config: { needsModel: true } },
+    async (request, reply) => {
+      const runtime = request.runtime!;
+      const req = decodeCompletionRequest(request.body, options);
+      const prompts = req.prompts.map((p, i) => buildTextPrompt(p, runtime, req.prompts.length > 1 ? `prompt[${i}]` : 'prompt'));
+      const specs: SequenceSpec[] = [];
+      const echoes: string[] = [];
+      for (const prompt of prompts) {
+        const maxTokens = resolveMaxTokens(prompt.tokens.length, req.maxTokens, options.maxSeqLen, null);
+        for (let seq = 0; seq < req.n; seq++) {
+          const job = engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq);
+          const pipeline = new OutputPipeline({
+            decoder: runtime.tokenizer,
+            skipSpecialTokens: req.skipSpecialTokens,
+            stop: req.stop,
+            stopTokenIds: job.stopTokenIds,
+            stages: [],
+          });
+          specs.push({ job, pipeline });
+          echoes.push(req.echo ? prompt.text : '');
+        }
+      }
+      const promptTokens = prompts.reduce((sum, p) => sum + p.tokens.length, 0);
+      const meta = newResponseMeta('cmpl', options.modelName);
+      const tokenText = (id: number): string => runtime.tokenizer.decode([id]);
+      const steps = runSequences(runtime, specs, promptTokens, request, reply);
+
+      if (req.stream) {
+        const encoder = new CompletionChunkEncoder(meta, echoes, req.logprobs, req.includeUsage, tokenText);
+        void streamSteps(new SseStream(reply), encoder, steps, request);
+        return reply;
+      }
+      const builder = new CompletionBuilder(meta, echoes, req.logprobs, tokenText);
+      for await (const { index, step } of steps) {
+        if (step.done?.engineReason === 'error') throw engineFailure(step.done.message);
+        builder.add(index, step.events, step.logprobs);
+      }
+      return builder.build(promptTokens, request.generation!.completionTokens);
+    },
+  );
+};
