@@ -4,12 +4,23 @@
       "target_name": "svc_native",
       "sources": [
         "native/addon.cc",
-        "native/mmap.cc"
+        "native/mmap.cc",
+        "native/cpu_features.cc",
+        "native/threadpool.cc",
+        "native/runtime.cc",
+        "native/dequant.cc",
+        "native/kernels_scalar.cc",
+        "native/kernels_avx2.cc",
+        "native/kernels_avx512.cc",
+        "native/matmul.cc",
+        "native/norm_rope_act.cc",
+        "native/attention.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
-      "cflags_cc": ["-std=c++17", "-O3", "-fno-exceptions"],
-      "cflags_cc!": ["-fno-rtti"]
+      "cflags_cc": ["-std=c++17", "-O3", "-fno-exceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-maybe-uninitialized", "-Wno-uninitialized"],
+      "cflags_cc!": ["-fno-rtti"],
+      "ldflags": ["-pthread"]
     }
   ]
 }

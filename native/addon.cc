@@ -3,8 +3,19 @@
 
 void InitMmap(Napi::Env env, Napi::Object exports);
 
+namespace svc {
+void InitMatmul(Napi::Env env, Napi::Object exports);
+void InitNormRopeAct(Napi::Env env, Napi::Object exports);
+void InitAttention(Napi::Env env, Napi::Object exports);
+void InitRuntime(Napi::Env env, Napi::Object exports);
+}  // namespace svc
+
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitMmap(env, exports);
+  svc::InitMatmul(env, exports);
+  svc::InitNormRopeAct(env, exports);
+  svc::InitAttention(env, exports);
+  svc::InitRuntime(env, exports);
   return exports;
 }
 

@@ -265,7 +265,8 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
     a.fail("seqMeta length must be a multiple of 5");
     return info.Env().Undefined();
   }
-  static std::vector<Seq> seqs;  // reused between calls
+  std::lock_guard<std::mutex> lk(op_mutex());
+  static std::vector<Seq> seqs;  // reused between calls (guarded by the op mutex)
   seqs.clear();
   for (size_t i = 0; i < meta_len / 5; i++) {
     const int32_t* m = meta + i * 5;
@@ -293,7 +294,6 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
       }
     if (q_len > 0) seqs.push_back({q_start, q_len, kv_len, tables + toff});
   }
-  std::lock_guard<std::mutex> lk(op_mutex());
   attention(L, seqs, q, out, num_heads, (float)scale, window);
   return info.Env().Undefined();
 }

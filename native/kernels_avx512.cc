@@ -143,7 +143,8 @@ SVC_AVX512_INLINE __m512 pair_scales_f16(uint16_t d0, uint16_t d1) {
   return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)d1), _mm_set1_epi16((short)d0)));
 }
 SVC_AVX512_INLINE __m512 pair_scales_f32(float d0, float d1) {
-  return _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+  // insertf64x4 (AVX512F) rather than insertf32x8, which needs AVX512DQ.
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0)), _mm256_castps_pd(_mm256_set1_ps(d1)), 1));
 }
 
 template <typename W, int RW, int RX>

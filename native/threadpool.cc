@@ -1,12 +1,9 @@
-// Fork-join pool with a spin-then-sleep wait. A run bumps `generation_`; workers spinning on it pick
-// the job up within a few hundred nanoseconds, sleeping ones are woken through the condition
-// variable. The caller does its share and then spins until `pending_` reaches zero.
+// Chunked fork-join pool; see threadpool.h for the protocol.
 #include "threadpool.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <cstdio>
+#include <cstdlib>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -15,26 +12,38 @@
 
 namespace svc {
 
-static inline void cpu_relax() {
+namespace {
+
+constexpr int kGenShift = 40, kCountShift = 20;
+constexpr uint64_t kMask20 = (1u << 20) - 1;
+
+inline uint32_t job_gen(uint64_t j) { return (uint32_t)(j >> kGenShift); }
+inline uint64_t job_count(uint64_t j) { return (j >> kCountShift) & kMask20; }
+inline uint64_t job_next(uint64_t j) { return j & kMask20; }
+
+inline void cpu_relax() {
 #if defined(__x86_64__)
   _mm_pause();
 #endif
 }
 
-static int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch()).count();
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
-static int default_threads() {
+int default_threads() {
   const char* env = std::getenv("SVC_THREADS");
   if (env && *env) {
     const int n = std::atoi(env);
     if (n >= 1 && n <= 1024) return n;
+    std::fprintf(stderr, "svc: ignoring SVC_THREADS=%s (expected 1..1024)\n", env);
   }
   const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : (int)hc;
 }
+
+}  // namespace
 
 ThreadPool& ThreadPool::instance() {
   // Never destroyed: workers must not be joined from static destructors while Node tears down.
@@ -59,16 +68,16 @@ void ThreadPool::start(int nth) {
   nth_ = nth < 1 ? 1 : nth;
   scratch_.resize((size_t)nth_);
   stopping_.store(false);
-  // Workers start from the current generation, so a run issued before they are scheduled is not missed.
-  const uint64_t g0 = generation_.load();
-  for (int i = 1; i < nth_; i++) threads_.emplace_back([this, i, g0] { worker(i, g0); });
+  for (int i = 1; i < nth_; i++) threads_.emplace_back([this, i] { worker(i); });
 }
 
 void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_.store(true);
-    generation_.fetch_add(1);
+    // A new generation with no chunks wakes everyone without giving them work.
+    gen_ = (gen_ + 1) & 0xffffff;
+    job_.store((uint64_t)gen_ << kGenShift);
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
@@ -81,43 +90,59 @@ void ThreadPool::resize(int nth) {
   start(nth);
 }
 
-void ThreadPool::run_raw(void (*call)(void*, int, int), void* ctx) {
-  call_ = call;
-  ctx_ = ctx;
-  pending_.store(nth_ - 1, std::memory_order_relaxed);
-  // seq_cst pairs with the worker's sleepers_ increment: either it sees the new generation before
-  // sleeping, or we see it asleep and notify under the lock.
-  generation_.fetch_add(1, std::memory_order_seq_cst);
+// Takes chunks of op `gen` until none are left (or a newer op replaced it).
+void ThreadPool::work(uint32_t gen, int ith) {
+  const Fn fn = fn_.load(std::memory_order_relaxed);
+  void* ctx = ctx_.load(std::memory_order_relaxed);
+  uint64_t j = job_.load(std::memory_order_acquire);
+  for (;;) {
+    if (job_gen(j) != gen || job_next(j) >= job_count(j)) return;
+    if (!job_.compare_exchange_weak(j, j + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    fn(ctx, (int64_t)job_next(j), ith);
+    done_.fetch_add(1, std::memory_order_release);
+    j = job_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::run_raw(int64_t nchunks, Fn fn, void* ctx) {
+  fn_.store(fn, std::memory_order_relaxed);
+  ctx_.store(ctx, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  gen_ = (gen_ + 1) & 0xffffff;
+  // seq_cst pairs with the worker's sleepers_ increment: either it sees the new job before sleeping,
+  // or we see it asleep and notify under the lock.
+  job_.store(((uint64_t)gen_ << kGenShift) | ((uint64_t)nchunks << kCountShift), std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(mu_);
     cv_.notify_all();
   }
-  call(ctx, 0, nth_);
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; spins++) {
-    if (spins < 1 << 14) cpu_relax();
-    else sched_yield();  // a worker was descheduled (oversubscribed machine): give it the core
+  work(gen_, 0);
+  // Only chunks some worker actually took can still be running.
+  for (int spins = 0; done_.load(std::memory_order_acquire) < nchunks; spins++) {
+    if (spins < 1 << 12) cpu_relax();
+    else sched_yield();  // that worker was preempted mid-chunk: give it the core
   }
 }
 
-void ThreadPool::worker(int ith, uint64_t seen) {
+void ThreadPool::worker(int ith) {
+  uint32_t seen = job_gen(job_.load(std::memory_order_acquire));
   for (;;) {
-    uint64_t g = generation_.load(std::memory_order_acquire);
-    if (g == seen) {
+    uint64_t j = job_.load(std::memory_order_acquire);
+    if (job_gen(j) == seen) {
       const int64_t deadline = now_ns() + spin_ns_;
-      for (int i = 1; (g = generation_.load(std::memory_order_acquire)) == seen; i++) {
+      for (int i = 1; job_gen(j = job_.load(std::memory_order_acquire)) == seen; i++) {
         cpu_relax();
         if ((i & 255) == 0 && now_ns() > deadline) {
           std::unique_lock<std::mutex> lk(mu_);
           sleepers_.fetch_add(1, std::memory_order_seq_cst);
-          cv_.wait(lk, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
-          sleepers_.fetch_sub(1);
+          cv_.wait(lk, [&] { return job_gen(job_.load(std::memory_order_seq_cst)) != seen; });
+          sleepers_.fetch_sub(1, std::memory_order_relaxed);
         }
       }
     }
-    seen = g;
     if (stopping_.load()) return;
-    call_(ctx_, ith, nth_);
-    pending_.fetch_sub(1, std::memory_order_release);
+    seen = job_gen(j);
+    work(seen, ith);
   }
 }
 

@@ -1,7 +1,10 @@
 // The kernels' own thread pool: one thread per core by default (SVC_THREADS overrides), the calling
-// thread takes part as thread 0, workers spin briefly between ops (low latency inside a forward
-// pass) and then sleep. Per-thread and shared scratch buffers grow rarely and are reused, so ops
-// never allocate in their hot loops.
+// thread takes part as thread 0. An op is a set of chunks handed out through one atomic word, and the
+// op is over when every chunk is done, not when every worker has checked in: a worker the OS has not
+// scheduled yet simply finds nothing left, so an oversubscribed machine costs throughput, not a
+// time-slice of latency per op. Workers spin briefly between ops (low latency inside a forward pass)
+// and then sleep. Per-thread and shared scratch buffers grow rarely and are reused, so ops never
+// allocate in their hot loops.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -21,28 +24,34 @@ class ThreadPool {
   // Restart with nth threads in all (>= 1). Not while an op runs.
   void resize(int nth);
 
-  // Runs f(ith, nth) on every thread (the caller is ith 0) and returns when all are done.
+  // Runs f(chunk, ith) for every chunk in [0, nchunks) across the pool (the caller is ith 0) and
+  // returns when all chunks are done.
   template <class F>
-  void run(F& f) {
-    if (nth_ == 1) { f(0, 1); return; }
-    run_raw([](void* ctx, int ith, int nth) { (*static_cast<F*>(ctx))(ith, nth); }, &f);
+  void run_chunks(int64_t nchunks, F& f) {
+    if (nth_ == 1 || nchunks <= 1) {
+      for (int64_t c = 0; c < nchunks; c++) f(c, 0);
+      return;
+    }
+    run_raw(nchunks, [](void* ctx, int64_t c, int ith) { (*static_cast<F*>(ctx))(c, ith); }, &f);
   }
 
   // 64-byte aligned scratch for thread ith (valid until that thread asks again with more bytes).
   void* thread_scratch(int ith, size_t bytes);
-  // Scratch shared by all threads of one op (the caller fills it before run()).
+  // Scratch shared by all threads of one op (the caller fills it before run_chunks()).
   void* shared_scratch(size_t bytes);
 
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
  private:
+  using Fn = void (*)(void*, int64_t, int);
   ThreadPool();
   ~ThreadPool();
   void start(int nth);
   void stop();
-  void run_raw(void (*call)(void*, int, int), void* ctx);
-  void worker(int ith, uint64_t seen);
+  void run_raw(int64_t nchunks, Fn fn, void* ctx);
+  void work(uint32_t gen, int ith);
+  void worker(int ith);
 
   struct Buffer { void* p = nullptr; size_t cap = 0; };
   static void* grow(Buffer& b, size_t bytes);
@@ -52,10 +61,14 @@ class ThreadPool {
   std::vector<Buffer> scratch_;
   Buffer shared_;
 
-  void (*call_)(void*, int, int) = nullptr;
-  void* ctx_ = nullptr;
-  alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<int> pending_{0};
+  // The current op in one word: generation (24 bits) | chunk count (20 bits) | next chunk (20 bits).
+  // A chunk runs only after a CAS on this word, so a late worker can never run a chunk of an op that
+  // has finished or of a newer op it has not seen.
+  alignas(64) std::atomic<uint64_t> job_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
+  std::atomic<Fn> fn_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  uint32_t gen_ = 0;
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
@@ -63,31 +76,26 @@ class ThreadPool {
   int64_t spin_ns_ = 100000;
 };
 
-// Ops hold this for their whole run: the pool, its scratch and the kernel caches serve one op at a time
-// (several JS threads may load the addon).
+// Ops hold this for their whole run: the pool, its scratch and the kernel caches serve one op at a
+// time (several JS threads may load the addon).
 std::mutex& op_mutex();
 
-// Splits [0, n) into chunks of `chunk` handed out to threads as they come free: f(begin, end, ith).
+// Splits [0, n) into chunks of `chunk` items spread over the pool: f(begin, end, ith).
 template <class F>
 void parallel_for(int64_t n, int64_t chunk, F&& f) {
   if (n <= 0) return;
   if (chunk < 1) chunk = 1;
-  const int64_t nchunks = (n + chunk - 1) / chunk;
-  ThreadPool& pool = ThreadPool::instance();
-  if (nchunks == 1 || pool.size() == 1) {
-    for (int64_t c = 0; c < nchunks; c++) f(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n, 0);
-    return;
+  int64_t nchunks = (n + chunk - 1) / chunk;
+  // The job word holds at most 2^20 chunks; coarsen beyond that.
+  while (nchunks >= (int64_t(1) << 20)) {
+    chunk *= 2;
+    nchunks = (n + chunk - 1) / chunk;
   }
-  std::atomic<int64_t> next{0};
-  auto body = [&](int ith, int) {
-    for (;;) {
-      const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= nchunks) break;
-      const int64_t b = c * chunk;
-      f(b, b + chunk < n ? b + chunk : n, ith);
-    }
+  auto body = [&](int64_t c, int ith) {
+    const int64_t b = c * chunk;
+    f(b, b + chunk < n ? b + chunk : n, ith);
   };
-  pool.run(body);
+  ThreadPool::instance().run_chunks(nchunks, body);
 }
 
 }  // namespace svc

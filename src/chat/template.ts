@@ -85,7 +85,9 @@ export function findChatTemplate(modelPath: string, name = 'default'): string | 
 // ---------------------------------------------------------------------------------------------------------
 // Rendering
 
+// Parsed templates by source. Bounded, since a request may bring its own template.
 const compiled = new Map<string, Template>();
+const MAX_COMPILED = 16;
 
 function compile(source: string): Template {
   let t = compiled.get(source);
@@ -95,6 +97,7 @@ function compile(source: string): Template {
     } catch (err) {
       throw new ChatTemplateError(`chat template does not parse: ${(err as Error).message}`, false, { cause: err });
     }
+    if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value as string);
     compiled.set(source, t);
   }
   return t;

@@ -92,6 +92,16 @@ function indexScratch(n: number): Int32Array {
   if (scratch.length < n) scratch = new Int32Array(n);
   return scratch;
 }
+let tokenWeights = new Float64Array(0);
+function tokenWeightScratch(n: number): Float64Array {
+  if (tokenWeights.length < n) tokenWeights = new Float64Array(n);
+  return tokenWeights;
+}
+let bucketIds = new Uint16Array(0);
+function bucketScratch(n: number): Uint16Array {
+  if (bucketIds.length < n) bucketIds = new Uint16Array(n);
+  return bucketIds;
+}
 let weights = new Float64Array(0);
 function weightScratch(n: number): Float64Array {
   if (weights.length < n) weights = new Float64Array(n);
@@ -163,62 +173,79 @@ export function sampleToken(logits: Float32Array, p: SamplingParams, rng: Rng): 
 
 /**
  * Keeps the smallest most-likely set whose mass reaches topP of the survivors' mass; returns its
- * size (the kept ids are moved to the front of idx). Small sets are sorted. Large ones are
- * bucketed by logit first: every bucket above the one where the mass crosses topP is kept whole,
- * and only that one bucket is sorted — no full-vocabulary sort.
+ * size (the kept ids are moved to the front of idx).
  */
 function topPLength(idx: Int32Array, len: number, logits: Float32Array, max: number, p: SamplingParams): number {
   const invT = 1 / p.temperature;
-  if (len <= SORT_LIMIT) {
-    sortDescending(idx, 0, len, logits);
-    let total = 0;
-    for (let j = 0; j < len; j++) total += Math.exp((logits[idx[j]] - max) * invT);
-    const target = p.topP * total;
-    let cum = 0;
-    for (let j = 0; j < len; j++) {
-      cum += Math.exp((logits[idx[j]] - max) * invT);
-      if (cum >= target) return j + 1;
-    }
-    return len;
-  }
-  let min = Infinity;
-  for (let j = 0; j < len; j++) min = Math.min(min, logits[idx[j]]);
-  // Bucket 0 holds the highest logits.
-  const scale = max > min ? NUM_BUCKETS / (max - min) : 0;
-  const bucketOf = (l: number) => Math.min(NUM_BUCKETS - 1, Math.floor((max - l) * scale));
-  const mass = new Float64Array(NUM_BUCKETS);
+  // Each candidate's weight, computed once and indexed by token id.
+  const w = tokenWeightScratch(logits.length);
   let total = 0;
   for (let j = 0; j < len; j++) {
-    const l = logits[idx[j]];
-    const w = Math.exp((l - max) * invT);
-    mass[bucketOf(l)] += w;
-    total += w;
-  }
-  const target = p.topP * total;
-  let above = 0; // mass of the buckets before the crossing one
-  let crossing = 0;
-  while (crossing < NUM_BUCKETS - 1 && above + mass[crossing] < target) above += mass[crossing++];
-  // Compact: whole buckets before `crossing` first, then the crossing bucket's members.
-  let kept = 0;
-  const inCrossing: number[] = [];
-  for (let j = 0; j < len; j++) {
     const id = idx[j];
-    const b = bucketOf(logits[id]);
-    if (b < crossing) idx[kept++] = id;
-    else if (b === crossing) inCrossing.push(id);
+    total += w[id] = Math.exp((logits[id] - max) * invT);
   }
-  inCrossing.sort((a, b) => (before(logits, a, b) ? -1 : before(logits, b, a) ? 1 : 0));
-  let cum = above;
-  for (const id of inCrossing) {
-    idx[kept++] = id;
-    cum += Math.exp((logits[id] - max) * invT);
-    if (cum >= target) break;
-  }
-  return kept;
+  return keepMass(idx, len, p.topP * total, logits, w);
 }
 
 const SORT_LIMIT = 1024;
 const NUM_BUCKETS = 4096;
+
+/**
+ * Moves the most likely ids of idx[0, len) to the front until their weight `w[id]` reaches
+ * `target`; returns how many. Small sets are sorted. Large ones are bucketed by logit: buckets
+ * above the one where the mass crosses the target are kept whole and only the crossing bucket is
+ * refined, recursively — no full-vocabulary sort, even when most of the vocabulary shares one
+ * logit (a trained model's unused tokens).
+ */
+function keepMass(idx: Int32Array, len: number, target: number, logits: Float32Array, w: Float64Array): number {
+  if (len <= SORT_LIMIT) {
+    sortDescending(idx, 0, len, logits);
+    let cum = 0;
+    for (let j = 0; j < len; j++) {
+      cum += w[idx[j]];
+      if (cum >= target) return j + 1;
+    }
+    return len;
+  }
+  let hi = -Infinity;
+  let lo = Infinity;
+  for (let j = 0; j < len; j++) {
+    const l = logits[idx[j]];
+    if (l > hi) hi = l;
+    if (l < lo) lo = l;
+  }
+  if (hi === lo) {
+    // All equal: ties rank by id, and each adds the same weight. The partitioning below keeps
+    // the scan's ascending id order, so the sort is normally skipped.
+    let ascending = true;
+    for (let j = 1; j < len && ascending; j++) ascending = idx[j - 1] < idx[j];
+    if (!ascending) idx.subarray(0, len).sort();
+    return Math.min(len, Math.max(1, Math.ceil(target / w[idx[0]] - 1e-9)));
+  }
+  // Bucket 0 holds the highest logits.
+  const scale = NUM_BUCKETS / (hi - lo);
+  const buckets = bucketScratch(len);
+  const mass = new Float64Array(NUM_BUCKETS);
+  for (let j = 0; j < len; j++) {
+    const id = idx[j];
+    const b = Math.min(NUM_BUCKETS - 1, Math.floor((hi - logits[id]) * scale));
+    buckets[j] = b;
+    mass[b] += w[id];
+  }
+  let above = 0; // mass of the buckets before the crossing one
+  let crossing = 0;
+  while (crossing < NUM_BUCKETS - 1 && above + mass[crossing] < target) above += mass[crossing++];
+  // Partition (stable): whole buckets before `crossing` first, then the crossing bucket's members.
+  let kept = 0;
+  const inCrossing: number[] = [];
+  for (let j = 0; j < len; j++) {
+    if (buckets[j] < crossing) idx[kept++] = idx[j];
+    else if (buckets[j] === crossing) inCrossing.push(idx[j]);
+  }
+  const rest = idx.subarray(kept, kept + inCrossing.length);
+  rest.set(inCrossing);
+  return kept + keepMass(rest, inCrossing.length, target - above, logits, w);
+}
 
 /** True when token a ranks before token b: higher logit, then lower id (deterministic ties). */
 function before(logits: Float32Array, a: number, b: number): boolean {
@@ -231,12 +258,21 @@ function before(logits: Float32Array, a: number, b: number): boolean {
 export function selectTop(idx: Int32Array, len: number, k: number, logits: Float32Array): void {
   let lo = 0;
   let hi = len - 1;
+  // Pivots from a fixed pseudo-random sequence: logits are far from random (a trained model
+  // leaves most of the vocabulary at one value, in id order), and fixed positions such as
+  // first/middle/last then split badly. The selected set is unique, so this changes only speed.
+  let x = 0x2545f491;
+  const pick = () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return idx[lo + ((x >>> 0) % (hi - lo + 1))];
+  };
   while (lo < hi) {
-    // Median-of-three pivot, Hoare-style partition around it.
-    const mid = (lo + hi) >>> 1;
-    const a = idx[lo];
-    const b = idx[mid];
-    const c = idx[hi];
+    // Median of three random members, Hoare-style partition around it.
+    const a = pick();
+    const b = pick();
+    const c = pick();
     const pivot = before(logits, a, b) ? (before(logits, b, c) ? b : before(logits, a, c) ? c : a) : before(logits, a, c) ? a : before(logits, b, c) ? c : b;
     let i = lo;
     let j = hi;

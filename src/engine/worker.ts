@@ -4,8 +4,7 @@
 // one macrotask, so the port's messages are delivered in between.
 import { totalmem } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { referenceOps } from '../kernels/reference.js';
-const defaultOps = () => referenceOps; // TEMP until src/kernels/index.ts lands
+import { defaultOps } from '../kernels/index.js';
 import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
 import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';

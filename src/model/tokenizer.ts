@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { HfTokenizer, type SpecialTokenSettings } from './tokenizers/hf-tokenizer.js';
-import { byteLevelBpeTokenizerJson, readMergesTxt, type AddedTokenJson } from './tokenizers/byte-level-bpe.js';
+import { byteLevelBpeTokenizerJson, readMergesTxt, type AddedTokenJson, type TokenizerJson } from './tokenizers/byte-level-bpe.js';
 import { sentencePieceBpeTokenizerJson } from './tokenizers/sentencepiece-bpe.js';
 import { readSentencePieceModel } from './tokenizers/sentencepiece-model.js';
 import { loadGgufTokenizer } from './gguf-tokenizer.js';
@@ -72,18 +72,33 @@ function addedTokensFromConfig(config: Json): AddedTokenJson[] {
     .sort((a, b) => a.id - b.id);
 }
 
+/** The files beside tokenizer.json that say which tokens are special and whether BOS is added. */
+interface TokenizerSideFiles {
+  config: Json | null; // tokenizer_config.json
+  specialTokensMap?: Json | null; // special_tokens_map.json
+  modelConfigs?: Json[]; // generation_config.json, config.json
+}
+
+function readSideFiles(dir: string): TokenizerSideFiles {
+  return {
+    config: readJsonIfExists(join(dir, 'tokenizer_config.json')),
+    specialTokensMap: readJsonIfExists(join(dir, 'special_tokens_map.json')),
+    modelConfigs: ['generation_config.json', 'config.json'].map((f) => readJsonIfExists(join(dir, f))).filter((c): c is Json => c !== null),
+  };
+}
+
 /**
- * Special-token settings from a model directory: tokenizer_config.json first, then special_tokens_map.json,
- * then the ids in generation_config.json / config.json (SmolLM2's directory has no tokenizer_config.json).
+ * Special-token settings: tokenizer_config.json first, then special_tokens_map.json, then the ids in
+ * generation_config.json / config.json (SmolLM2's directory has no tokenizer_config.json).
  */
-function specialTokenSettings(dir: string, config: Json | null, idToToken: (id: number) => string | undefined): SpecialTokenSettings {
-  const map = readJsonIfExists(join(dir, 'special_tokens_map.json')) ?? {};
+function specialTokenSettings(files: TokenizerSideFiles, idToToken: (id: number) => string | undefined): SpecialTokenSettings {
+  const config = files.config;
+  const map = files.specialTokensMap ?? {};
   const pick = (key: string) => tokenContent(config?.[key]) ?? tokenContent(map[key]);
   // A token named by neither file (as opposed to set to null, as Qwen does for BOS) falls back to the model config's id.
   const unnamed = (key: string) => config?.[key] === undefined && map[key] === undefined;
-  const modelConfigs = ['generation_config.json', 'config.json'].map((f) => readJsonIfExists(join(dir, f))).filter((c): c is Json => c !== null);
   const fromModelConfig = (idKey: string): string | null => {
-    for (const c of modelConfigs) {
+    for (const c of files.modelConfigs ?? []) {
       const id = Array.isArray(c[idKey]) ? (c[idKey] as unknown[])[0] : c[idKey];
       if (typeof id === 'number') return idToToken(id) ?? null;
     }
@@ -115,39 +130,45 @@ function tokenOfId(tokenizerJson: Json, id: number): string | undefined {
   return undefined;
 }
 
-function fromTokenizerJson(dir: string, tokenizerJson: Json, config: Json | null): HfTokenizer {
-  return new HfTokenizer(tokenizerJson, specialTokenSettings(dir, config, (id) => tokenOfId(tokenizerJson, id)));
+function fromTokenizerJson(tokenizerJson: Json, files: TokenizerSideFiles): Tokenizer {
+  return new HfTokenizer(tokenizerJson, specialTokenSettings(files, (id) => tokenOfId(tokenizerJson, id)));
+}
+
+/** A tokenizer from a tokenizer.json object and, when there is one, the tokenizer_config.json object beside it. */
+export function tokenizerFromHfJson(tokenizerJson: Record<string, unknown>, tokenizerConfig: Record<string, unknown> | null = null): Tokenizer {
+  return fromTokenizerJson(tokenizerJson, { config: tokenizerConfig });
 }
 
 /**
- * A tokenizer for a directory holding only vocab.json + merges.txt + tokenizer_config.json (a slow
- * Qwen2Tokenizer or GPT2Tokenizer): the equivalent tokenizer.json is built in memory.
+ * The tokenizer.json a fast tokenizer would have, for a directory holding only vocab.json + merges.txt +
+ * tokenizer_config.json (a slow Qwen2Tokenizer or GPT2Tokenizer).
  */
-export function loadTokenizerFromVocabMerges(dir: string): Tokenizer {
+export function tokenizerJsonFromVocabMerges(dir: string): TokenizerJson {
   const config = readJsonIfExists(join(dir, 'tokenizer_config.json')) ?? {};
-  const vocab = readJson(join(dir, 'vocab.json')) as Record<string, number>;
-  const merges = readMergesTxt(readFileSync(join(dir, 'merges.txt'), 'utf8'));
   const tokenizerClass = String(config.tokenizer_class ?? 'GPT2Tokenizer').replace(/Fast$/, '');
   let preset: 'qwen2' | 'gpt2';
   if (tokenizerClass === 'Qwen2Tokenizer') preset = 'qwen2';
   else if (tokenizerClass === 'GPT2Tokenizer') preset = 'gpt2';
   else throw new TokenizerLoadError(`${dir}: cannot build a tokenizer for ${tokenizerClass} from vocab.json/merges.txt (supported: Qwen2Tokenizer, GPT2Tokenizer)`);
-  const json = byteLevelBpeTokenizerJson({
-    vocab,
-    merges,
+  return byteLevelBpeTokenizerJson({
+    vocab: readJson(join(dir, 'vocab.json')) as Record<string, number>,
+    merges: readMergesTxt(readFileSync(join(dir, 'merges.txt'), 'utf8')),
     preset,
     addedTokens: addedTokensFromConfig(config),
     addPrefixSpace: config.add_prefix_space === true,
   });
-  return fromTokenizerJson(dir, json, config);
+}
+
+/** A tokenizer for a vocab.json + merges.txt + tokenizer_config.json directory (see tokenizerJsonFromVocabMerges). */
+export function loadTokenizerFromVocabMerges(dir: string): Tokenizer {
+  return fromTokenizerJson(tokenizerJsonFromVocabMerges(dir), readSideFiles(dir));
 }
 
 /** A tokenizer for a directory with only a SentencePiece BPE tokenizer.model (+ tokenizer_config.json). */
 function loadSentencePieceModelDir(dir: string): Tokenizer {
   const model = readSentencePieceModel(readFileSync(join(dir, 'tokenizer.model')));
   const json = sentencePieceBpeTokenizerJson(model);
-  const config = readJsonIfExists(join(dir, 'tokenizer_config.json'));
-  const settings = specialTokenSettings(dir, config, (id) => model.pieces[id]);
+  const settings = specialTokenSettings(readSideFiles(dir), (id) => model.pieces[id]);
   settings.bosToken ??= model.bosId !== null ? model.pieces[model.bosId] : null;
   settings.eosToken ??= model.eosId !== null ? model.pieces[model.eosId] : null;
   settings.addBosToken ??= true; // what LlamaTokenizer does by default
@@ -164,8 +185,7 @@ export function loadTokenizer(path: string): Tokenizer {
     if (path.endsWith('.gguf')) return loadGgufTokenizer(path);
     throw new TokenizerLoadError(`${path}: expected a model directory or a .gguf file`);
   }
-  const config = readJsonIfExists(join(path, 'tokenizer_config.json'));
-  if (existsSync(join(path, 'tokenizer.json'))) return fromTokenizerJson(path, readJson(join(path, 'tokenizer.json')), config);
+  if (existsSync(join(path, 'tokenizer.json'))) return fromTokenizerJson(readJson(join(path, 'tokenizer.json')), readSideFiles(path));
   if (existsSync(join(path, 'vocab.json')) && existsSync(join(path, 'merges.txt'))) return loadTokenizerFromVocabMerges(path);
   if (existsSync(join(path, 'tokenizer.model'))) return loadSentencePieceModelDir(path);
   throw new TokenizerLoadError(`${path}: no tokenizer.json, vocab.json + merges.txt, or tokenizer.model`);

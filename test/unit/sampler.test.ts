@@ -160,3 +160,20 @@ test('top-p over many equal logits keeps exactly the needed share', () => {
   const logits = new Float32Array(5000).fill(1.5);
   assert.equal(candidates(logits, params({ topP: 0.5 })).length, 2500);
 });
+
+test('top-p when most of the vocabulary shares one logit (a trained model\'s unused tokens)', () => {
+  const V = 151936;
+  const logits = new Float32Array(V);
+  for (let i = 0; i < 2000; i++) logits[(i * 7919) % V] = ((i % 41) - 20) / 4;
+  const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || a - b);
+  for (const [topP, temperature] of [[0.5, 1], [0.99, 1.5]]) {
+    const w = Array.from(logits, (l) => Math.exp(l / temperature));
+    const total = w.reduce((a, b) => a + b);
+    let cum = 0;
+    let want = 0;
+    while (cum < topP * total) cum += w[order[want++]];
+    const got = candidates(logits, params({ topP, temperature }));
+    assert.equal(got.length, want);
+    assert.deepEqual(sortedIds(got), order.slice(0, want).sort((a, b) => a - b));
+  }
+});

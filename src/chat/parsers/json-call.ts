@@ -53,7 +53,9 @@ export class JsonCallReader implements CallReader {
     }
     if (this.streaming && !this.argsDone) this.sink.args(this.sc!.takeSafe());
     if (!eos) return MORE;
-    return this.fail();
+    // Cut off: a committed call keeps the whole rest of the output (a half-written token
+    // of it is no text of its own).
+    return this.fail(buf.length);
   }
 
   private step(ch: string): ReadResult | null {
@@ -133,8 +135,8 @@ export class JsonCallReader implements CallReader {
     return null;
   }
 
-  /** Malformed or cut off: a committed call is closed with what it has, anything else is text. */
-  private fail(): ReadResult {
+  /** A committed call is closed with what it has, and what follows `end` is text; else all is text. */
+  private fail(end?: number): ReadResult {
     if (!this.streaming) return REJECT;
     if (!this.argsDone) {
       const c = this.sc!.complete();
@@ -143,7 +145,7 @@ export class JsonCallReader implements CallReader {
       this.argsDone = true;
     }
     this.sink.close();
-    return done(this.keepEnd);
+    return done(end ?? this.keepEnd);
   }
 
   private closeObject(): ReadResult {

@@ -69,7 +69,12 @@ export class JsonValueScanner {
     switch (this.st) {
       case St.Value:
       case St.ArrFirst:
-        if (isWs(ch)) return this.keep(ch);
+        if (isWs(ch)) {
+          // Whitespace before the value itself is not part of its text.
+          if (this.kind !== null) this.text += ch;
+          this.raw++;
+          return Step.More;
+        }
         if (this.st === St.ArrFirst && ch === ']') return this.close(ch);
         return this.startValue(ch);
       case St.ObjFirst:

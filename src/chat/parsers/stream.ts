@@ -65,6 +65,29 @@ export interface CallReader {
   read(buf: string, eos: boolean): ReadResult;
 }
 
+/**
+ * A reader written as single transitions: `step` returns null after making progress,
+ * or the answer for `read`.
+ */
+export abstract class SteppedReader implements CallReader {
+  /** End of the last call this region emitted, or -1. */
+  protected lastEnd = -1;
+
+  read(buf: string, eos: boolean): ReadResult {
+    for (;;) {
+      const r = this.step(buf, eos);
+      if (r) return r;
+    }
+  }
+
+  protected abstract step(buf: string, eos: boolean): ReadResult | null;
+
+  /** What follows is not a call: the region ends after its last call, or was none. */
+  protected stop(): ReadResult {
+    return this.lastEnd >= 0 ? done(this.lastEnd) : REJECT;
+  }
+}
+
 const FENCE = '```';
 const FENCE_LANG = /[\w.+-]/;
 

@@ -7,7 +7,7 @@
 import { ArgsWriter } from './args-writer.js';
 import type { ParamTyper } from './param-values.js';
 import { findFirst, Match, matchAny, matchAt, PARTIAL, skipWs } from './scan.js';
-import { done, MORE, REJECT, type CallReader, type CallSink, type ReadResult } from './stream.js';
+import { done, MORE, REJECT, SteppedReader, type CallReader, type CallSink, type ReadResult } from './stream.js';
 
 export interface XmlDialect {
   /** Wrapper around one or more calls. */
@@ -33,7 +33,7 @@ const enum St {
 /** A tag name longer than this, or spanning a line, means the text is not a tag. */
 const MAX_NAME = 256;
 
-export class XmlCallReader implements CallReader {
+export class XmlCallReader extends SteppedReader {
   private pos: number;
   private st: St;
   private tagStart: number;
@@ -41,7 +41,6 @@ export class XmlCallReader implements CallReader {
   private key = '';
   private valueStart = 0;
   private scanFrom = 0;
-  private lastEnd = -1;
   private args: ArgsWriter | null = null;
   private readonly bodyTags: readonly string[];
   private readonly valueEnds: readonly string[];
@@ -54,6 +53,7 @@ export class XmlCallReader implements CallReader {
     /** Opened by the block wrapper (else by a bare call tag). */
     private readonly wrapped: boolean,
   ) {
+    super();
     this.tagStart = at;
     this.pos = at + (wrapped ? d.blockOpen.length : d.itemOpen.length);
     this.st = wrapped ? St.BlockStart : St.ItemTag;
@@ -61,15 +61,8 @@ export class XmlCallReader implements CallReader {
     this.valueEnds = [d.paramClose, ...this.bodyTags];
   }
 
-  read(buf: string, eos: boolean): ReadResult {
-    for (;;) {
-      const r = this.step(buf, eos);
-      if (r) return r;
-    }
-  }
-
   /** One transition; null when it made progress and the loop should go on. */
-  private step(buf: string, eos: boolean): ReadResult | null {
+  protected step(buf: string, eos: boolean): ReadResult | null {
     const d = this.d;
     switch (this.st) {
       case St.BlockStart: {
@@ -89,8 +82,7 @@ export class XmlCallReader implements CallReader {
         if (name === null) return this.st === St.ItemTag ? this.stop() : this.endCall(this.tagStart);
         if (this.st === St.ItemTag) {
           this.name = name;
-          this.sink.open(name);
-          this.args = new ArgsWriter(this.sink);
+          this.args = new ArgsWriter(this.sink, name);
           this.st = St.ItemBody;
         } else {
           this.key = name;
@@ -175,7 +167,6 @@ export class XmlCallReader implements CallReader {
   private closeCall(): void {
     this.args!.close();
     this.args = null;
-    this.sink.close();
   }
 
   private endCall(end: number): ReadResult {
@@ -183,7 +174,4 @@ export class XmlCallReader implements CallReader {
     return done(end);
   }
 
-  private stop(): ReadResult {
-    return this.lastEnd >= 0 ? done(this.lastEnd) : REJECT;
-  }
 }

@@ -104,9 +104,14 @@ function readValue(r: HeaderReader, type: number, path: string): unknown {
         for (let i = 0; i < count; i++) out[i] = r.f32();
         return out;
       }
-      if (itemType === 5 || itemType === 4) {
+      if (itemType === 5) {
         const out = new Int32Array(count);
-        for (let i = 0; i < count; i++) out[i] = itemType === 5 ? r.i32() : r.u32();
+        for (let i = 0; i < count; i++) out[i] = r.i32();
+        return out;
+      }
+      if (itemType === 4) {
+        const out = new Uint32Array(count);
+        for (let i = 0; i < count; i++) out[i] = r.u32();
         return out;
       }
       const out: unknown[] = new Array(count);

@@ -1,0 +1,98 @@
+// The benchmark's report: one markdown table per checkpoint (svc | llama.cpp | ratio | target),
+// readable in a terminal and pasteable into bench/README.md.
+import type { BenchSettings, EngineResult } from './measure.js';
+
+export type EngineOutcome = EngineResult | { error: string } | null;
+
+export interface CheckpointRun {
+  /** Shape id and format, e.g. qwen3 / q8_0. */
+  model: string;
+  format: string;
+  /** What svc and llama.cpp loaded. */
+  svcCheckpoint: string;
+  llamaCheckpoint: string;
+  /** Weight bytes read per decoded token (tied embeddings: the whole file's tensors). */
+  weightBytes: number;
+  /** Memory bandwidth / weightBytes: the single-stream decode ceiling. */
+  rooflineTokS: number;
+  svc: EngineOutcome;
+  llamacpp: EngineOutcome;
+}
+
+interface Row {
+  label: string;
+  pick: (r: EngineResult) => number;
+  /** Minimum svc/llama.cpp ratio the issue asks for, when it sets one. */
+  target?: number;
+  /** For latencies the ratio still reads svc/llama.cpp, but lower is better. */
+  lowerIsBetter?: boolean;
+  digits: number;
+}
+
+function rows(s: BenchSettings): Row[] {
+  const out: Row[] = [
+    { label: `prefill tok/s (${s.promptTokens}-token prompt)`, pick: (r) => r.prefillTokS, target: 0.8, digits: 1 },
+    { label: `decode tok/s (1 stream, ${s.decodeTokens} tokens)`, pick: (r) => r.decodeTokS, target: 1.0, digits: 1 },
+    { label: `TTFT ms (${s.promptTokens}-token prompt)`, pick: (r) => r.ttftMs, lowerIsBetter: true, digits: 1 },
+  ];
+  for (const k of s.concurrency) {
+    out.push({ label: `aggregate decode tok/s @${k}`, pick: (r) => r.aggregateTokS[String(k)] ?? NaN, target: k === 8 ? 1.5 : undefined, digits: 1 });
+  }
+  return out;
+}
+
+const isResult = (o: EngineOutcome): o is EngineResult => o !== null && !('error' in o);
+
+function num(v: number, digits: number): string {
+  return Number.isFinite(v) ? v.toFixed(digits) : 'n/a';
+}
+
+function cell(o: EngineOutcome, row: Row): string {
+  if (o === null) return '—';
+  if (!isResult(o)) return 'error';
+  return num(row.pick(o), row.digits);
+}
+
+function ratioCell(run: CheckpointRun, row: Row): string {
+  if (!isResult(run.svc) || !isResult(run.llamacpp)) return '—';
+  const ratio = row.pick(run.svc) / row.pick(run.llamacpp);
+  if (!Number.isFinite(ratio)) return 'n/a';
+  const met = row.target === undefined ? '' : ratio >= row.target ? ' ✓' : ' ✗';
+  return `${ratio.toFixed(2)}×${met}`;
+}
+
+function pad(cells: string[], widths: number[]): string {
+  return `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+}
+
+function gib(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+}
+
+/** One checkpoint's table, with a heading line and any engine errors underneath. */
+export function formatRun(run: CheckpointRun, s: BenchSettings, bandwidthGbS: number): string {
+  const header = ['', 'svc', 'llama.cpp', 'svc / llama.cpp', 'target'];
+  const body = rows(s).map((row) => [
+    row.label,
+    cell(run.svc, row),
+    cell(run.llamacpp, row),
+    ratioCell(run, row),
+    row.target !== undefined ? `≥ ${row.target.toFixed(1)}×` : row.lowerIsBetter ? 'lower is better' : '',
+  ]);
+  const roof = (o: EngineOutcome) => (isResult(o) ? `${((100 * o.decodeTokS) / run.rooflineTokS).toFixed(0)}%` : '—');
+  body.push(['decode / memory roofline', roof(run.svc), roof(run.llamacpp), '', '']);
+  const widths = header.map((_, i) => Math.max(...[header, ...body].map((r) => r[i].length)));
+  const lines = [
+    `### ${run.model} ${run.format.toUpperCase()}`,
+    '',
+    `${gib(run.weightBytes)} of weights read per token; roofline ${run.rooflineTokS.toFixed(1)} tok/s at ${bandwidthGbS.toFixed(1)} GB/s.`,
+    '',
+    pad(header, widths),
+    `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+    ...body.map((r) => pad(r, widths)),
+  ];
+  for (const [name, o] of [['svc', run.svc], ['llama.cpp', run.llamacpp]] as const) {
+    if (o && !isResult(o)) lines.push('', `${name} failed: ${o.error.split('\n')[0]}`);
+  }
+  return lines.join('\n');
+}

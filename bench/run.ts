@@ -1,0 +1,210 @@
+// `npm run bench`: svc against llama.cpp on the same random-weight checkpoints, same thread count.
+//
+//   node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,bf16] [--quick | --small]
+//                          [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N]
+//                          [--decode N] [--concurrency 1,4,8] [--cache DIR] [--out FILE]
+//                          [--svc-args "--flag value ..."]
+//
+// Per checkpoint: svc runs as a `svc serve` child process and is stopped before llama.cpp loads,
+// so the two never share the machine. Prints one table per checkpoint, writes the JSON summary
+// to bench/results/latest.json (--small: bench/results/small.json).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { measureReadBandwidth, type Bandwidth } from './bandwidth.js';
+import { ensureCheckpoint } from './gen-checkpoints.js';
+import { openLlamaCpp, type LlamaCppInfo } from './llamacpp.js';
+import { measureEngine, type BenchEngine, type BenchSettings } from './measure.js';
+import { formatRun, type CheckpointRun, type EngineOutcome } from './report.js';
+import { SHAPE_IDS } from './shapes.js';
+import { openSvc } from './svc.js';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BENCH_FORMATS = ['q8_0', 'q4_0', 'bf16'] as const;
+type BenchFormat = (typeof BENCH_FORMATS)[number];
+const ENGINES = ['svc', 'llamacpp'] as const;
+
+interface RunOptions {
+  models: string[];
+  formats: BenchFormat[];
+  engines: string[];
+  small: boolean;
+  quick: boolean;
+  threads: number;
+  settings: BenchSettings;
+  cacheDir?: string;
+  out: string;
+  svcArgs: string[];
+}
+
+function list<T extends string>(raw: string, allowed: readonly T[], what: string): T[] {
+  const items = raw.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const x of items) if (!allowed.includes(x as T)) throw new Error(`unknown ${what} "${x}" (known: ${allowed.join(', ')})`);
+  return items as T[];
+}
+
+function positiveInt(raw: string, flag: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got "${raw}"`);
+  return n;
+}
+
+function parseCli(argv: string[]): RunOptions {
+  const flags = new Map<string, string>();
+  const switches = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--help' || a === '-h') {
+      process.stdout.write(`${readUsage()}\n`);
+      process.exit(0);
+    }
+    if (a === '--quick' || a === '--small') { switches.add(a); continue; }
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
+    const eq = a.indexOf('=');
+    const name = eq >= 0 ? a.slice(0, eq) : a;
+    const value = eq >= 0 ? a.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new Error(`${name} needs a value`);
+    flags.set(name, value);
+  }
+  const known = ['--models', '--formats', '--engines', '--threads', '--reps', '--prompt', '--decode', '--concurrency', '--cache', '--out', '--svc-args'];
+  for (const f of flags.keys()) if (!known.includes(f)) throw new Error(`unknown flag ${f}`);
+
+  const small = switches.has('--small');
+  const quick = switches.has('--quick');
+  // Full: the issue's shapes. Quick: a rough look in a minute or two. Small: tiny checkpoints, a harness check.
+  const base: BenchSettings = small
+    ? { promptTokens: 32, decodeTokens: 8, shortPromptTokens: 8, concurrency: [1, 4, 8], reps: 1 }
+    : quick
+      ? { promptTokens: 128, decodeTokens: 32, shortPromptTokens: 16, concurrency: [1, 4, 8], reps: 1 }
+      : { promptTokens: 512, decodeTokens: 128, shortPromptTokens: 16, concurrency: [1, 4, 8], reps: 3 };
+  const get = (f: string) => flags.get(f);
+  const settings: BenchSettings = {
+    promptTokens: get('--prompt') ? positiveInt(get('--prompt')!, '--prompt') : base.promptTokens,
+    decodeTokens: get('--decode') ? positiveInt(get('--decode')!, '--decode') : base.decodeTokens,
+    shortPromptTokens: base.shortPromptTokens,
+    concurrency: get('--concurrency') ? get('--concurrency')!.split(',').map((x) => positiveInt(x, '--concurrency')) : base.concurrency,
+    reps: get('--reps') ? positiveInt(get('--reps')!, '--reps') : base.reps,
+  };
+  if (settings.decodeTokens < 2) throw new Error('--decode must be at least 2 (decode rate is measured between token 1 and N)');
+  const envThreads = process.env.SVC_THREADS ? positiveInt(process.env.SVC_THREADS, 'SVC_THREADS') : undefined;
+  return {
+    models: list(get('--models') ?? SHAPE_IDS.join(','), SHAPE_IDS, 'model'),
+    formats: list(get('--formats') ?? 'q8_0,q4_0', BENCH_FORMATS, 'format'),
+    engines: list(get('--engines') ?? ENGINES.join(','), ENGINES, 'engine'),
+    small,
+    quick,
+    threads: get('--threads') ? positiveInt(get('--threads')!, '--threads') : envThreads ?? availableParallelism(),
+    settings,
+    cacheDir: get('--cache') ? resolve(get('--cache')!) : undefined,
+    out: resolve(get('--out') ?? resolve(REPO_ROOT, 'bench', 'results', small ? 'small.json' : 'latest.json')),
+    svcArgs: (get('--svc-args') ?? '').split(/\s+/).filter(Boolean),
+  };
+}
+
+function readUsage(): string {
+  return [
+    'usage: node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,bf16] [--quick | --small]',
+    '                              [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N] [--decode N]',
+    '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."]',
+  ].join('\n');
+}
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Runs the measurements on one engine; a failure becomes the outcome instead of ending the run. */
+async function runEngine(open: () => Promise<BenchEngine>, settings: BenchSettings): Promise<EngineOutcome> {
+  let engine: BenchEngine | null = null;
+  try {
+    engine = await open();
+    return await measureEngine(engine, settings, log);
+  } catch (err) {
+    const message = (err as Error).message;
+    log(`    failed: ${message}`);
+    return { error: message };
+  } finally {
+    await engine?.close().catch((err: Error) => log(`    close failed: ${err.message}`));
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = parseCli(process.argv.slice(2));
+  const s = opts.settings;
+  log(`svc-bench: ${opts.threads} threads; prompt ${s.promptTokens}, decode ${s.decodeTokens}, concurrency ${s.concurrency.join('/')}, ${s.reps} rep(s)${opts.small ? ' (small checkpoints)' : ''}`);
+
+  // Bandwidth first, while nothing else of ours is loaded.
+  const bandwidth: Bandwidth = await measureReadBandwidth(opts.threads, opts.small ? 256 << 20 : 1 << 30);
+  log(`memory read bandwidth: ${bandwidth.gbPerS.toFixed(1)} GB/s (${bandwidth.method})`);
+
+  const contextTokens = Math.max(s.promptTokens, s.shortPromptTokens) + s.decodeTokens + 16;
+  const maxConcurrency = Math.max(...s.concurrency);
+  const runs: CheckpointRun[] = [];
+  let llamaInfo: LlamaCppInfo | null = null;
+  const tables: string[] = [];
+  for (const model of opts.models) {
+    for (const format of opts.formats) {
+      const gen = { small: opts.small, cacheDir: opts.cacheDir, log };
+      // svc reads BF16 as an HF safetensors directory; llama.cpp needs it as GGUF.
+      const svcArtifact = ensureCheckpoint(`${model}-${format}`, gen);
+      const llamaArtifact = format === 'bf16' ? ensureCheckpoint(`${model}-bf16-gguf`, gen) : svcArtifact;
+      log(`${model} ${format}:`);
+      const svc = opts.engines.includes('svc')
+        ? await runEngine(() => openSvc(svcArtifact.path, {
+          repoRoot: REPO_ROOT,
+          threads: opts.threads,
+          maxSeqLen: contextTokens,
+          maxBatchSize: maxConcurrency,
+          extraArgs: opts.svcArgs,
+          startupTimeoutMs: 10 * 60_000,
+          log,
+        }), s)
+        : null;
+      const llamacpp = opts.engines.includes('llamacpp')
+        ? await runEngine(async () => {
+          const engine = await openLlamaCpp(llamaArtifact.path, { threads: opts.threads, contextTokens, batchTokens: s.promptTokens });
+          llamaInfo = engine.info;
+          return engine;
+        }, s)
+        : null;
+      const run: CheckpointRun = {
+        model,
+        format,
+        svcCheckpoint: svcArtifact.path,
+        llamaCheckpoint: llamaArtifact.path,
+        weightBytes: svcArtifact.weightBytes,
+        rooflineTokS: (bandwidth.gbPerS * 1e9) / svcArtifact.weightBytes,
+        svc,
+        llamacpp,
+      };
+      runs.push(run);
+      const table = formatRun(run, s, bandwidth.gbPerS);
+      tables.push(table);
+      process.stdout.write(`\n${table}\n`);
+    }
+  }
+
+  const summary = {
+    generatedAt: new Date().toISOString(),
+    mode: opts.small ? 'small' : opts.quick ? 'quick' : 'full',
+    settings: { ...s, threads: opts.threads },
+    machine: {
+      cpu: cpus()[0]?.model ?? 'unknown',
+      logicalCores: availableParallelism(),
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+    },
+    bandwidth,
+    llamaCpp: llamaInfo,
+    runs,
+  };
+  mkdirSync(dirname(opts.out), { recursive: true });
+  writeFileSync(opts.out, `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(opts.out.replace(/\.json$/, '.md'), `${tables.join('\n\n')}\n`);
+  log(`\nwrote ${opts.out}`);
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`bench: ${err.message}\n`);
+  process.exitCode = 1;
+});

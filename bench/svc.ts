@@ -1,0 +1,168 @@
+// svc as the benchmark sees it: a real `svc serve --model-from-path FILE` child process, driven
+// over HTTP with streamed /v1/completions requests (token-id prompts, greedy, ignore_eos), the
+// way a client would. The server is started once per checkpoint and serves every measurement.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import type { BenchEngine, RequestTiming } from './measure.js';
+
+export interface SvcOptions {
+  repoRoot: string;
+  /** Kernel threads, passed as SVC_THREADS. */
+  threads: number;
+  /** --max-seq-len: prompt + generated tokens, which also sizes the KV pool. */
+  maxSeqLen: number;
+  /** --max-batch-size: the largest concurrency measured. */
+  maxBatchSize: number;
+  /** Extra `svc serve` flags (--svc-args). */
+  extraArgs: string[];
+  startupTimeoutMs: number;
+  log: (line: string) => void;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+/** Keeps the last few KB of the child's output for error messages. */
+class OutputTail {
+  private text = '';
+  add(chunk: string): void {
+    this.text = (this.text + chunk).slice(-8192);
+  }
+  toString(): string {
+    return this.text.trim();
+  }
+}
+
+/** Starts the server and resolves once it logs `Listening on`; rejects if it exits or times out first. */
+async function startServer(modelPath: string, opts: SvcOptions): Promise<{ child: ChildProcess; url: string; tail: OutputTail }> {
+  const port = await freePort();
+  const args = [
+    resolve(opts.repoRoot, 'bin', 'svc.js'), 'serve',
+    '--model-from-path', modelPath,
+    '--port', String(port),
+    '--max-seq-len', String(opts.maxSeqLen),
+    '--max-batch-size', String(opts.maxBatchSize),
+    ...opts.extraArgs,
+  ];
+  opts.log(`    svc: node ${args.map((a) => (a.includes(' ') ? JSON.stringify(a) : a)).join(' ')}`);
+  const child = spawn(process.execPath, args, {
+    cwd: opts.repoRoot,
+    env: { ...process.env, SVC_THREADS: String(opts.threads) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail = new OutputTail();
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      fail(new Error(`svc did not log "Listening on" within ${opts.startupTimeoutMs / 1000} s; output:\n${tail}`));
+    }, opts.startupTimeoutMs);
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      tail.add(text);
+      if (/Listening on/.test(tail.toString())) {
+        clearTimeout(timer);
+        ok();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      fail(new Error(`svc exited (${signal ?? `code ${code}`}) before it was ready; output:\n${tail}`));
+    });
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      fail(err);
+    });
+  });
+  // The data listeners stay attached: they drain the pipes and keep the tail for later errors.
+  return { child, url: `http://127.0.0.1:${port}`, tail };
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+interface CompletionFrame {
+  choices?: { text?: string; finish_reason?: string | null }[];
+  usage?: { completion_tokens?: number } | null;
+  error?: { message?: string };
+}
+
+/** One streamed completion; times relative to t0. */
+async function streamCompletion(url: string, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> {
+  const res = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      prompt,
+      max_tokens: maxTokens,
+      temperature: 0,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
+  });
+  if (!res.ok || !res.body) throw new Error(`svc /v1/completions: HTTP ${res.status}: ${await res.text()}`);
+  let firstTokenMs = NaN;
+  let endMs = NaN;
+  let tokens = NaN;
+  let pending = '';
+  const decoder = new TextDecoder();
+  const onFrame = (data: string) => {
+    if (data === '[DONE]') return;
+    const frame = JSON.parse(data) as CompletionFrame;
+    if (frame.error) throw new Error(`svc stream error: ${frame.error.message ?? JSON.stringify(frame.error)}`);
+    const now = performance.now() - t0;
+    for (const c of frame.choices ?? []) {
+      if (Number.isNaN(firstTokenMs)) firstTokenMs = now;
+      if (c.finish_reason) endMs = now;
+    }
+    if (frame.usage?.completion_tokens !== undefined) tokens = frame.usage.completion_tokens;
+  };
+  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    pending += decoder.decode(chunk, { stream: true });
+    let cut: number;
+    while ((cut = pending.indexOf('\n\n')) >= 0) {
+      const event = pending.slice(0, cut);
+      pending = pending.slice(cut + 2);
+      for (const line of event.split('\n')) if (line.startsWith('data:')) onFrame(line.slice(5).trim());
+    }
+  }
+  if (Number.isNaN(endMs)) endMs = performance.now() - t0;
+  return { firstTokenMs, endMs, tokens };
+}
+
+/** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */
+export async function openSvc(modelPath: string, opts: SvcOptions): Promise<BenchEngine> {
+  const { child, url, tail } = await startServer(modelPath, opts);
+  return {
+    name: 'svc',
+    async generate(prompts, maxTokens) {
+      const t0 = performance.now();
+      try {
+        return await Promise.all(prompts.map((p) => streamCompletion(url, p, maxTokens, t0)));
+      } catch (err) {
+        const died = child.exitCode !== null || child.signalCode !== null;
+        if (died) throw new Error(`${(err as Error).message}\nsvc exited; output:\n${tail}`);
+        throw err;
+      }
+    },
+    close: () => stopServer(child),
+  };
+}

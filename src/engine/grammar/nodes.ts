@@ -1,0 +1,213 @@
+// The grammar graph and the matcher's state.
+//
+// A grammar is a graph of GNodes (literal text, bounded whitespace, sequences, first-byte choices,
+// JSON strings/numbers/objects/arrays, …). The matcher's state is an immutable stack of Frames —
+// one per node being matched, each with a few integers of progress — linked through `up`, so
+// forking a state for every branch of the vocabulary trie costs one small allocation, and a
+// state can be kept or dropped freely (speculative drafts, rollback).
+//
+// All nodes are one class with one field layout, so the matcher's hot loop sees a single hidden
+// class; `kind` says which fields mean something.
+
+import { LiteralTrie, MarkerDfa } from './literals.js';
+
+export const enum Kind {
+  /** Exact bytes. s = bytes matched. */
+  Lit,
+  /** 0..max JSON whitespace bytes. s = count. */
+  Ws,
+  /** kids in order. s = index of the next kid. */
+  Seq,
+  /** kids[b] is the node that starts with byte b (257 entries; 256 = end of output). */
+  Alt,
+  /** One of trie's literals; kids[i] (or nothing) follows literal i. k = trie node. */
+  Switch,
+  /** Any bytes until one of dfa's end markers; a forbidden marker rejects. s = dfa state. */
+  Until,
+  /** A JSON string. s = sub-state. */
+  Str,
+  /** A JSON number; flags & INTEGER for integers. s = phase | digits << 4. */
+  Num,
+  /** A JSON object: keys from trie, values kids[i]; FREE_KEYS: any key, values kids[0]. */
+  Obj,
+  /** fam1 XML parameters: `<parameter=KEY>` from trie (literal 0 is the closing tag). */
+  XmlObj,
+  /** A JSON array of kids[0], min..max items (max -1 = unbounded). k = items so far (capped). */
+  Arr,
+  /** Accepts only the end of output. */
+  End,
+  /** Matched everything: nothing more is accepted. */
+  Accepted,
+  /** Stands below a frame whose mask is being cached: reaching it means the frame popped. */
+  Hole,
+  /** What feeding a byte to the Hole returns. */
+  HoleFed,
+}
+
+export const INTEGER = 1;
+export const FREE_KEYS = 2;
+/** The pseudo-byte for end of output (an end-of-turn token). */
+export const EOS = 256;
+
+/** Whitespace allowed in one gap of JSON (between two of its tokens). Bounded so a model cannot idle forever. */
+export const JSON_WS = 16;
+/** Whitespace allowed around the tags of a tool-call format (`\n` after `<tool_call>`, `\n\n` after `</think>`). */
+export const TAG_WS = 4;
+
+let nextId = 1;
+
+export class GNode {
+  readonly id = nextId++;
+  bytes: Uint8Array = EMPTY_BYTES;
+  max = 0;
+  min = 0;
+  kids: (GNode | null)[] = [];
+  trie: LiteralTrie | null = null;
+  dfa: MarkerDfa | null = null;
+  /** literalBit of each required key. */
+  required = 0;
+  flags = 0;
+
+  constructor(
+    readonly kind: Kind,
+    /** Built once per process and used by every grammar: its masks are cached per vocabulary. */
+    readonly shared = false,
+  ) {}
+}
+
+const EMPTY_BYTES = new Uint8Array(0);
+
+export class Frame {
+  constructor(
+    readonly node: GNode,
+    readonly s: number,
+    readonly k: number,
+    readonly m: number,
+    readonly up: Frame | null,
+  ) {}
+}
+
+/** A fresh frame for `node` on top of `up`. */
+export function enter(node: GNode, up: Frame | null): Frame {
+  return new Frame(node, 0, 0, 0, up);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node constructors
+
+const utf8 = new TextEncoder();
+
+export function lit(text: string): GNode {
+  const n = new GNode(Kind.Lit);
+  n.bytes = utf8.encode(text);
+  if (n.bytes.length === 0) throw new Error('grammar: empty literal');
+  return n;
+}
+
+export function ws(max: number, shared = false): GNode {
+  const n = new GNode(Kind.Ws, shared);
+  n.max = max;
+  return n;
+}
+
+export function seq(kids: GNode[]): GNode {
+  const n = new GNode(Kind.Seq);
+  n.kids = kids;
+  return n;
+}
+
+/** A choice by first byte; fill in `kids` with altSet. */
+export function alt(shared = false): GNode {
+  const n = new GNode(Kind.Alt, shared);
+  n.kids = new Array<GNode | null>(EOS + 1).fill(null);
+  return n;
+}
+
+export function altSet(n: GNode, firstBytes: string | number[], to: GNode): void {
+  const bytes = typeof firstBytes === 'string' ? [...utf8.encode(firstBytes)] : firstBytes;
+  for (const b of bytes) {
+    if (n.kids[b] && n.kids[b] !== to) throw new Error(`grammar: two choices start with byte ${b}`);
+    n.kids[b] = to;
+  }
+}
+
+/**
+ * One of `literals`, each followed by its continuation (null: nothing). A literal may be a prefix
+ * of another only when it has no continuation (JSON numbers such as 1 and 12).
+ */
+export function literalSwitch(literals: readonly string[], conts: readonly (GNode | null)[] | null = null, shared = false): GNode {
+  const n = new GNode(Kind.Switch, shared);
+  n.trie = new LiteralTrie(literals);
+  n.kids = conts ? [...conts] : literals.map(() => null);
+  for (let i = 0; i < n.trie.term.length; i++) {
+    const t = n.trie.term[i];
+    if (t >= 0 && n.trie.hasKids[i] && n.kids[t]) throw new Error(`grammar: literal ${JSON.stringify(literals[t])} is a prefix of another`);
+  }
+  return n;
+}
+
+export function until(dfa: MarkerDfa, shared = false): GNode {
+  const n = new GNode(Kind.Until, shared);
+  n.dfa = dfa;
+  return n;
+}
+
+export function jsonObject(keys: readonly string[], values: GNode[], requiredBits: number): GNode {
+  const n = new GNode(Kind.Obj);
+  n.trie = new LiteralTrie(keys.map((k) => JSON.stringify(k)));
+  n.kids = values;
+  n.required = requiredBits;
+  return n;
+}
+
+/** An object with any keys whose values all match `value` (set kids[0] later for cycles). */
+export function freeObject(value: GNode | null, shared = false): GNode {
+  const n = new GNode(Kind.Obj, shared);
+  n.flags = FREE_KEYS;
+  n.kids = [value];
+  return n;
+}
+
+export function jsonArray(items: GNode | null, minItems: number, maxItems: number, shared = false): GNode {
+  const n = new GNode(Kind.Arr, shared);
+  n.kids = [items];
+  n.min = minItems;
+  n.max = maxItems;
+  return n;
+}
+
+/** fam1 parameters: literal 0 is `closeTag`, literal i + 1 opens key i. */
+export function xmlParams(openTags: readonly string[], closeTag: string, values: GNode[], requiredBits: number): GNode {
+  const n = new GNode(Kind.XmlObj);
+  n.trie = new LiteralTrie([closeTag, ...openTags]);
+  if (!n.trie.prefixFree) throw new Error('grammar: a parameter tag is a prefix of another');
+  n.kids = [null, ...values];
+  n.required = requiredBits;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared nodes: the same for every grammar, so their token masks are cached once per vocabulary.
+
+export const FREE_STRING = new GNode(Kind.Str, true);
+export const NUMBER = new GNode(Kind.Num, true);
+export const INTEGER_NUMBER = new GNode(Kind.Num, true);
+INTEGER_NUMBER.flags = INTEGER;
+export const END = new GNode(Kind.End, true);
+export const JSON_GAP = ws(JSON_WS, true);
+export const TAG_GAP = ws(TAG_WS, true);
+
+/** Any JSON value. */
+export const ANY_VALUE = alt(true);
+export const ANY_OBJECT = freeObject(ANY_VALUE, true);
+export const ANY_ARRAY = jsonArray(ANY_VALUE, 0, -1, true);
+const KEYWORDS = literalSwitch(['true', 'false', 'null'], null, true);
+altSet(ANY_VALUE, '"', FREE_STRING);
+altSet(ANY_VALUE, '{', ANY_OBJECT);
+altSet(ANY_VALUE, '[', ANY_ARRAY);
+altSet(ANY_VALUE, '-0123456789', NUMBER);
+altSet(ANY_VALUE, 'tfn', KEYWORDS);
+
+export const ACCEPTED = new Frame(new GNode(Kind.Accepted, true), 0, 0, 0, null);
+export const HOLE = new Frame(new GNode(Kind.Hole, true), 0, 0, 0, null);
+export const HOLE_FED = new Frame(new GNode(Kind.HoleFed, true), 0, 0, 0, null);

@@ -1,0 +1,135 @@
+// Token masks: which tokens keep the matcher alive from a given state.
+//
+// The vocabulary trie is walked alongside the matcher, so a prefix shared by many tokens is fed
+// once and a rejected prefix prunes its whole subtree. A full walk is still expensive in free
+// states (inside a JSON string nearly every token is allowed), so walks are cached by the state's
+// top frame: the top frame is walked over a Hole instead of its real parent, which yields
+//   - the tokens accepted without ever leaving the top frame — true in any context, and
+//   - the frontier: the trie positions where the top frame finished and its parent takes over.
+// A mask is then the cached set plus, for each frontier entry, a short walk from that trie
+// position with the real parent — usually a few suffixes such as `",` or `}`.
+
+import { feed } from './matcher.js';
+import { Frame, HOLE, HOLE_FED } from './nodes.js';
+import type { VocabTrie } from './vocab-trie.js';
+
+/** What a top frame allows by itself, for any parent. */
+export interface MaskEntry {
+  /** Allowed token ids, or, when `complement`, the ids that are not allowed. */
+  ids: Int32Array;
+  complement: boolean;
+  /** Trie node << 1 | 1 when the top frame popped before the node's byte (the parent must take it), | 0 after it. */
+  frontier: Int32Array;
+}
+
+/** Mask entries by top-frame key, the oldest dropped first once `capacity` is reached. */
+export class MaskCache {
+  private readonly map = new Map<string, MaskEntry>();
+
+  constructor(private readonly capacity: number) {}
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(key: string): MaskEntry | undefined {
+    return this.map.get(key);
+  }
+
+  set(key: string, entry: MaskEntry): void {
+    if (this.map.size >= this.capacity) this.map.delete(this.map.keys().next().value!);
+    this.map.set(key, entry);
+  }
+}
+
+/** The cache key of a top frame: everything its future depends on. */
+export function frameKey(f: Frame): string {
+  return `${f.node.id}:${f.s}:${f.k}:${f.m}`;
+}
+
+/** Walks the whole trie from the top frame alone (over a Hole). */
+export function buildMaskEntry(trie: VocabTrie, size: number, top: Frame): MaskEntry {
+  const { byte, end, tokStart, tokIds } = trie;
+  const ids = new IntList();
+  const frontier = new IntList();
+  const visit = (node: number, st: Frame): void => {
+    for (let i = tokStart[node]; i < tokStart[node + 1]; i++) ids.push(tokIds[i]);
+    for (let c = node + 1, e = end[node]; c < e; c = end[c]) {
+      const next = feed(st, byte[c]);
+      if (next === null) continue;
+      if (next === HOLE_FED) frontier.push((c << 1) | 1);
+      else if (next === HOLE) frontier.push(c << 1);
+      else visit(c, next);
+    }
+  };
+  visit(0, new Frame(top.node, top.s, top.k, top.m, HOLE));
+
+  let list = ids.toArray();
+  const complement = list.length > size / 2;
+  if (complement) {
+    const allowed = new Uint8Array(size);
+    for (const id of list) allowed[id] = 1;
+    const rest = new IntList();
+    for (let id = 0; id < size; id++) if (!allowed[id]) rest.push(id);
+    list = rest.toArray();
+  }
+  return { ids: list, complement, frontier: frontier.toArray() };
+}
+
+/**
+ * Sets out[id] = 1 for every token allowed from `state`, whose top frame's entry is `entry`.
+ * `out` must be zeroed (ids at and past `size` are left alone).
+ */
+export function applyMaskEntry(trie: VocabTrie, size: number, state: Frame, entry: MaskEntry, out: Uint8Array): void {
+  if (entry.complement) {
+    out.fill(1, 0, size);
+    for (const id of entry.ids) out[id] = 0;
+  } else {
+    for (const id of entry.ids) out[id] = 1;
+  }
+  const parent = state.up;
+  if (parent === null) return;
+  const f = entry.frontier;
+  for (let i = 0; i < f.length; i++) {
+    const node = f[i] >> 1;
+    if ((f[i] & 1) === 0) {
+      walk(trie, node, parent, out);
+    } else {
+      const next = feed(parent, trie.byte[node]);
+      if (next !== null) walk(trie, node, next, out);
+    }
+  }
+}
+
+/** Marks the tokens in the subtree of `node` that `st` (the state after node's bytes) allows. */
+export function walk(trie: VocabTrie, node: number, st: Frame, out: Uint8Array): void {
+  const { byte, end, tokStart, tokIds } = trie;
+  for (let i = tokStart[node]; i < tokStart[node + 1]; i++) out[tokIds[i]] = 1;
+  for (let c = node + 1, e = end[node]; c < e; c = end[c]) {
+    const next = feed(st, byte[c]);
+    if (next !== null) walk(trie, c, next, out);
+  }
+}
+
+/** Sets logits of disallowed tokens (mask[id] = 0, or id past the mask) to -Infinity. */
+export function maskLogits(logits: Float32Array, mask: Uint8Array): void {
+  for (let i = 0; i < logits.length; i++) if (!(mask[i] === 1)) logits[i] = -Infinity;
+}
+
+class IntList {
+  private a = new Int32Array(256);
+  private n = 0;
+
+  push(v: number): void {
+    if (this.n === this.a.length) {
+      const b = new Int32Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+    this.a[this.n++] = v;
+  }
+
+  toArray(): Int32Array {
+    return this.a.slice(0, this.n);
+  }
+}

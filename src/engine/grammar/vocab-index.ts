@@ -1,0 +1,44 @@
+// What grammars need to know about a model's vocabulary: each token's bytes and the byte trie over
+// them, plus the token-mask cache for nodes every grammar shares. Built once per model, in the
+// engine worker (about a second for a 152k vocabulary).
+
+import type { Tokenizer } from '../../model/tokenizer.js';
+import { tokenByteStrings } from './token-bytes.js';
+import { MaskCache } from './token-mask.js';
+import { VocabTrie } from './vocab-trie.js';
+
+export class VocabIndex {
+  /** Token ids are 0 .. size - 1. */
+  readonly size: number;
+  readonly trie: VocabTrie;
+  /** Masks of shared nodes (JSON strings, numbers, free text), reused across grammars and requests. */
+  readonly sharedMasks = new MaskCache(1024);
+  private readonly bytes: Uint8Array;
+  private readonly offsets: Int32Array;
+
+  /** tokens[id]: the bytes token id adds to the text; null or empty = never allowed by a grammar. */
+  constructor(tokens: readonly (Uint8Array | null)[]) {
+    this.size = tokens.length;
+    this.trie = VocabTrie.build(tokens);
+    this.offsets = new Int32Array(tokens.length + 1);
+    let total = 0;
+    tokens.forEach((t, id) => {
+      this.offsets[id] = total;
+      total += t?.length ?? 0;
+    });
+    this.offsets[tokens.length] = total;
+    this.bytes = new Uint8Array(total);
+    tokens.forEach((t, id) => t && this.bytes.set(t, this.offsets[id]));
+  }
+
+  /** The bytes of token `id` (empty for special, unknown or unmappable tokens). */
+  tokenBytes(id: number): Uint8Array {
+    if (!(id >= 0 && id < this.size)) return this.bytes.subarray(0, 0);
+    return this.bytes.subarray(this.offsets[id], this.offsets[id + 1]);
+  }
+}
+
+/** The vocabulary index of a model's tokenizer. */
+export function buildVocabIndex(tokenizer: Tokenizer): VocabIndex {
+  return new VocabIndex(tokenByteStrings(tokenizer));
+}

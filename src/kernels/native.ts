@@ -1,0 +1,277 @@
+// The C++ kernel addon (build/Release/svc_native.node) behind the `Ops` interface. Typed arrays go
+// to the addon as they are (no copies); this file checks shapes first so a wrong call throws a
+// TypeError naming the argument instead of reaching native code. The addon checks memory bounds
+// again on its side.
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DType } from '../model/types.js';
+import type { AttentionParams, AttentionSeq, KvDType, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import { BLOCK_LAYOUT } from './dequant.js';
+
+/** Kernel path: scalar C++, AVX2+FMA, or AVX-512 (F/BW/VL/VNNI). */
+export type CpuPath = 'scalar' | 'avx2' | 'avx512';
+
+export interface NativeInfo {
+  /** Path in use (SVC_CPU_FEATURES or setCpuPath may pick a slower one than bestCpuPath). */
+  cpuPath: CpuPath;
+  bestCpuPath: CpuPath;
+  /** Threads per op, the calling thread included (SVC_THREADS, default one per core). */
+  threads: number;
+  features: Record<'avx2' | 'fma' | 'f16c' | 'avx512f' | 'avx512bw' | 'avx512vl' | 'avx512vnni' | 'avx512bf16', boolean>;
+}
+
+/** The raw addon surface (argument order is the C++ binding's, see native/*.cc). */
+export interface NativeAddon {
+  mapFile(path: string): ArrayBuffer;
+  matmul(x: Float32Array, n: number, dtype: number, rows: number, cols: number, w: Uint8Array, y: Float32Array, bias: Float32Array | undefined): void;
+  embed(ids: Int32Array, dtype: number, rows: number, cols: number, w: Uint8Array, out: Float32Array): void;
+  rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
+  rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
+  siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
+  add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
+  storeKv(
+    dtype: number, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
+    k: Uint8Array, v: Uint8Array, kScale: number, vScale: number,
+    kRows: Float32Array, vRows: Float32Array, n: number, slots: Int32Array,
+  ): void;
+  attention(
+    dtype: number, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
+    k: Uint8Array, v: Uint8Array, kScale: number, vScale: number,
+    q: Float32Array, out: Float32Array, totalRows: number, numHeads: number, scale: number, slidingWindow: number,
+    seqMeta: Int32Array, blockTables: Int32Array,
+  ): void;
+  info(): NativeInfo;
+  setCpuPath(path: CpuPath): void;
+  setNumThreads(n: number): void;
+}
+
+/** dtype numbering shared with native/quant.h (enum DType). */
+const DTYPE_CODES: Record<DType, number> = {
+  f32: 0, f16: 1, bf16: 2, q8_0: 3, q4_0: 4, q2_k: 5, q4_k: 6, q5_k: 7, q6_k: 8,
+};
+/** KV dtype numbering shared with native/quant.h (enum KvDType). */
+const KV_DTYPE_CODES: Record<KvDType, number> = { f32: 0, bf16: 1, fp8: 2 };
+const KV_ELEMENT_BYTES: Record<KvDType, number> = { f32: 4, bf16: 2, fp8: 1 };
+
+let loaded: NativeAddon | null = null;
+
+/**
+ * The addon, loaded on first use (so importing this module never fails when it is not built).
+ * Found by walking up from this file to the directory holding build/Release/svc_native.node.
+ */
+export function loadAddon(): NativeAddon {
+  if (loaded) return loaded;
+  const require = createRequire(import.meta.url);
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, 'build', 'Release', 'svc_native.node');
+    if (existsSync(candidate)) {
+      loaded = require(candidate) as NativeAddon;
+      return loaded;
+    }
+    dir = dirname(dir);
+  }
+  throw new Error('svc native addon not found (build/Release/svc_native.node): run `npx node-gyp rebuild`');
+}
+
+/** Kernel path and thread count, for start-up logs. */
+export function nativeInfo(): NativeInfo {
+  return loadAddon().info();
+}
+
+/** Force a kernel path (tests of the fallbacks); throws when the CPU lacks it. */
+export function setCpuPath(path: CpuPath): void {
+  loadAddon().setCpuPath(path);
+}
+
+/** Threads per op, the calling thread included. */
+export function setNumThreads(n: number): void {
+  loadAddon().setNumThreads(n);
+}
+
+// ---- argument checks ----
+
+function fail(op: string, msg: string): never {
+  throw new TypeError(`${op}: ${msg}`);
+}
+
+function checkCount(op: string, name: string, v: number, min = 0): void {
+  if (!Number.isInteger(v) || v < min) fail(op, `${name} must be an integer >= ${min}, got ${v}`);
+}
+
+function checkLength(op: string, name: string, arr: ArrayLike<number>, need: number): void {
+  if (arr.length < need) fail(op, `${name} has ${arr.length} elements, needs ${need}`);
+}
+
+function checkKind(op: string, name: string, arr: unknown, kind: typeof Float32Array | typeof Int32Array | typeof Uint8Array): void {
+  if (!(arr instanceof kind)) fail(op, `${name} must be a ${kind.name}`);
+}
+
+function checkWeight(op: string, w: WeightMatrix): number {
+  const code = DTYPE_CODES[w.dtype];
+  if (code === undefined) fail(op, `unsupported weight dtype ${String(w.dtype)}`);
+  checkCount(op, 'weight rows', w.rows);
+  checkCount(op, 'weight cols', w.cols, 1);
+  const layout = BLOCK_LAYOUT[w.dtype];
+  if (w.cols % layout.elements !== 0) fail(op, `${w.dtype} weight cols must be a multiple of ${layout.elements}, got ${w.cols}`);
+  checkKind(op, 'weight data', w.data, Uint8Array);
+  const need = w.rows * (w.cols / layout.elements) * layout.bytes;
+  if (w.data.byteLength < need) fail(op, `${w.dtype} weight [${w.rows}, ${w.cols}] needs ${need} bytes, data has ${w.data.byteLength}`);
+  return code;
+}
+
+/** True when two views share bytes (matmul's output must not overwrite an input other threads still read). */
+function overlaps(a: ArrayBufferView, b: ArrayBufferView): boolean {
+  return a.buffer === b.buffer && a.byteOffset < b.byteOffset + b.byteLength && b.byteOffset < a.byteOffset + a.byteLength;
+}
+
+function checkLayer(op: string, layer: KvLayer): number {
+  const code = KV_DTYPE_CODES[layer.dtype];
+  if (code === undefined) fail(op, `unsupported KV dtype ${String(layer.dtype)}`);
+  checkCount(op, 'layer.numBlocks', layer.numBlocks);
+  checkCount(op, 'layer.blockSize', layer.blockSize, 1);
+  checkCount(op, 'layer.numKvHeads', layer.numKvHeads, 1);
+  checkCount(op, 'layer.headDim', layer.headDim, 1);
+  const bytes = layer.numBlocks * layer.blockSize * layer.numKvHeads * layer.headDim * KV_ELEMENT_BYTES[layer.dtype];
+  for (const [name, arr] of [['layer.k', layer.k], ['layer.v', layer.v]] as const) {
+    checkKind(op, name, arr, Uint8Array);
+    if (arr.byteLength < bytes) fail(op, `${name} has ${arr.byteLength} bytes, the layer needs ${bytes}`);
+    if (arr.byteOffset % KV_ELEMENT_BYTES[layer.dtype] !== 0) fail(op, `${name} must be aligned to its ${layer.dtype} elements`);
+  }
+  if (layer.dtype === 'fp8' && !(layer.kScale > 0 && layer.vScale > 0)) fail(op, 'fp8 kScale and vScale must be positive');
+  return code;
+}
+
+// Attention's per-sequence metadata, marshalled into two reusable Int32Arrays per call.
+let seqMeta = new Int32Array(5 * 64);
+let blockTables = new Int32Array(4096);
+
+function marshalSeqs(seqs: AttentionSeq[]): { meta: Int32Array; tables: Int32Array } {
+  let tableLen = 0;
+  for (const s of seqs) tableLen += s.blockTable.length;
+  if (seqMeta.length < seqs.length * 5) seqMeta = new Int32Array(Math.max(seqs.length * 5, seqMeta.length * 2));
+  if (blockTables.length < tableLen) blockTables = new Int32Array(Math.max(tableLen, blockTables.length * 2));
+  let off = 0;
+  for (let i = 0; i < seqs.length; i++) {
+    const s = seqs[i];
+    if (!(s.blockTable instanceof Int32Array)) fail('attention', `seqs[${i}].blockTable must be an Int32Array`);
+    seqMeta[i * 5] = s.qStart;
+    seqMeta[i * 5 + 1] = s.qLen;
+    seqMeta[i * 5 + 2] = s.kvLen;
+    seqMeta[i * 5 + 3] = off;
+    seqMeta[i * 5 + 4] = s.blockTable.length;
+    blockTables.set(s.blockTable, off);
+    off += s.blockTable.length;
+  }
+  return { meta: seqMeta.subarray(0, seqs.length * 5), tables: blockTables.subarray(0, tableLen) };
+}
+
+// ---- the ops ----
+
+export const nativeOps: Ops = {
+  name: 'native',
+
+  // Weights are multiplied in their GGUF / safetensors layout as loaded, so the same bytes serve
+  // matmul and embed; nothing is repacked.
+  prepareWeight: (w) => w,
+
+  matmul(x, n, w, y, bias) {
+    const code = checkWeight('matmul', w);
+    checkCount('matmul', 'n', n);
+    checkKind('matmul', 'x', x, Float32Array);
+    checkKind('matmul', 'y', y, Float32Array);
+    checkLength('matmul', 'x', x, n * w.cols);
+    checkLength('matmul', 'y', y, n * w.rows);
+    if (overlaps(x, y)) fail('matmul', 'y must not overlap x');
+    if (bias !== undefined) {
+      checkKind('matmul', 'bias', bias, Float32Array);
+      checkLength('matmul', 'bias', bias, w.rows);
+    }
+    loadAddon().matmul(x, n, code, w.rows, w.cols, w.data, y, bias);
+  },
+
+  embed(ids, table, out) {
+    const code = checkWeight('embed', table);
+    checkKind('embed', 'ids', ids, Int32Array);
+    checkKind('embed', 'out', out, Float32Array);
+    checkLength('embed', 'out', out, ids.length * table.cols);
+    loadAddon().embed(ids, code, table.rows, table.cols, table.data, out);
+  },
+
+  rmsnorm(x, rows, dim, weight, eps, out) {
+    checkCount('rmsnorm', 'rows', rows);
+    checkCount('rmsnorm', 'dim', dim, 1);
+    checkKind('rmsnorm', 'x', x, Float32Array);
+    checkKind('rmsnorm', 'weight', weight, Float32Array);
+    checkKind('rmsnorm', 'out', out, Float32Array);
+    checkLength('rmsnorm', 'x', x, rows * dim);
+    checkLength('rmsnorm', 'weight', weight, dim);
+    checkLength('rmsnorm', 'out', out, rows * dim);
+    loadAddon().rmsnorm(x, rows, dim, weight, eps, out);
+  },
+
+  rope(x, n, numHeads, headDim, positions, theta, style: RopeStyle) {
+    checkCount('rope', 'n', n);
+    checkCount('rope', 'numHeads', numHeads, 1);
+    checkCount('rope', 'headDim', headDim, 2);
+    if (headDim % 2 !== 0) fail('rope', `headDim must be even, got ${headDim}`);
+    if (style !== 'neox' && style !== 'normal') fail('rope', `style must be 'neox' or 'normal', got ${String(style)}`);
+    checkKind('rope', 'x', x, Float32Array);
+    checkKind('rope', 'positions', positions, Int32Array);
+    checkLength('rope', 'x', x, n * numHeads * headDim);
+    checkLength('rope', 'positions', positions, n);
+    loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox');
+  },
+
+  siluMul(gate, up, out, len) {
+    checkCount('siluMul', 'len', len);
+    for (const [name, arr] of [['gate', gate], ['up', up], ['out', out]] as const) {
+      checkKind('siluMul', name, arr, Float32Array);
+      checkLength('siluMul', name, arr, len);
+    }
+    loadAddon().siluMul(gate, up, out, len);
+  },
+
+  add(a, b, out, len) {
+    checkCount('add', 'len', len);
+    for (const [name, arr] of [['a', a], ['b', b], ['out', out]] as const) {
+      checkKind('add', name, arr, Float32Array);
+      checkLength('add', name, arr, len);
+    }
+    loadAddon().add(a, b, out, len);
+  },
+
+  storeKv(layer, k, v, n, slots) {
+    const code = checkLayer('storeKv', layer);
+    checkCount('storeKv', 'n', n);
+    const width = layer.numKvHeads * layer.headDim;
+    checkKind('storeKv', 'k', k, Float32Array);
+    checkKind('storeKv', 'v', v, Float32Array);
+    checkKind('storeKv', 'slots', slots, Int32Array);
+    checkLength('storeKv', 'k', k, n * width);
+    checkLength('storeKv', 'v', v, n * width);
+    checkLength('storeKv', 'slots', slots, n);
+    loadAddon().storeKv(code, layer.numBlocks, layer.blockSize, layer.numKvHeads, layer.headDim,
+      layer.k, layer.v, layer.kScale, layer.vScale, k, v, n, slots);
+  },
+
+  attention(q, layer, seqs, params: AttentionParams, out) {
+    const code = checkLayer('attention', layer);
+    const { numHeads, scale, slidingWindow } = params;
+    checkCount('attention', 'numHeads', numHeads, 1);
+    if (numHeads % layer.numKvHeads !== 0) fail('attention', `numHeads ${numHeads} is not a multiple of numKvHeads ${layer.numKvHeads}`);
+    if (!Number.isFinite(scale)) fail('attention', `scale must be finite, got ${scale}`);
+    if (slidingWindow !== null) checkCount('attention', 'slidingWindow', slidingWindow, 1);
+    checkKind('attention', 'q', q, Float32Array);
+    checkKind('attention', 'out', out, Float32Array);
+    // Every (row, head) is read into scratch before it is written, so out may even alias q.
+    // The addon checks each sequence's rows against totalRows.
+    const totalRows = Math.floor(Math.min(q.length, out.length) / (numHeads * layer.headDim));
+    const { meta, tables } = marshalSeqs(seqs);
+    loadAddon().attention(code, layer.numBlocks, layer.blockSize, layer.numKvHeads, layer.headDim,
+      layer.k, layer.v, layer.kScale, layer.vScale,
+      q, out, totalRows, numHeads, scale, slidingWindow ?? 0, meta, tables);
+  },
+};

@@ -1,0 +1,373 @@
+// Every native op against the plain-TypeScript reference, on every kernel path this CPU has
+// (scalar, AVX2, AVX-512), with odd shapes and several thread counts.
+//
+// Tolerances (relative to the reference, which sums in f64):
+//   f32 / f16 / bf16 / K-quant weights: f32 accumulation only -> max |err| <= 1e-4 * max |y|.
+//   Q8_0 / Q4_0: activations are quantized to int8 blocks first -> relative L2 error <= 1e-2 against the
+//     reference on the raw activations, and <= 1e-5 against the reference fed the same int8-rounded
+//     activations (which pins the integer kernels down exactly).
+//   embed: exact decode (1e-6 relative). rmsnorm, rope, siluMul: 1e-5. add: exact.
+//   storeKv: byte-identical cache contents. attention: 2e-5 (both read the same cache bytes).
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { nativeOps, nativeInfo, setCpuPath, setNumThreads, type CpuPath } from '../../src/kernels/native.js';
+import { referenceOps } from '../../src/kernels/reference.js';
+import { BLOCK_LAYOUT, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import type { AttentionSeq, KvDType, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
+import type { DType } from '../../src/model/types.js';
+
+// ---- helpers ----
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomF32(rand: () => number, len: number, amp = 1): Float32Array {
+  const a = new Float32Array(len);
+  for (let i = 0; i < len; i++) a[i] = (rand() * 2 - 1) * amp;
+  return a;
+}
+
+function maxAbs(a: Float32Array): number {
+  let m = 0;
+  for (const v of a) m = Math.max(m, Math.abs(v));
+  return m;
+}
+
+/** max |actual - expected| <= tol * max |expected| (plus a tiny floor for all-zero outputs). */
+function assertClose(actual: Float32Array, expected: Float32Array, tol: number, what: string): void {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  const scale = Math.max(maxAbs(expected), 1e-30);
+  let worst = 0, at = -1;
+  for (let i = 0; i < actual.length; i++) {
+    const e = Math.abs(actual[i] - expected[i]);
+    if (!(e <= worst)) { worst = e; at = i; }
+  }
+  assert.ok(worst <= tol * scale, `${what}: max error ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol} * ${scale}`);
+}
+
+function relL2(actual: Float32Array, expected: Float32Array): number {
+  let num = 0, den = 0;
+  for (let i = 0; i < actual.length; i++) {
+    num += (actual[i] - expected[i]) ** 2;
+    den += expected[i] ** 2;
+  }
+  return Math.sqrt(num / Math.max(den, 1e-30));
+}
+
+/** A [rows, cols] weight in `dtype` built from random values (K-quants: random blocks with sane scales). */
+function makeWeight(rand: () => number, dtype: DType, rows: number, cols: number): WeightMatrix {
+  const { elements, bytes } = BLOCK_LAYOUT[dtype];
+  const data = new Uint8Array(rows * (cols / elements) * bytes);
+  const put16 = (p: number, h: number) => { data[p] = h & 0xff; data[p + 1] = h >> 8; };
+  const src = randomF32(rand, rows * cols);
+  switch (dtype) {
+    case 'f32': new Uint8Array(src.buffer).forEach((b, i) => { data[i] = b; }); break;
+    case 'f16': for (let i = 0; i < src.length; i++) put16(2 * i, f32ToF16(src[i])); break;
+    case 'bf16': for (let i = 0; i < src.length; i++) put16(2 * i, f32ToBf16(src[i])); break;
+    case 'q8_0':
+    case 'q4_0': {
+      const rowBytes = (cols / 32) * bytes;
+      for (let r = 0; r < rows; r++) {
+        const q = dtype === 'q8_0' ? quantizeRowQ8_0(src, cols, r * cols) : quantizeRowQ4_0(src, cols, r * cols);
+        data.set(q, r * rowBytes);
+      }
+      break;
+    }
+    default: {
+      // Any bit pattern is a valid K-quant block except for the f16 scale fields: keep those small and finite.
+      for (let i = 0; i < data.length; i++) data[i] = Math.floor(rand() * 256);
+      const nblocks = data.length / bytes;
+      for (let b = 0; b < nblocks; b++) {
+        const p = b * bytes;
+        const d = () => f32ToF16(0.002 + rand() * 0.01);
+        if (dtype === 'q2_k') { put16(p + 80, d()); put16(p + 82, d()); }
+        else if (dtype === 'q6_k') put16(p + 208, d());
+        else { put16(p, d()); put16(p + 2, d()); }
+      }
+    }
+  }
+  return { dtype, rows, cols, data };
+}
+
+/** x rounded the way the native int8 path rounds activations: d = amax/127, q = round-half-even(x/d). */
+function roundActivations(x: Float32Array): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let b = 0; b < x.length; b += 32) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b + j]));
+    const d = Math.fround(amax / 127);
+    const id = d ? Math.fround(1 / d) : 0;
+    for (let j = 0; j < 32; j++) {
+      const v = Math.fround(x[b + j] * id);
+      const f = Math.floor(v);
+      const q = v - f > 0.5 || (v - f === 0.5 && f % 2 !== 0) ? f + 1 : f;
+      out[b + j] = q * d;
+    }
+  }
+  return out;
+}
+
+function makeLayer(dtype: KvDType, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number, kScale = 1, vScale = 1): KvLayer {
+  const bytes = numBlocks * blockSize * numKvHeads * headDim * { f32: 4, bf16: 2, fp8: 1 }[dtype];
+  return { dtype, numBlocks, blockSize, numKvHeads, headDim, k: new Uint8Array(bytes), v: new Uint8Array(bytes), kScale, vScale };
+}
+
+// ---- the suites ----
+
+const info = nativeInfo();
+const ORDER: CpuPath[] = ['scalar', 'avx2', 'avx512'];
+const PATHS = ORDER.slice(0, ORDER.indexOf(info.bestCpuPath) + 1);
+const DEFAULT_THREADS = info.threads;
+
+describe('native kernels: runtime', () => {
+  it('reports its path and threads', () => {
+    assert.ok(ORDER.includes(info.cpuPath));
+    assert.ok(info.threads >= 1);
+    assert.equal(typeof info.features.avx2, 'boolean');
+  });
+  it('rejects a path the CPU lacks and unknown names', () => {
+    assert.throws(() => setCpuPath('sse9' as CpuPath), TypeError);
+    if (info.bestCpuPath !== 'avx512') assert.throws(() => setCpuPath('avx512'));
+  });
+});
+
+for (const path of PATHS) {
+  describe(`native kernels on the ${path} path`, () => {
+    before(() => setCpuPath(path));
+    after(() => setCpuPath(info.bestCpuPath));
+
+    const FLOAT_DTYPES: DType[] = ['f32', 'f16', 'bf16'];
+    const K_DTYPES: DType[] = ['q2_k', 'q4_k', 'q5_k', 'q6_k'];
+
+    it('matmul with f32 / f16 / bf16 weights matches the reference (odd shapes, n = 1, 3, 17, bias)', () => {
+      const rand = rng(1);
+      for (const dtype of FLOAT_DTYPES) {
+        for (const [rows, cols] of [[19, 37], [64, 128], [5, 200]]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          for (const n of [1, 3, 17]) {
+            const x = randomF32(rand, n * cols);
+            const bias = n === 3 ? randomF32(rand, rows) : undefined;
+            const want = new Float32Array(n * rows), got = new Float32Array(n * rows);
+            referenceOps.matmul(x, n, w, want, bias);
+            nativeOps.matmul(x, n, w, got, bias);
+            assertClose(got, want, 1e-4, `${dtype} [${rows}x${cols}] n=${n}`);
+          }
+        }
+      }
+    });
+
+    it('matmul with Q8_0 / Q4_0 weights: int8 activations within 1e-2, exact kernels within 1e-5', () => {
+      const rand = rng(2);
+      for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
+        // 96 columns = 3 blocks: an odd block count takes the single-block tail.
+        for (const [rows, cols] of [[19, 96], [33, 256], [8, 32]]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          for (const n of [1, 3, 17]) {
+            const x = randomF32(rand, n * cols);
+            const bias = n === 17 ? randomF32(rand, rows) : undefined;
+            const got = new Float32Array(n * rows);
+            nativeOps.matmul(x, n, w, got, bias);
+            const want = new Float32Array(n * rows);
+            referenceOps.matmul(x, n, w, want, bias);
+            const err = relL2(got, want);
+            assert.ok(err <= 1e-2, `${dtype} [${rows}x${cols}] n=${n}: relative L2 ${err} vs raw activations`);
+            const wantExact = new Float32Array(n * rows);
+            referenceOps.matmul(roundActivations(x), n, w, wantExact, bias);
+            assertClose(got, wantExact, 1e-5, `${dtype} [${rows}x${cols}] n=${n} vs int8-rounded activations`);
+          }
+        }
+      }
+    });
+
+    it('matmul with K-quant weights matches the reference', () => {
+      const rand = rng(3);
+      for (const dtype of K_DTYPES) {
+        for (const [rows, cols] of [[7, 256], [21, 512]]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          for (const n of [1, 3, 17]) {
+            const x = randomF32(rand, n * cols);
+            const bias = n === 1 ? randomF32(rand, rows) : undefined;
+            const want = new Float32Array(n * rows), got = new Float32Array(n * rows);
+            referenceOps.matmul(x, n, w, want, bias);
+            nativeOps.matmul(x, n, w, got, bias);
+            assertClose(got, want, 1e-4, `${dtype} [${rows}x${cols}] n=${n}`);
+          }
+        }
+      }
+    });
+
+    it('embed decodes rows of every dtype', () => {
+      const rand = rng(4);
+      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
+        const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 512 : 64;
+        const table = makeWeight(rand, dtype, 11, cols);
+        const ids = Int32Array.from([0, 10, 3, 3, 7]);
+        const want = new Float32Array(ids.length * cols), got = new Float32Array(ids.length * cols);
+        referenceOps.embed(ids, table, want);
+        nativeOps.embed(ids, table, got);
+        assertClose(got, want, 1e-6, `embed ${dtype}`);
+      }
+    });
+
+    it('rmsnorm matches, in place too', () => {
+      const rand = rng(5);
+      for (const [rows, dim] of [[3, 37], [5, 896], [40, 2048]]) {
+        const x = randomF32(rand, rows * dim, 3);
+        const w = randomF32(rand, dim);
+        const want = new Float32Array(rows * dim), got = new Float32Array(rows * dim);
+        referenceOps.rmsnorm(x, rows, dim, w, 1e-6, want);
+        nativeOps.rmsnorm(x, rows, dim, w, 1e-6, got);
+        assertClose(got, want, 1e-5, `rmsnorm ${rows}x${dim}`);
+        nativeOps.rmsnorm(x, rows, dim, w, 1e-6, x);
+        assertClose(x, want, 1e-5, `rmsnorm in place ${rows}x${dim}`);
+      }
+    });
+
+    it('rope (neox and normal) matches at far positions', () => {
+      const rand = rng(6);
+      for (const style of ['neox', 'normal'] as const) {
+        for (const [n, heads, hd, theta] of [[5, 3, 16, 10000], [9, 2, 64, 1000000], [300, 4, 64, 10000]]) {
+          const x = randomF32(rand, n * heads * hd);
+          const pos = Int32Array.from({ length: n }, (_, i) => (i % 2 ? i : Math.floor(rand() * 30000)));
+          const want = x.slice(), got = x.slice();
+          referenceOps.rope(want, n, heads, hd, pos, theta, style);
+          nativeOps.rope(got, n, heads, hd, pos, theta, style);
+          assertClose(got, want, 1e-5, `rope ${style} n=${n} hd=${hd}`);
+          // Second call with the same positions takes the cached cos/sin table.
+          const again = x.slice();
+          nativeOps.rope(again, n, heads, hd, pos, theta, style);
+          assert.deepEqual(again, got);
+        }
+      }
+    });
+
+    it('siluMul and add match (tails, large values, parallel lengths, in place)', () => {
+      const rand = rng(7);
+      for (const len of [1, 15, 1000, 300001]) {
+        const g = randomF32(rand, len, 30), u = randomF32(rand, len, 2);
+        g[0] = -200;
+        const want = new Float32Array(len), got = new Float32Array(len);
+        referenceOps.siluMul(g, u, want, len);
+        nativeOps.siluMul(g, u, got, len);
+        assertClose(got, want, 1e-5, `siluMul len=${len}`);
+        const g2 = g.slice();
+        nativeOps.siluMul(g2, u, g2, len);
+        assertClose(g2, want, 1e-5, `siluMul in place len=${len}`);
+        referenceOps.add(g, u, want, len);
+        nativeOps.add(g, u, got, len);
+        assert.deepEqual(got, want, `add len=${len}`);
+      }
+    });
+
+    it('storeKv writes the same bytes as the reference for every KV dtype', () => {
+      const rand = rng(8);
+      for (const dtype of ['f32', 'bf16', 'fp8'] as KvDType[]) {
+        const mk = () => makeLayer(dtype, 6, 4, 2, 24, 0.5, 2);
+        const ref = mk(), nat = mk();
+        const n = 9, width = 2 * 24;
+        const k = randomF32(rand, n * width, 300), v = randomF32(rand, n * width, 1000);
+        // Specials: NaN, infinities, saturation, signed zero, fp8 subnormals and rounding ties.
+        k.set([NaN, Infinity, -Infinity, 500, -0, 1e-3, 2 ** -10, 3 * 2 ** -10, 1e-40, 17]);
+        const slots = Int32Array.from([0, 5, 23, 7, 8, 12, 13, 2, 19]);
+        referenceOps.storeKv(ref, k, v, n, slots);
+        nativeOps.storeKv(nat, k, v, n, slots);
+        assert.deepEqual(nat.k, ref.k, `${dtype} k bytes`);
+        assert.deepEqual(nat.v, ref.v, `${dtype} v bytes`);
+      }
+    });
+
+    it('attention over the paged cache matches (GQA, block crossings, prefill + decode, windows, every KV dtype)', () => {
+      const rand = rng(9);
+      const cases = [
+        { blockSize: 4, numKvHeads: 2, numHeads: 6, headDim: 32, lens: [[1, 9], [7, 7], [5, 13]] },
+        { blockSize: 16, numKvHeads: 1, numHeads: 4, headDim: 20, lens: [[40, 100], [1, 33]] },
+        { blockSize: 8, numKvHeads: 2, numHeads: 2, headDim: 64, lens: [[1, 70]] },
+        { blockSize: 3, numKvHeads: 4, numHeads: 8, headDim: 72, lens: [[17, 17], [3, 5], [1, 1]] },
+      ];
+      for (const dtype of ['f32', 'bf16', 'fp8'] as KvDType[]) {
+        for (const c of cases) {
+          const blocksPer = c.lens.map(([, kv]) => Math.ceil(kv / c.blockSize));
+          const numBlocks = blocksPer.reduce((a, b) => a + b, 0) + 3;
+          const layer = makeLayer(dtype, numBlocks, c.blockSize, c.numKvHeads, c.headDim, dtype === 'fp8' ? 0.25 : 1, dtype === 'fp8' ? 0.5 : 1);
+          // Physical blocks in shuffled order, so sequences interleave in the pool.
+          const free = Array.from({ length: numBlocks }, (_, i) => i).sort(() => rand() - 0.5);
+          const width = c.numKvHeads * c.headDim;
+          const seqs: AttentionSeq[] = [];
+          let qStart = 0;
+          c.lens.forEach(([qLen, kvLen], s) => {
+            const blockTable = Int32Array.from(free.splice(0, blocksPer[s]));
+            const slots = Int32Array.from({ length: kvLen }, (_, t) => blockTable[Math.floor(t / c.blockSize)] * c.blockSize + (t % c.blockSize));
+            referenceOps.storeKv(layer, randomF32(rand, kvLen * width), randomF32(rand, kvLen * width, 2), kvLen, slots);
+            seqs.push({ qStart, qLen, kvLen, blockTable });
+            qStart += qLen;
+          });
+          const q = randomF32(rand, qStart * c.numHeads * c.headDim, 2);
+          for (const slidingWindow of [null, 5]) {
+            const params = { numHeads: c.numHeads, scale: 1 / Math.sqrt(c.headDim), slidingWindow };
+            const want = new Float32Array(q.length), got = new Float32Array(q.length);
+            referenceOps.attention(q, layer, seqs, params, want);
+            nativeOps.attention(q, layer, seqs, params, got);
+            assertClose(got, want, 2e-5, `attention ${dtype} bs=${c.blockSize} hd=${c.headDim} window=${slidingWindow}`);
+          }
+        }
+      }
+    });
+  });
+}
+
+describe('native kernels: thread counts', () => {
+  after(() => setNumThreads(DEFAULT_THREADS));
+  for (const threads of [1, 3]) {
+    it(`give the same results with ${threads} thread(s)`, () => {
+      setNumThreads(threads);
+      assert.equal(nativeInfo().threads, threads);
+      const rand = rng(10);
+      for (const dtype of ['f32', 'q4_0', 'q6_k'] as DType[]) {
+        const w = makeWeight(rand, dtype, 70, 256);
+        const x = randomF32(rand, 5 * 256);
+        const a = new Float32Array(5 * 70);
+        nativeOps.matmul(x, 5, w, a);
+        setNumThreads(DEFAULT_THREADS);
+        const b = new Float32Array(5 * 70);
+        nativeOps.matmul(x, 5, w, b);
+        setNumThreads(threads);
+        assert.deepEqual(a, b, `${dtype}: results depend on the thread count`);
+      }
+    });
+  }
+});
+
+describe('native kernels: argument checks', () => {
+  const w: WeightMatrix = { dtype: 'q8_0', rows: 4, cols: 64, data: new Uint8Array(4 * 2 * 34) };
+  it('throws TypeError for wrong sizes and types instead of crashing', () => {
+    assert.throws(() => nativeOps.matmul(new Float32Array(63), 1, w, new Float32Array(4)), TypeError);
+    assert.throws(() => nativeOps.matmul(new Float32Array(64), 1, w, new Float32Array(3)), TypeError);
+    assert.throws(() => nativeOps.matmul(new Float32Array(64), 1, { ...w, cols: 48 }, new Float32Array(4)), TypeError);
+    assert.throws(() => nativeOps.matmul(new Float32Array(64), 1, { ...w, data: new Uint8Array(10) }, new Float32Array(4)), TypeError);
+    assert.throws(() => nativeOps.matmul(new Float64Array(64) as unknown as Float32Array, 1, w, new Float32Array(4)), TypeError);
+    const shared = new Float32Array(128);
+    assert.throws(() => nativeOps.matmul(shared.subarray(0, 64), 1, w, shared.subarray(60, 64)), TypeError);
+    assert.throws(() => nativeOps.rmsnorm(new Float32Array(10), 2, 8, new Float32Array(8), 1e-6, new Float32Array(16)), TypeError);
+    assert.throws(() => nativeOps.rope(new Float32Array(12), 1, 2, 6, new Int32Array(0), 1e4, 'neox'), TypeError);
+    assert.throws(() => nativeOps.siluMul(new Float32Array(4), new Float32Array(3), new Float32Array(4), 4), TypeError);
+    // The raw addon checks bounds too, for callers that skip the TypeScript face.
+    assert.throws(() => nativeOps.storeKv(makeLayer('f32', 2, 4, 1, 8), new Float32Array(8), new Float32Array(4), 1, new Int32Array([0])), TypeError);
+  });
+  it('throws RangeError for ids, slots and block ids outside their tables', () => {
+    assert.throws(() => nativeOps.embed(Int32Array.from([4]), w, new Float32Array(64)), RangeError);
+    const layer = makeLayer('bf16', 2, 4, 1, 8);
+    assert.throws(() => nativeOps.storeKv(layer, new Float32Array(8), new Float32Array(8), 1, Int32Array.from([8])), RangeError);
+    const seq = { qStart: 0, qLen: 1, kvLen: 5, blockTable: Int32Array.from([0, 2]) };
+    assert.throws(() => nativeOps.attention(new Float32Array(8), layer, [seq], { numHeads: 1, scale: 1, slidingWindow: null }, new Float32Array(8)), RangeError);
+    const short = { qStart: 0, qLen: 1, kvLen: 5, blockTable: Int32Array.from([0]) };
+    assert.throws(() => nativeOps.attention(new Float32Array(8), layer, [short], { numHeads: 1, scale: 1, slidingWindow: null }, new Float32Array(8)), RangeError);
+  });
+});

@@ -1,0 +1,547 @@
+// The OpenAI routes over a scripted engine: request validation (exact status, code and param),
+// the response and stream shapes, how request fields reach the engine, errors, disconnects.
+// The tokenizer and chat template are svc-tiny-chat's real ones; only the engine is scripted,
+// so these run in milliseconds (the e2e test runs the real model).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import pino from 'pino';
+import {
+  EngineAdmissionError,
+  type Engine,
+  type EngineEvent,
+  type EngineFinishReason,
+  type GenerationHandle,
+  type GenerationRequest,
+} from '../../src/engine/types.js';
+import { buildApp, type AppOptions } from '../../src/server/app.js';
+import { Lifecycle, type ModelRuntime } from '../../src/server/lifecycle.js';
+import { loadTokenizer } from '../../src/model/tokenizer.js';
+import { findChatTemplate } from '../../src/chat/template.js';
+import { configFromHf } from '../../src/model/model-config.js';
+import { TINY_CHAT } from '../helpers/paths.js';
+
+const tokenizer = loadTokenizer(TINY_CHAT);
+const chatTemplate = findChatTemplate(TINY_CHAT);
+const modelConfig = configFromHf(JSON.parse(readFileSync(join(TINY_CHAT, 'config.json'), 'utf8')));
+const IM_END = 151645;
+const ANSWER = 'The capital of France is Paris. 🇫🇷';
+
+interface Script {
+  ids: number[];
+  /** How the job ends once the ids are out (default: stop, or length when max_tokens cut it). */
+  reason?: EngineFinishReason;
+  message?: string;
+  /** Ids per tokens event. */
+  chunk?: number;
+  delayMs?: number;
+}
+
+/** An Engine that plays back a script; records what it was asked and what was cancelled. */
+class ScriptedEngine implements Engine {
+  readonly jobs: { req: GenerationRequest; cancelled: boolean }[] = [];
+  refuse: EngineAdmissionError | Error | null = null;
+
+  constructor(public script: Script) {}
+
+  submit(req: GenerationRequest): GenerationHandle {
+    if (this.refuse) throw this.refuse;
+    const job = { req, cancelled: false };
+    this.jobs.push(job);
+    const s = this.script;
+    async function* events(): AsyncGenerator<EngineEvent> {
+      const ids = s.ids.slice(0, req.maxTokens);
+      const chunk = s.chunk ?? 2;
+      let sent = 0;
+      for (let i = 0; i < ids.length; i += chunk) {
+        await delay(s.delayMs ?? 0);
+        if (job.cancelled) {
+          yield { type: 'done', reason: 'cancelled', stopTokenId: null, promptTokens: req.promptTokens.length, completionTokens: sent };
+          return;
+        }
+        const part = ids.slice(i, i + chunk);
+        sent += part.length;
+        const logprobs = part.map((id) => ({ id, logprob: -0.25, top: [{ id, logprob: -0.25 }, { id: 9707, logprob: -3 }] }));
+        yield req.logprobs > 0 ? { type: 'tokens', ids: part, logprobs } : { type: 'tokens', ids: part };
+      }
+      const reason = s.reason ?? (ids.length < s.ids.length ? 'length' : 'stop');
+      yield {
+        type: 'done',
+        reason,
+        stopTokenId: reason === 'stop' ? IM_END : null,
+        promptTokens: req.promptTokens.length,
+        completionTokens: sent,
+        message: s.message,
+      };
+    }
+    return { events: events(), cancel: () => void (job.cancelled = true) };
+  }
+
+  stats() {
+    return { running: 0, waiting: 0, kvBlocksTotal: 0, kvBlocksUsed: 0, kvPoolTokens: 0 };
+  }
+
+  async shutdown(): Promise<void> {}
+}
+
+const OPTIONS: AppOptions = {
+  modelName: 'svc-tiny-chat',
+  maxBodyBytes: 64 * 1024,
+  defaultMinP: 0.08,
+  defaultTopNSigma: 1.0,
+  toolMaxTokens: 300,
+  requestTimeoutSec: 300,
+  maxSeqLen: 512,
+};
+
+function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, ready = true) {
+  const engine = new ScriptedEngine(script);
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  const lifecycle = new Lifecycle();
+  const runtime: ModelRuntime = { engine, tokenizer, chatTemplate, eosTokenIds: [IM_END, 151643], modelConfig };
+  if (ready) lifecycle.setReady(runtime);
+  const app = buildApp({ options: OPTIONS, logger: pino({ level: 'info' }, sink), lifecycle });
+  return { app, engine, lines, lifecycle, runtime };
+}
+
+const USER = [{ role: 'user', content: 'What is the capital of France?' }];
+
+async function post(app: ReturnType<typeof setup>['app'], url: string, body: unknown) {
+  const res = await app.inject({ method: 'POST', url, payload: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) };
+}
+
+function sseFrames(body: string): string[] {
+  assert.ok(body.endsWith('\n\n'), 'frames end with a blank line');
+  return body.split('\n\n').filter(Boolean).map((f) => {
+    assert.ok(f.startsWith('data: '), f);
+    return f.slice(6);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation: status, code, param
+
+const chatCases: [string, unknown, string | null][] = [
+  ['messages missing', { model: 'x' }, 'messages'],
+  ['messages not an array', { messages: 'hi' }, 'messages'],
+  ['messages empty', { messages: [] }, 'messages'],
+  ['unknown role', { messages: [{ role: 'wizard', content: 'hi' }] }, 'messages[0].role'],
+  ['role missing', { messages: [{ content: 'hi' }] }, 'messages[0].role'],
+  ['content of a wrong type', { messages: [USER[0], { role: 'user', content: 5 }] }, 'messages[1].content'],
+  ['content part text of a wrong type', { messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] }, 'messages[0].content[0].text'],
+  ['max_tokens as a string', { messages: USER, max_tokens: '5' }, 'max_tokens'],
+  ['max_tokens zero', { messages: USER, max_tokens: 0 }, 'max_tokens'],
+  ['temperature above 2', { messages: USER, temperature: 3 }, 'temperature'],
+  ['n of a wrong type', { messages: USER, n: 1.5 }, 'n'],
+  ['stop of a wrong type', { messages: USER, stop: 7 }, 'stop'],
+  ['stream not a boolean', { messages: USER, stream: 'yes' }, 'stream'],
+  ['presence_penalty not zero', { messages: USER, presence_penalty: 0.5 }, 'presence_penalty'],
+  ['response_format json', { messages: USER, response_format: { type: 'json_object' } }, 'response_format'],
+  ['tool_choice required without tools', { messages: USER, tool_choice: 'required' }, 'tool_choice'],
+  ['tool message without tool_call_id', { messages: [USER[0], { role: 'tool', content: '{}' }] }, 'messages[1].tool_call_id'],
+  ['user message with null content', { messages: [{ role: 'user', content: null }] }, 'messages[0].content'],
+  ['image input', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }, 'messages[0].content[0]'],
+  ['top_logprobs without logprobs', { messages: USER, top_logprobs: 2 }, 'top_logprobs'],
+  ['body is an array', [1, 2], 'body'],
+  ['tool without a name', { messages: USER, tools: [{ type: 'function', function: { description: 'x' } }] }, 'tools[0].function.name'],
+];
+
+for (const [name, body, param] of chatCases) {
+  test(`chat 400: ${name} → param ${param}`, async () => {
+    const { app, engine } = setup();
+    const res = await post(app, '/v1/chat/completions', body);
+    assert.equal(res.status, 400, res.body);
+    const err = res.json().error;
+    assert.equal(err.type, 'invalid_request_error');
+    assert.equal(err.param, param);
+    assert.ok(err.message.includes(String(param)), `message names the field: ${err.message}`);
+    assert.equal(engine.jobs.length, 0, 'nothing reached the engine');
+  });
+}
+
+test('chat 400: a wrong type says what was expected and what came', async () => {
+  const { app } = setup();
+  const err = (await post(app, '/v1/chat/completions', { messages: USER, max_tokens: '5' })).json().error;
+  assert.equal(err.message, "Invalid type for 'max_tokens': expected an integer or null, but got a string instead.");
+});
+
+test('400: malformed JSON says the body is not valid JSON', async () => {
+  const { app } = setup();
+  const res = await post(app, '/v1/chat/completions', '{"messages": [');
+  assert.equal(res.status, 400);
+  const err = res.json().error;
+  assert.equal(err.type, 'invalid_request_error');
+  assert.equal(err.code, 'invalid_json');
+  assert.match(err.message, /not valid JSON/);
+});
+
+test('a JSON body is read whatever content-type it was sent with (curl -d)', async () => {
+  const { app } = setup();
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    payload: JSON.stringify({ messages: USER }),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(res.statusCode, 200, res.body);
+});
+
+test('413: a body over the limit, in the OpenAI shape', async () => {
+  const { app } = setup();
+  const res = await post(app, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x'.repeat(OPTIONS.maxBodyBytes) }] });
+  assert.equal(res.status, 413);
+  assert.equal(res.json().error.code, 'request_too_large');
+});
+
+test('400 context_length_exceeded: prompt + max_tokens over the context', async () => {
+  const { app, engine } = setup();
+  const res = await post(app, '/v1/chat/completions', { messages: USER, max_tokens: OPTIONS.maxSeqLen });
+  assert.equal(res.status, 400);
+  const err = res.json().error;
+  assert.equal(err.code, 'context_length_exceeded');
+  assert.equal(err.param, 'max_tokens');
+  assert.match(err.message, /maximum context length is 512 tokens/);
+  assert.equal(engine.jobs.length, 0);
+});
+
+test('404 for an unknown route, 405 for a known one with the wrong method', async () => {
+  const { app } = setup();
+  const res = await app.inject({ method: 'POST', url: '/v1/nope' });
+  assert.equal(res.statusCode, 404);
+  assert.deepEqual(res.json(), { error: { message: 'Invalid URL (POST /v1/nope)', type: 'invalid_request_error', code: 'not_found', param: null } });
+  const wrong = await app.inject({ method: 'GET', url: '/v1/chat/completions' });
+  assert.equal(wrong.statusCode, 405);
+  assert.equal(wrong.headers.allow, 'POST');
+  assert.equal(wrong.json().error.code, 'method_not_allowed');
+});
+
+const completionCases: [string, unknown, string][] = [
+  ['prompt missing', {}, 'prompt'],
+  ['prompt empty array', { prompt: [] }, 'prompt'],
+  ['prompt of a wrong type', { prompt: { text: 'hi' } }, 'prompt'],
+  ['token id out of the vocabulary', { prompt: [1, 2, 10_000_000] }, 'prompt'],
+  ['an empty prompt in a batch', { prompt: ['ok', ''] }, 'prompt[1]'],
+  ['suffix', { prompt: 'a', suffix: 'b' }, 'suffix'],
+  ['echo with logprobs', { prompt: 'a', echo: true, logprobs: 1 }, 'echo'],
+  ['logprobs as a boolean', { prompt: 'a', logprobs: true }, 'logprobs'],
+];
+
+for (const [name, body, param] of completionCases) {
+  test(`completions 400: ${name} → param ${param}`, async () => {
+    const { app, engine } = setup();
+    const res = await post(app, '/v1/completions', body);
+    assert.equal(res.status, 400, res.body);
+    assert.equal(res.json().error.param, param);
+    assert.equal(engine.jobs.length, 0);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle, models, health
+
+test('before a model is ready: 503 model_not_loaded on /health, /v1/models and the protocol routes', async () => {
+  const { app, lifecycle, runtime } = setup(undefined, false);
+  for (const [method, url] of [['GET', '/health'], ['GET', '/v1/models'], ['POST', '/v1/chat/completions'], ['POST', '/v1/completions']] as const) {
+    const res = await app.inject({ method, url, payload: method === 'POST' ? { messages: USER, prompt: 'x' } : undefined });
+    assert.equal(res.statusCode, 503, url);
+    assert.equal(res.json().error.code, 'model_not_loaded');
+    assert.equal(res.headers['retry-after'], '1');
+  }
+  lifecycle.setReady(runtime);
+  const health = await app.inject({ method: 'GET', url: '/health' });
+  assert.equal(health.statusCode, 200);
+  assert.deepEqual(health.json(), { status: 'ok' });
+  lifecycle.setLoading();
+  assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 503, 'a swap in progress');
+});
+
+test('/v1/models lists exactly the served model', async () => {
+  const { app } = setup();
+  const body = (await app.inject({ method: 'GET', url: '/v1/models' })).json();
+  assert.equal(body.object, 'list');
+  assert.equal(body.data.length, 1);
+  assert.equal(body.data[0].id, 'svc-tiny-chat');
+  assert.equal(body.data[0].object, 'model');
+  assert.equal(body.data[0].owned_by, 'svc');
+  assert.equal(typeof body.data[0].created, 'number');
+  assert.equal((await app.inject({ method: 'GET', url: '/v1/models/svc-tiny-chat' })).json().id, 'svc-tiny-chat');
+  assert.equal((await app.inject({ method: 'GET', url: '/v1/models/gpt-4' })).statusCode, 404);
+});
+
+// ---------------------------------------------------------------------------------------------
+// What reaches the engine
+
+test('request fields → engine job: defaults, vLLM extensions, EOS handling, max_tokens', async () => {
+  const { app, engine } = setup();
+  await post(app, '/v1/chat/completions', { model: 'anything', messages: USER });
+  const job = engine.jobs[0]!.req;
+  assert.deepEqual(job.sampling, { temperature: 1, topK: 0, topP: 1, minP: 0.08, topNSigma: 1, seed: null });
+  assert.deepEqual(job.stopTokenIds, [IM_END, 151643]);
+  assert.equal(job.maxTokens, OPTIONS.maxSeqLen - job.promptTokens.length, 'default: the rest of the context');
+  assert.equal(job.timeoutMs, 300_000);
+  assert.equal(job.logprobs, 0);
+  const rendered = tokenizer.decode(job.promptTokens);
+  assert.ok(rendered.startsWith('<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n'), rendered);
+
+  await post(app, '/v1/chat/completions', {
+    messages: USER,
+    temperature: 0.5,
+    top_p: 0.9,
+    top_k: -1,
+    min_p: 0,
+    seed: 42,
+    ignore_eos: true,
+    stop_token_ids: [13],
+    max_completion_tokens: 7,
+    chat_template_kwargs: { enable_thinking: false },
+  });
+  const job2 = engine.jobs[1]!.req;
+  assert.deepEqual(job2.sampling, { temperature: 0.5, topK: 0, topP: 0.9, minP: 0, topNSigma: 1, seed: 42 });
+  assert.deepEqual(job2.stopTokenIds, [13]);
+  assert.equal(job2.maxTokens, 7);
+  assert.ok(tokenizer.decode(job2.promptTokens).endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n'), 'chat_template_kwargs reach the template');
+});
+
+test('tools: passed to the template, completion capped by --tool-max-tokens; tool_choice none drops them', async () => {
+  const { app, engine } = setup();
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  await post(app, '/v1/chat/completions', { messages: USER, tools });
+  const job = engine.jobs[0]!.req;
+  assert.equal(job.maxTokens, OPTIONS.toolMaxTokens);
+  assert.match(tokenizer.decode(job.promptTokens), /<tools>\n\{"type": "function", "function": \{"name": "get_weather"/);
+  await post(app, '/v1/chat/completions', { messages: USER, tools, tool_choice: 'none' });
+  assert.doesNotMatch(tokenizer.decode(engine.jobs[1]!.req.promptTokens), /<tools>/);
+});
+
+test('a tool-call conversation turn renders through the template', async () => {
+  const { app, engine } = setup();
+  const res = await post(app, '/v1/chat/completions', {
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', name: 'get_weather', content: '{"temp": 21}' },
+    ],
+  });
+  assert.equal(res.status, 200, res.body);
+  const prompt = tokenizer.decode(engine.jobs[0]!.req.promptTokens);
+  assert.match(prompt, /<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris"\}\}\n<\/tool_call>/);
+  assert.match(prompt, /<tool_response>\n\{"temp": 21\}\n<\/tool_response>/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Response shapes
+
+test('non-streamed chat: shape, content, finish_reason, usage; one log line', async () => {
+  const { app, engine, lines } = setup();
+  const res = await post(app, '/v1/chat/completions', { messages: USER });
+  assert.equal(res.status, 200);
+  const body = res.json();
+  assert.match(body.id, /^chatcmpl-/);
+  assert.equal(body.object, 'chat.completion');
+  assert.equal(body.model, 'svc-tiny-chat');
+  assert.equal(body.choices.length, 1);
+  assert.deepEqual(body.choices[0], { index: 0, message: { role: 'assistant', content: ANSWER }, logprobs: null, finish_reason: 'stop' });
+  const promptTokens = engine.jobs[0]!.req.promptTokens.length;
+  const completionTokens = tokenizer.encode(ANSWER).length + 1;
+  assert.deepEqual(body.usage, { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens });
+  const logged = lines.filter((l) => l.msg === 'request completed');
+  assert.equal(logged.length, 1);
+  assert.equal(logged[0]!.promptTokens, promptTokens);
+  assert.equal(logged[0]!.completionTokens, completionTokens);
+  assert.equal(logged[0]!.model, 'svc-tiny-chat');
+  assert.equal(typeof logged[0]!.ttftMs, 'number');
+  assert.equal(typeof logged[0]!.elapsedMs, 'number');
+  assert.deepEqual(logged[0]!.toolsUsed, []);
+});
+
+test('streamed chat: role first, content deltas, empty-delta finish, usage frame, [DONE]', async () => {
+  const { app, engine } = setup({ ids: [...tokenizer.encode(ANSWER), IM_END], chunk: 1 });
+  const res = await post(app, '/v1/chat/completions', { messages: USER, stream: true, stream_options: { include_usage: true } });
+  assert.equal(res.status, 200);
+  assert.match(String(res.headers['content-type']), /^text\/event-stream/);
+  const frames = sseFrames(res.body);
+  assert.equal(frames.at(-1), '[DONE]');
+  const chunks = frames.slice(0, -1).map((f) => JSON.parse(f));
+  const id = chunks[0].id;
+  for (const c of chunks) {
+    assert.equal(c.object, 'chat.completion.chunk');
+    assert.equal(c.id, id, 'one id for the whole stream');
+  }
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  const usageFrame = chunks.at(-1);
+  assert.deepEqual(usageFrame.choices, []);
+  const prompt = engine.jobs[0]!.req.promptTokens.length;
+  assert.deepEqual(usageFrame.usage, { prompt_tokens: prompt, completion_tokens: tokenizer.encode(ANSWER).length + 1, total_tokens: prompt + tokenizer.encode(ANSWER).length + 1 });
+  const finish = chunks.at(-2);
+  assert.deepEqual(finish.choices[0].delta, {});
+  assert.equal(finish.choices[0].finish_reason, 'stop');
+  const content = chunks.slice(1, -2).map((c) => {
+    assert.equal(c.choices[0].finish_reason, null);
+    assert.equal(c.usage, null, 'with include_usage, other chunks carry usage: null');
+    return c.choices[0].delta.content as string;
+  });
+  assert.ok(content.length > 3, 'content arrives in several deltas');
+  for (const piece of content) assert.ok(!piece.includes('\uFFFD'), 'no half characters');
+  assert.equal(content.join(''), ANSWER);
+});
+
+test('stop string: text cut before it, finish_reason stop, engine job cancelled', async () => {
+  const { app, engine } = setup({ ids: [...tokenizer.encode(ANSWER), IM_END], chunk: 1 });
+  const body = (await post(app, '/v1/chat/completions', { messages: USER, stop: ['Paris', 'nowhere'] })).json();
+  assert.equal(body.choices[0].message.content, 'The capital of France is ');
+  assert.equal(body.choices[0].finish_reason, 'stop');
+  assert.equal(engine.jobs[0]!.cancelled, true);
+  const streamed = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, stop: 'France', stream: true })).body);
+  const text = streamed.slice(0, -1).map((f) => JSON.parse(f).choices[0]?.delta.content ?? '').join('');
+  assert.equal(text, 'The capital of ');
+});
+
+test('max_tokens reached → finish_reason length', async () => {
+  const { app } = setup();
+  const body = (await post(app, '/v1/chat/completions', { messages: USER, max_tokens: 3 })).json();
+  assert.equal(body.choices[0].finish_reason, 'length');
+  assert.equal(body.usage.completion_tokens, 3);
+});
+
+test('n=2: two choices, distinct seeds per sequence, prompt counted once', async () => {
+  const { app, engine } = setup();
+  const body = (await post(app, '/v1/chat/completions', { messages: USER, n: 2, seed: 5 })).json();
+  assert.deepEqual(body.choices.map((c: { index: number }) => c.index), [0, 1]);
+  assert.deepEqual(engine.jobs.map((j) => j.req.sampling.seed), [5, 6]);
+  assert.equal(body.usage.prompt_tokens, engine.jobs[0]!.req.promptTokens.length);
+  assert.equal(body.usage.completion_tokens, 2 * (tokenizer.encode(ANSWER).length + 1));
+  const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, n: 2, stream: true })).body);
+  const finishes = frames.slice(0, -1).map((f) => JSON.parse(f).choices[0]).filter((c) => c.finish_reason);
+  assert.deepEqual(finishes.map((c) => c.index).sort(), [0, 1]);
+});
+
+test('chat logprobs: one record per generated token, top alternatives as asked', async () => {
+  const { app, engine } = setup();
+  const body = (await post(app, '/v1/chat/completions', { messages: USER, logprobs: true, top_logprobs: 1 })).json();
+  assert.equal(engine.jobs[0]!.req.logprobs, 1);
+  const records = body.choices[0].logprobs.content;
+  assert.equal(records.length, tokenizer.encode(ANSWER).length + 1);
+  assert.equal(records[0].token, tokenizer.decode([tokenizer.encode(ANSWER)[0]!]));
+  assert.equal(records[0].logprob, -0.25);
+  assert.equal(records[0].top_logprobs.length, 1);
+  assert.deepEqual(records[0].bytes, [...Buffer.from(records[0].token)]);
+});
+
+test('engine error: non-streamed → 500 engine_error; streamed → error frame then [DONE]', async () => {
+  const { app } = setup({ ids: tokenizer.encode('Hello there'), reason: 'error', message: 'kernel exploded' });
+  const res = await post(app, '/v1/chat/completions', { messages: USER });
+  assert.equal(res.status, 500);
+  assert.equal(res.json().error.code, 'engine_error');
+  assert.match(res.json().error.message, /kernel exploded/);
+  const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, stream: true })).body);
+  assert.equal(frames.at(-1), '[DONE]');
+  const last = JSON.parse(frames.at(-2)!);
+  assert.equal(last.error.code, 'engine_error');
+  assert.ok(!frames.slice(0, -2).some((f) => JSON.parse(f).choices[0]?.finish_reason), 'no finish reason before the error');
+});
+
+test('engine admission: queue_full → 503 server_busy (retriable), too_long → 400 context_length_exceeded', async () => {
+  const { app, engine } = setup();
+  engine.refuse = new EngineAdmissionError('queue_full', 'queue is full');
+  const busy = await post(app, '/v1/chat/completions', { messages: USER });
+  assert.equal(busy.status, 503);
+  assert.equal(busy.json().error.code, 'server_busy');
+  assert.equal(busy.headers['retry-after'], '1');
+  engine.refuse = new EngineAdmissionError('too_long', 'too long for the pool');
+  const long = await post(app, '/v1/chat/completions', { messages: USER });
+  assert.equal(long.status, 400);
+  assert.equal(long.json().error.code, 'context_length_exceeded');
+});
+
+test('an unexpected exception is a 500 in the shape, and the server keeps serving', async () => {
+  const { app, engine } = setup();
+  engine.refuse = new TypeError('boom');
+  const res = await post(app, '/v1/chat/completions', { messages: USER });
+  assert.equal(res.status, 500);
+  assert.equal(res.json().error.type, 'server_error');
+  engine.refuse = null;
+  assert.equal((await post(app, '/v1/chat/completions', { messages: USER })).status, 200);
+});
+
+test('completions: string, batch and token-id prompts; choices prompt-major; echo', async () => {
+  const { app, engine } = setup();
+  const one = (await post(app, '/v1/completions', { prompt: 'Once upon a time' })).json();
+  assert.equal(one.object, 'text_completion');
+  assert.match(one.id, /^cmpl-/);
+  assert.equal(engine.jobs[0]!.req.maxTokens, 16, 'legacy default max_tokens');
+  assert.equal(one.choices[0].text, tokenizer.decode(tokenizer.encode(ANSWER).slice(0, 16)));
+  assert.equal(one.choices[0].finish_reason, 'length');
+
+  const batch = (await post(app, '/v1/completions', { prompt: ['A', 'B'], n: 2, max_tokens: 50, echo: true })).json();
+  assert.deepEqual(batch.choices.map((c: { index: number }) => c.index), [0, 1, 2, 3]);
+  assert.deepEqual(batch.choices.map((c: { text: string }) => c.text), ['A' + ANSWER, 'A' + ANSWER, 'B' + ANSWER, 'B' + ANSWER]);
+  const jobs = engine.jobs.slice(1);
+  assert.deepEqual(jobs.map((j) => tokenizer.decode(j.req.promptTokens)), ['A', 'A', 'B', 'B']);
+  assert.equal(batch.usage.prompt_tokens, 2);
+
+  const ids = tokenizer.encode('Hello world');
+  const tok = (await post(app, '/v1/completions', { prompt: [ids, ids], max_tokens: 50 })).json();
+  assert.equal(tok.choices.length, 2);
+  assert.deepEqual(engine.jobs.at(-1)!.req.promptTokens, ids);
+});
+
+test('completions streamed with legacy logprobs', async () => {
+  const { app } = setup();
+  const frames = sseFrames((await post(app, '/v1/completions', { prompt: 'Hi', stream: true, logprobs: 1, max_tokens: 50, stream_options: { include_usage: true } })).body);
+  assert.equal(frames.at(-1), '[DONE]');
+  const chunks = frames.slice(0, -1).map((f) => JSON.parse(f));
+  assert.deepEqual(chunks.at(-1).choices, []);
+  const textChunks = chunks.filter((c) => c.choices[0]?.text);
+  assert.equal(textChunks.map((c) => c.choices[0].text).join(''), ANSWER);
+  const tokens = textChunks.flatMap((c) => c.choices[0].logprobs.tokens);
+  assert.equal(tokens.join(''), ANSWER);
+  const offsets = textChunks.flatMap((c) => c.choices[0].logprobs.text_offset);
+  assert.equal(offsets[0], 0);
+  assert.equal(chunks.at(-2).choices[0].finish_reason, 'stop');
+});
+
+test('client disconnect mid-stream cancels the engine job', async () => {
+  const { app, engine } = setup({ ids: Array.from({ length: 400 }, () => 9707), chunk: 1, delayMs: 5 });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const { port } = app.server.address() as { port: number };
+    const ac = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: USER, stream: true }),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    ac.abort();
+    for (let i = 0; i < 100 && !engine.jobs[0]!.cancelled; i++) await delay(10);
+    assert.equal(engine.jobs[0]!.cancelled, true);
+
+    // Same for a non-streamed request the client gives up on.
+    const ac2 = new AbortController();
+    const pending = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: USER }),
+      signal: ac2.signal,
+    }).catch(() => null);
+    for (let i = 0; i < 100 && engine.jobs.length < 2; i++) await delay(10);
+    ac2.abort();
+    await pending;
+    for (let i = 0; i < 100 && !engine.jobs[1]!.cancelled; i++) await delay(10);
+    assert.equal(engine.jobs[1]!.cancelled, true);
+  } finally {
+    await app.close();
+  }
+});
