@@ -4,48 +4,42 @@
 
 import { JsonCallReader } from './json-call.js';
 import { Match, matchAt, skipWs } from './scan.js';
-import { done, MORE, REJECT, StreamingToolParser, type CallReader, type CallSink, type ReadResult } from './stream.js';
+import { done, MORE, REJECT, SteppedReader, StreamingToolParser, type CallReader, type CallSink, type ReadResult } from './stream.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
 
-class HermesReader implements CallReader {
+class HermesReader extends SteppedReader {
   private pos: number;
   private obj: JsonCallReader | null = null;
-  private lastEnd = -1;
 
   constructor(
     private readonly sink: CallSink,
     at: number,
   ) {
+    super();
     this.pos = at + OPEN.length;
   }
 
-  read(buf: string, eos: boolean): ReadResult {
-    for (;;) {
-      if (this.obj) {
-        const r = this.obj.read(buf, eos);
-        if (r.kind === 'more') return MORE;
-        this.obj = null;
-        if (r.kind === 'reject') return this.stop(this.lastEnd);
-        this.pos = this.lastEnd = r.end;
-      }
-      const j = skipWs(buf, this.pos);
-      if (j >= buf.length) return eos ? this.stop(buf.length) : MORE;
-      if (buf[j] === '{') {
-        this.obj = new JsonCallReader(this.sink, j);
-        continue;
-      }
-      if (this.lastEnd < 0) return REJECT;
-      const m = matchAt(buf, j, CLOSE);
-      if (m === Match.Partial && !eos) return MORE;
-      // Anything else after a call ends the block there; it is text.
-      return done(m === Match.Yes ? j + CLOSE.length : this.lastEnd);
+  protected step(buf: string, eos: boolean): ReadResult | null {
+    if (this.obj) {
+      const r = this.obj.read(buf, eos);
+      if (r.kind === 'more') return MORE;
+      this.obj = null;
+      if (r.kind === 'reject') return this.stop();
+      this.pos = this.lastEnd = r.end;
     }
-  }
-
-  private stop(end: number): ReadResult {
-    return this.lastEnd >= 0 ? done(end) : REJECT;
+    const j = skipWs(buf, this.pos);
+    if (j >= buf.length) return eos ? this.stop() : MORE;
+    if (buf[j] === '{') {
+      this.obj = new JsonCallReader(this.sink, j);
+      return null;
+    }
+    if (this.lastEnd < 0) return REJECT;
+    const m = matchAt(buf, j, CLOSE);
+    if (m === Match.Partial && !eos) return MORE;
+    // Anything else after a call ends the block there; it is text.
+    return done(m === Match.Yes ? j + CLOSE.length : this.lastEnd);
   }
 }
 

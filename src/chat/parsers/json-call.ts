@@ -3,7 +3,7 @@
 
 import { JsonValueScanner, Step } from './json-value.js';
 import { isWs, skipWs } from './scan.js';
-import { done, MORE, REJECT, type CallReader, type CallSink, type ReadResult } from './stream.js';
+import { done, MORE, REJECT, SteppedReader, type CallReader, type CallSink, type ReadResult } from './stream.js';
 
 /** Keys that hold the arguments object (Llama-style outputs say "parameters"). */
 const ARG_KEYS = new Set(['arguments', 'parameters']);
@@ -187,52 +187,47 @@ const enum ArraySt {
 }
 
 /** Reads `[call, call, …]`; an element that is not a call ends the region before it. */
-export class JsonCallArrayReader implements CallReader {
+export class JsonCallArrayReader extends SteppedReader {
   private pos: number;
   private st = ArraySt.Open;
   private elem: JsonCallReader | null = null;
-  private lastEnd = -1;
 
   constructor(
     private readonly sink: CallSink,
     at: number,
   ) {
+    super();
     this.pos = at;
   }
 
-  read(buf: string, eos: boolean): ReadResult {
-    for (;;) {
-      if (this.st === ArraySt.In) {
-        const r = this.elem!.read(buf, eos);
-        if (r.kind === 'more') return MORE;
-        if (r.kind === 'reject') return this.stop();
-        this.pos = this.lastEnd = r.end;
-        this.st = ArraySt.After;
-      }
-      const j = skipWs(buf, this.pos);
-      if (j >= buf.length) return eos ? this.stop() : MORE;
-      const ch = buf[j];
-      if (this.st === ArraySt.Open) {
-        if (ch !== '[') return REJECT;
-        this.st = ArraySt.First;
-      } else if (this.st === ArraySt.After) {
-        if (ch === ']') return done(j + 1);
-        if (ch !== ',') return this.stop();
-        this.st = ArraySt.Next;
-      } else if (ch === '{') {
-        this.elem = new JsonCallReader(this.sink, j);
-        this.st = ArraySt.In;
-        this.pos = j;
-        continue;
-      } else {
-        // `[]` is not a call list; a trailing comma before `]` is forgiven.
-        return ch === ']' && this.lastEnd >= 0 ? done(j + 1) : this.stop();
-      }
-      this.pos = j + 1;
+  protected step(buf: string, eos: boolean): ReadResult | null {
+    if (this.st === ArraySt.In) {
+      const r = this.elem!.read(buf, eos);
+      if (r.kind === 'more') return MORE;
+      if (r.kind === 'reject') return this.stop();
+      this.pos = this.lastEnd = r.end;
+      this.st = ArraySt.After;
     }
-  }
-
-  private stop(): ReadResult {
-    return this.lastEnd >= 0 ? done(this.lastEnd) : REJECT;
+    const j = skipWs(buf, this.pos);
+    if (j >= buf.length) return eos ? this.stop() : MORE;
+    const ch = buf[j];
+    if (this.st === ArraySt.Open) {
+      if (ch !== '[') return REJECT;
+      this.st = ArraySt.First;
+    } else if (this.st === ArraySt.After) {
+      if (ch === ']') return done(j + 1);
+      if (ch !== ',') return this.stop();
+      this.st = ArraySt.Next;
+    } else if (ch === '{') {
+      this.elem = new JsonCallReader(this.sink, j);
+      this.st = ArraySt.In;
+      this.pos = j;
+      return null;
+    } else {
+      // `[]` is not a call list; a trailing comma before `]` is forgiven.
+      return ch === ']' && this.lastEnd >= 0 ? done(j + 1) : this.stop();
+    }
+    this.pos = j + 1;
+    return null;
   }
 }

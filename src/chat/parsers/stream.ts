@@ -58,7 +58,7 @@ export const done = (end: number): ReadResult => ({ kind: 'done', end });
 
 /**
  * Reads one call region. `buf` holds the region from its start (a fence or the opener)
- * and only grows between calls, so a reader keeps its own position in it.
+ * and only grows while the reader runs, so a reader keeps its own position in it.
  */
 export interface CallReader {
   /** With `eos` (no more text will come) the answer is never 'more'. */

@@ -7,7 +7,7 @@
 import { ArgsWriter } from './args-writer.js';
 import type { ParamTyper } from './param-values.js';
 import { findFirst, Match, matchAny, matchAt, PARTIAL, skipWs } from './scan.js';
-import { done, MORE, REJECT, SteppedReader, type CallReader, type CallSink, type ReadResult } from './stream.js';
+import { done, MORE, REJECT, SteppedReader, type CallSink, type ReadResult } from './stream.js';
 
 export interface XmlDialect {
   /** Wrapper around one or more calls. */

@@ -151,22 +151,23 @@ export function hasToolGrammar(format: string): boolean {
 /** One call, then up to max - 1 more (unbounded when max is 0), whitespace between, then the end. */
 function calls(format: ToolCallFormat, tools: readonly ToolDef[], max: number): GNode {
   const opener = format.opener.charCodeAt(0);
-  const call = () => format.call(tools);
+  const call = format.call(tools); // one node graph; every use keeps its own progress in its frames
   if (max <= 0) {
     // "Another call or the end", decided by the next byte; the sequence's tail call loops back here.
     const more = alt();
-    altSet(more, [opener], seq([call(), TAG_GAP, more]));
+    const loop = seq([call, TAG_GAP, more]);
+    altSet(more, [opener], loop);
     more.kids[EOS] = END;
-    return seq([call(), TAG_GAP, more]);
+    return loop;
   }
   let tail: GNode = END;
   for (let i = 1; i < max; i++) {
     const more = alt();
-    altSet(more, [opener], seq([call(), TAG_GAP, tail]));
+    altSet(more, [opener], seq([call, TAG_GAP, tail]));
     more.kids[EOS] = END;
     tail = more;
   }
-  return seq([call(), TAG_GAP, tail]);
+  return seq([call, TAG_GAP, tail]);
 }
 
 const reasoningNodes = new Map<string, GNode>();
