@@ -51,13 +51,11 @@ export async function openLlamaCpp(ggufPath: string, opts: LlamaCppOptions): Pro
 
   const run = async (seq: LlamaContextSequence, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> => {
     let tokens = 0;
-    let firstTokenMs = NaN;
     // yieldEogToken keeps generating through EOS: a fixed token count, like ignore_eos.
     for await (const _ of seq.evaluate(prompt as Token[], { temperature: 0, yieldEogToken: true })) {
-      if (++tokens === 1) firstTokenMs = performance.now() - t0;
-      if (tokens >= maxTokens) break;
+      if (++tokens >= maxTokens) break;
     }
-    return { firstTokenMs, endMs: performance.now() - t0, tokens };
+    return { endMs: performance.now() - t0, tokens };
   };
 
   const info: LlamaCppInfo = {

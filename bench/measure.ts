@@ -14,8 +14,6 @@
 import { hashString, randomInts } from './weights.js';
 
 export interface RequestTiming {
-  /** ms from the common start until the first token (or first streamed chunk) arrived. */
-  firstTokenMs: number;
   /** ms from the common start until the request's last token arrived. */
   endMs: number;
   /** Tokens generated, as the engine reports them. */

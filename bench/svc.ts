@@ -50,6 +50,7 @@ async function startServer(modelPath: string, opts: SvcOptions): Promise<{ child
     resolve(opts.repoRoot, 'bin', 'svc.js'), 'serve',
     '--model-from-path', modelPath,
     '--port', String(port),
+    '--bind', '127.0.0.1',
     '--max-seq-len', String(opts.maxSeqLen),
     '--max-batch-size', String(opts.maxBatchSize),
     ...opts.extraArgs,
@@ -99,12 +100,15 @@ async function stopServer(child: ChildProcess): Promise<void> {
 }
 
 interface CompletionFrame {
-  choices?: { text?: string; finish_reason?: string | null }[];
+  choices?: { finish_reason?: string | null }[];
   usage?: { completion_tokens?: number } | null;
   error?: { message?: string };
 }
 
-/** One streamed completion; times relative to t0. */
+/**
+ * One streamed completion; its end time is relative to t0. Streaming (rather than one JSON body)
+ * is what clients do and lets the finish be timed when the last token is out, before the tail.
+ */
 async function streamCompletion(url: string, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> {
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
@@ -119,7 +123,6 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
     }),
   });
   if (!res.ok || !res.body) throw new Error(`svc /v1/completions: HTTP ${res.status}: ${await res.text()}`);
-  let firstTokenMs = NaN;
   let endMs = NaN;
   let tokens = NaN;
   let pending = '';
@@ -128,11 +131,8 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
     if (data === '[DONE]') return;
     const frame = JSON.parse(data) as CompletionFrame;
     if (frame.error) throw new Error(`svc stream error: ${frame.error.message ?? JSON.stringify(frame.error)}`);
-    const now = performance.now() - t0;
-    for (const c of frame.choices ?? []) {
-      if (Number.isNaN(firstTokenMs)) firstTokenMs = now;
-      if (c.finish_reason) endMs = now;
-    }
+    // The finish chunk is sent as soon as the last token is sampled; usage and [DONE] follow.
+    if (frame.choices?.some((c) => c.finish_reason)) endMs = performance.now() - t0;
     if (frame.usage?.completion_tokens !== undefined) tokens = frame.usage.completion_tokens;
   };
   for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
@@ -145,7 +145,7 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
     }
   }
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
-  return { firstTokenMs, endMs, tokens };
+  return { endMs, tokens };
 }
 
 /** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */

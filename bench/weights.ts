@@ -1,6 +1,7 @@
-// Deterministic random weights. Every row of every tensor is seeded from (shape seed, tensor name,
-// row index) alone, so any row can be produced on its own: files are written row by row in any
-// order (llama.cpp's Q/K row interleave needs that) and every format holds the same values.
+// Deterministic random numbers: checkpoint weights and benchmark prompts. Every row of every
+// tensor is seeded from (shape seed, tensor name, row index) alone, so any row can be produced on
+// its own: files are written row by row in any order (llama.cpp's Q/K row interleave needs that)
+// and every format holds the same values.
 import type { TensorSpec } from './shapes.js';
 
 /** Standard deviation of matrix weights: small enough that activations stay finite over many layers. */

@@ -4,12 +4,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rng } from '../../src/engine/sampler.js';
-import { buildVocabIndex, compileToolGrammar, GrammarError, VocabIndex, type GrammarState, type ToolGrammar, type ToolGrammarSpec } from '../../src/engine/grammar/index.js';
+import { compileToolGrammar, GrammarError, VocabIndex, type GrammarState, type ToolGrammar, type ToolGrammarSpec } from '../../src/engine/grammar/index.js';
+import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const tk = loadTokenizer(TINY_CHAT);
-const vocab = buildVocabIndex(tk);
+let started = performance.now();
+const tokenBytes = tokenByteStrings(tk);
+const bytesMs = performance.now() - started;
+started = performance.now();
+const vocab = new VocabIndex(tokenBytes);
+const trieMs = performance.now() - started;
 const IM_END = tk.tokenToId('<|im_end|>')!;
 const ENDOFTEXT = tk.tokenToId('<|endoftext|>')!;
 const END_IDS = [IM_END, ENDOFTEXT];
@@ -152,14 +158,16 @@ test('invalid continuations are masked, valid ones are not', () => {
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"', 'country'), false, 'an unknown property');
   assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": ', '"'), false, 'a string where a number is required');
   assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": ', '4'), true);
-  assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": 1, "precision": ', '2.5'), false, 'a fraction for an integer');
-  assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": 1, "b": 2, "op": ', '"pow'), false, 'a value outside the enum');
+  assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": 1, "precision": 2', '.'), false, 'a fraction for an integer');
+  assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": 1, "precision": 2', ','), true);
+  assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": 1, "b": 2, "op": "', 'pow'), false, 'a value outside the enum');
+  assert.equal(firstTokenAllowed(g, open + 'calculate", "arguments": {"a": 1, "b": 2, "op": "', 'div'), true);
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"unit": "celsius"', '}'), false, 'required city is missing');
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"unit": "celsius"', ','), true);
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x", "', 'city'), false, 'a repeated property');
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "line', '\n'), false, 'a raw newline inside a string');
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x"}}', '\n</tool_call>'), true);
-  assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x"}', '\n'), false, 'the call object is not closed yet');
+  assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x"}', '</tool_call>'), false, 'the call object is not closed yet');
   g.allowedTokens(g.start(), mask);
   assert.equal(mask[IM_END], 0, 'the turn cannot end before a call');
   assert.equal(mask[ENDOFTEXT], 0);
@@ -188,7 +196,12 @@ const structural = (() => {
   return s;
 })();
 
-function randomWalk(g: ToolGrammar, rng: Rng, maxTokens: number): { text: string; complete: boolean } {
+/**
+ * Picks allowed tokens at random, half the time a structural one. Now and then it writes `closer`
+ * (a closing tag that free text would otherwise hardly ever stumble on) whole.
+ */
+function randomWalk(g: ToolGrammar, rng: Rng, maxTokens: number, closer: readonly number[] = []): { text: string; complete: boolean } {
+  const planned: number[] = [];
   let st = g.start();
   const ids: number[] = [];
   const all: number[] = [];
@@ -203,8 +216,10 @@ function randomWalk(g: ToolGrammar, rng: Rng, maxTokens: number): { text: string
     }
     assert.ok(all.length > 0, `no token allowed after ${JSON.stringify(tk.decode(ids))}`);
     if (g.isComplete(st) && rng.next() < 0.5) return { text: tk.decode(ids), complete: true };
+    if (planned.length > 0 && mask[planned[0]] !== 1) planned.length = 0;
+    if (planned.length === 0 && closer.length > 0 && mask[closer[0]] === 1 && rng.next() < 0.1) planned.push(...closer);
     const from = picks.length > 0 && rng.next() < 0.5 ? picks : all;
-    let id = from[Math.floor(rng.next() * from.length)];
+    const id = planned.shift() ?? from[Math.floor(rng.next() * from.length)];
     if (END_IDS.includes(id)) return { text: tk.decode(ids), complete: true };
     st = g.advance(st, id);
     ids.push(id);
@@ -306,8 +321,9 @@ test('random walks give valid fam1 XML calls', () => {
   const g = grammar({ format: 'fam1_coder', tools });
   const rng = new Rng(42);
   let complete = 0;
+  const closer = tk.encode('\n</parameter>\n');
   for (let w = 0; w < 6; w++) {
-    const { text, complete: done } = randomWalk(g, rng, 300);
+    const { text, complete: done } = randomWalk(g, rng, 300, closer);
     if (!done) continue;
     complete++;
     const re = /<tool_call>\s*<function=([^>]*)>([\s\S]*?)<\/function>\s*<\/tool_call>/g;
@@ -382,10 +398,64 @@ test('a byte-level vocabulary: partial UTF-8 tokens are usable inside strings on
 });
 
 // ---------------------------------------------------------------------------------------------
+// The JSON-schema subset, on a vocabulary of single bytes (every text is spelled byte by byte)
+
+const byteVocab = new VocabIndex(Array.from({ length: 256 }, (_, b) => Uint8Array.of(b)));
+const BYTE_END = 256;
+
+/** Whether `args` is accepted, complete, as the arguments of a one-tool hermes call with `schema`. */
+function argsAccepted(schema: unknown, args: string): boolean {
+  const g = compileToolGrammar({ format: 'hermes', tools: [{ name: 'f', parameters: schema }], endTokenIds: [BYTE_END] }, byteVocab)!;
+  let st: GrammarState | null = g.start();
+  for (const b of new TextEncoder().encode(`<tool_call>{"name": "f", "arguments": ${args}}</tool_call>`)) {
+    st = g.tryAdvance(st, b);
+    if (st === null) return false;
+  }
+  return g.tryAdvance(st, BYTE_END) !== null;
+}
+
+test('JSON-schema subset: the values each construct admits', () => {
+  // [label, schema of one value (wrapped as the required property v), accepted, rejected]
+  const values: [string, unknown, string[], string[]][] = [
+    ['integer', { type: 'integer' }, ['0', '-12', '123456'], ['1.5', '01', '"1"', '1e3', '-']],
+    ['number', { type: 'number' }, ['0.5', '-1e-3', '2E+10', '7'], ['.5', '1.', 'NaN', '+1']],
+    ['type list', { type: ['string', 'null'] }, ['"a"', 'null'], ['1', 'true']],
+    ['anyOf', { anyOf: [{ type: 'integer' }, { type: 'boolean' }] }, ['3', 'false'], ['"3"', 'null']],
+    ['nullable', { type: 'string', nullable: true }, ['"x"', 'null'], ['0']],
+    ['enum of numbers (one a prefix of another)', { enum: [1, 12, 'x'] }, ['1', '12', '"x"'], ['2', '123', '"y"', '12.0']],
+    ['const', { const: 'on' }, ['"on"'], ['"off"', '"o"']],
+    ['string escapes', { type: 'string' }, ['"a\\"b\\\\c\\u00e9\\n"', '"中"'], ['"\\x"', '"\\u12"', '"a\tb"']],
+    ['array bounds', { type: 'array', items: { type: 'integer' }, minItems: 1, maxItems: 2 }, ['[1]', '[1, 2]', '[ 1 ,2 ]'], ['[]', '[1, 2, 3]', '[1,]', '["a"]']],
+    ['unknown construct: any JSON', { not: { type: 'string' } }, ['"s"', '[1, {"y": null}]'], ['', '{"a"}']],
+  ];
+  // [label, parameters schema, accepted arguments, rejected arguments]
+  const objects: [string, unknown, string[], string[]][] = [
+    ['additionalProperties', { type: 'object', additionalProperties: { type: 'boolean' } }, ['{}', '{"any": true, "k": false}'], ['{"k": 1}']],
+    ['listed properties only', { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } }, required: ['b'] }, ['{"b": ""}', '{"a": 1, "b": "x"}', '{"b": "x", "a": 1}'], ['{}', '{"a": 1}', '{"b": "x", "c": 1}', '{"b": "x", "b": "y"}', '{"b": "x",}']],
+    ['allOf', { allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, { properties: { b: { type: 'boolean' } } }] }, ['{"a": 1, "b": true}', '{"a": 2}'], ['{"b": true}']],
+    ['local $ref, recursive', { type: 'object', properties: { node: { $ref: '#/$defs/tree' } }, $defs: { tree: { type: 'object', properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#/$defs/tree' } } }, required: ['v'] } } }, ['{"node": {"v": 1, "kids": [{"v": 2, "kids": []}]}}'], ['{"node": {"v": 1, "kids": [{"kids": []}]}}']],
+    ['no schema: any object', undefined, ['{}', '{"x": [true]}'], ['[]', '1']],
+  ];
+  const cases = [...values.map(([l, s, good, bad]) => [l, { type: 'object', properties: { v: s }, required: ['v'] }, good.map((v) => `{"v": ${v}}`), bad.map((v) => `{"v": ${v}}`)] as const), ...objects];
+  for (const [label, schema, good, bad] of cases) {
+    for (const v of good) assert.ok(argsAccepted(schema, v), `${label}: ${v} should be accepted`);
+    for (const v of bad) assert.ok(!argsAccepted(schema, v), `${label}: ${v} should be rejected`);
+  }
+});
+
+test('tools a format cannot tell apart compile to null instead of throwing', () => {
+  const tools = [{ name: 'a' }, { name: 'a>b' }]; // `<function=a>` is a prefix of `<function=a>b>`
+  assert.equal(compileToolGrammar({ format: 'fam1_coder', tools, endTokenIds: [BYTE_END] }, byteVocab), null);
+  assert.ok(compileToolGrammar({ format: 'hermes', tools, endTokenIds: [BYTE_END] }, byteVocab), 'quoted names are distinct in hermes');
+});
+
+// ---------------------------------------------------------------------------------------------
 // (4) how long a mask takes (printed, not asserted: the machine is shared)
 
 test('mask time per token on the 152k vocabulary', () => {
-  const g = grammar({ tools: [WEATHER, CALCULATOR, CREATE_EVENT], afterReasoningEnd: '</think>' });
+  // A fresh index, so "first" is a real cache miss (the other tests warmed the shared one).
+  const fresh = new VocabIndex(tokenBytes);
+  const g = compileToolGrammar({ format: 'hermes', tools: [WEATHER, CALCULATOR, CREATE_EVENT], endTokenIds: END_IDS, afterReasoningEnd: '</think>' }, fresh)!;
   const points: [string, string][] = [
     ['reasoning (free text)', 'Let me think about the weather'],
     ['before <tool_call>', 'x</think>\n\n'],
@@ -411,5 +481,8 @@ test('mask time per token on the 152k vocabulary', () => {
     lines.push(`  ${label.padEnd(24)} first ${cold.toFixed(2).padStart(7)} ms, then ${warm.toFixed(3).padStart(6)} ms  (${allowed} tokens allowed)`);
     assert.ok(allowed > 0);
   }
-  console.log(`mask time, ${vocab.size} tokens (first = cache miss, may include shared-node masks already built by earlier tests):\n${lines.join('\n')}`);
+  console.log(
+    `vocabulary index: token bytes ${bytesMs.toFixed(0)} ms, trie ${trieMs.toFixed(0)} ms (${vocab.trie.nodeCount} nodes)\n` +
+      `mask time, ${vocab.size} tokens (first = cache miss, then cached):\n${lines.join('\n')}`,
+  );
 });

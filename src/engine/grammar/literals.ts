@@ -1,6 +1,8 @@
 // Small automata over fixed byte strings: a literal trie (tool names, property keys, enum values)
 // and a marker DFA (free text that runs until `</think>` or `</parameter>`).
 
+import { GrammarError } from './errors.js';
+
 const utf8 = new TextEncoder();
 
 /**
@@ -40,7 +42,7 @@ export class LiteralTrie {
         }
         node = next;
       }
-      if (node === 0) throw new Error('grammar: empty literal');
+      if (node === 0) throw new GrammarError('grammar: empty literal');
       if (term[node] < 0) term[node] = index; // a duplicate keeps its first index
     });
     this.edges = edges;
@@ -93,7 +95,7 @@ export class MarkerDfa {
         }
         s = t;
       }
-      if (s === 0) throw new Error('grammar: empty marker');
+      if (s === 0) throw new GrammarError('grammar: empty marker');
       own[s] = kind;
     };
     for (const m of ends) add(m, MARK_END);

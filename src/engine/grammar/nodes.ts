@@ -9,6 +9,7 @@
 // All nodes are one class with one field layout, so the matcher's hot loop sees a single hidden
 // class; `kind` says which fields mean something.
 
+import { GrammarError } from './errors.js';
 import { LiteralTrie, MarkerDfa } from './literals.js';
 
 export const enum Kind {
@@ -100,7 +101,7 @@ const utf8 = new TextEncoder();
 export function lit(text: string): GNode {
   const n = new GNode(Kind.Lit);
   n.bytes = utf8.encode(text);
-  if (n.bytes.length === 0) throw new Error('grammar: empty literal');
+  if (n.bytes.length === 0) throw new GrammarError('grammar: empty literal');
   return n;
 }
 
@@ -126,7 +127,7 @@ export function alt(shared = false): GNode {
 export function altSet(n: GNode, firstBytes: string | number[], to: GNode): void {
   const bytes = typeof firstBytes === 'string' ? [...utf8.encode(firstBytes)] : firstBytes;
   for (const b of bytes) {
-    if (n.kids[b] && n.kids[b] !== to) throw new Error(`grammar: two choices start with byte ${b}`);
+    if (n.kids[b] && n.kids[b] !== to) throw new GrammarError(`grammar: two choices start with byte ${b}`);
     n.kids[b] = to;
   }
 }
@@ -141,7 +142,7 @@ export function literalSwitch(literals: readonly string[], conts: readonly (GNod
   n.kids = conts ? [...conts] : literals.map(() => null);
   for (let i = 0; i < n.trie.term.length; i++) {
     const t = n.trie.term[i];
-    if (t >= 0 && n.trie.hasKids[i] && n.kids[t]) throw new Error(`grammar: literal ${JSON.stringify(literals[t])} is a prefix of another`);
+    if (t >= 0 && n.trie.hasKids[i] && n.kids[t]) throw new GrammarError(`grammar: literal ${JSON.stringify(literals[t])} is a prefix of another`);
   }
   return n;
 }
@@ -180,7 +181,7 @@ export function jsonArray(items: GNode | null, minItems: number, maxItems: numbe
 export function xmlParams(openTags: readonly string[], closeTag: string, values: GNode[], requiredBits: number): GNode {
   const n = new GNode(Kind.XmlObj);
   n.trie = new LiteralTrie([closeTag, ...openTags]);
-  if (!n.trie.prefixFree) throw new Error('grammar: a parameter tag is a prefix of another');
+  if (!n.trie.prefixFree) throw new GrammarError('grammar: a parameter tag is a prefix of another');
   n.kids = [null, ...values];
   n.required = requiredBits;
   return n;

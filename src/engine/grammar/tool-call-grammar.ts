@@ -7,6 +7,7 @@
 // compiles it against the model's VocabIndex. Compiled grammars are kept per vocabulary and spec,
 // so a client that repeats its tool list reuses the grammar and its cached masks.
 
+import { GrammarError } from './errors.js';
 import { feed } from './matcher.js';
 import { fam1 } from './format-fam1.js';
 import { hermes } from './format-hermes.js';
@@ -50,10 +51,11 @@ const FORMATS: Record<string, ToolCallFormat> = {
   fam1_xml: fam1,
 };
 
+export { GrammarError };
+
 /** The matcher state after some output; immutable, so a state can be kept and reused. */
 export type GrammarState = Frame;
 
-export class GrammarError extends Error {}
 
 export class ToolGrammar {
   /** Masks of this grammar's own nodes (shared nodes use vocab.sharedMasks). */
@@ -120,7 +122,10 @@ export class ToolGrammar {
 const compiled = new WeakMap<VocabIndex, Map<string, ToolGrammar>>();
 const KEEP_PER_VOCAB = 32;
 
-/** The grammar for `spec`, or null when its format has no grammar (decode unconstrained then). */
+/**
+ * The grammar for `spec`, or null when its format has no grammar or its tools cannot be told apart
+ * in that format (decode unconstrained then).
+ */
 export function compileToolGrammar(spec: ToolGrammarSpec, vocab: VocabIndex): ToolGrammar | null {
   const format = FORMATS[spec.format];
   if (!format || spec.tools.length === 0) return null;
@@ -136,7 +141,13 @@ export function compileToolGrammar(spec: ToolGrammarSpec, vocab: VocabIndex): To
   }
   const parts: GNode[] = [];
   if (spec.afterReasoningEnd) parts.push(reasoningUntil(spec.afterReasoningEnd));
-  parts.push(TAG_GAP, calls(format, spec.tools, spec.maxCalls ?? 0));
+  try {
+    parts.push(TAG_GAP, calls(format, spec.tools, spec.maxCalls ?? 0));
+  } catch (err) {
+    // Tools the format cannot tell apart (fam1 names containing `>`, say): decode unconstrained.
+    if (err instanceof GrammarError) return null;
+    throw err;
+  }
   const grammar = new ToolGrammar(seq(parts), vocab, spec.endTokenIds);
   if (byKey.size >= KEEP_PER_VOCAB) byKey.delete(byKey.keys().next().value!);
   byKey.set(key, grammar);
