@@ -2,7 +2,7 @@
 // lifecycle and listen on any port. Route groups are plugins; what every route shares (the
 // model gate, JSON parsing, the OpenAI error shape, the request log line) is here, as hooks and
 // handlers.
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { OutputStage } from '../chat/pipeline.js';
 import type { ChatRequest } from '../protocols/chat-request.js';
 import { ApiError, invalidJson, toApiError } from './errors.js';
@@ -59,8 +59,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const { options, lifecycle } = deps;
   const app = Fastify({
     loggerInstance: deps.logger,
-    // One line per request is written by the onResponse hook below, not fastify's two.
-    disableRequestLogging: true,
+    // One line per request is written by the hook below, not fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.maxBodyBytes,
     return503OnClosing: true,
     ajv: {
@@ -90,27 +90,36 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (request.routeOptions.config?.needsModel) request.runtime = lifecycle.require();
   });
 
-  app.addHook('onResponse', async (request, reply) => {
-    const g = request.generation;
-    const elapsedMs = Math.round(reply.elapsedTime);
-    if (g === null) {
-      request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, elapsedMs }, 'request');
-      return;
-    }
-    request.log.info(
-      {
-        model: options.modelName,
-        route: request.routeOptions.url,
-        status: reply.statusCode,
-        promptTokens: g.promptTokens,
-        completionTokens: g.completionTokens,
-        ttftMs: g.ttftMs,
-        elapsedMs,
-        toolsUsed: g.toolsUsed,
-        finish: g.finishReasons,
-      },
-      'request completed',
-    );
+  // One log line per request, written when its response closes: finished, or cut off by the
+  // client (fastify's onResponse does not run for those).
+  app.addHook('onRequest', async (request, reply) => {
+    let logged = false;
+    const logLine = (aborted: boolean): void => {
+      if (logged) return;
+      logged = true;
+      const g = request.generation;
+      const elapsedMs = Math.round(reply.elapsedTime);
+      if (g === null) {
+        request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, elapsedMs, aborted }, 'request');
+        return;
+      }
+      request.log.info(
+        {
+          model: options.modelName,
+          route: request.routeOptions.url,
+          status: reply.statusCode,
+          promptTokens: g.promptTokens,
+          completionTokens: g.completionTokens,
+          ttftMs: g.ttftMs,
+          elapsedMs,
+          toolsUsed: g.toolsUsed,
+          finish: g.finishReasons,
+        },
+        aborted ? 'request aborted by the client' : 'request completed',
+      );
+    };
+    reply.raw.once('finish', () => logLine(false));
+    reply.raw.once('close', () => logLine(!reply.raw.writableFinished));
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {

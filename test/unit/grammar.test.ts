@@ -215,6 +215,7 @@ function randomWalk(g: ToolGrammar, rng: Rng, maxTokens: number, closer: readonl
       if (structural[id] === 1) picks.push(id);
     }
     assert.ok(all.length > 0, `no token allowed after ${JSON.stringify(tk.decode(ids))}`);
+    assert.equal(mask[IM_END], g.isComplete(st) ? 1 : 0, 'the end token is allowed exactly where the grammar may end');
     if (g.isComplete(st) && rng.next() < 0.5) return { text: tk.decode(ids), complete: true };
     if (planned.length > 0 && mask[planned[0]] !== 1) planned.length = 0;
     if (planned.length === 0 && closer.length > 0 && mask[closer[0]] === 1 && rng.next() < 0.1) planned.push(...closer);

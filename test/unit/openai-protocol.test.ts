@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import pino from 'pino';
 import {
@@ -475,12 +477,15 @@ test('an unexpected exception is a 500 in the shape, and the server keeps servin
 
 test('completions: string, batch and token-id prompts; choices prompt-major; echo', async () => {
   const { app, engine } = setup();
+  const long = `${ANSWER} ${ANSWER} ${ANSWER}`;
+  engine.script = { ids: tokenizer.encode(long) };
   const one = (await post(app, '/v1/completions', { prompt: 'Once upon a time' })).json();
   assert.equal(one.object, 'text_completion');
   assert.match(one.id, /^cmpl-/);
   assert.equal(engine.jobs[0]!.req.maxTokens, 16, 'legacy default max_tokens');
-  assert.equal(one.choices[0].text, tokenizer.decode(tokenizer.encode(ANSWER).slice(0, 16)));
+  assert.equal(one.choices[0].text, tokenizer.decode(tokenizer.encode(long).slice(0, 16)));
   assert.equal(one.choices[0].finish_reason, 'length');
+  engine.script = { ids: [...tokenizer.encode(ANSWER), IM_END] };
 
   const batch = (await post(app, '/v1/completions', { prompt: ['A', 'B'], n: 2, max_tokens: 50, echo: true })).json();
   assert.deepEqual(batch.choices.map((c: { index: number }) => c.index), [0, 1, 2, 3]);
@@ -503,44 +508,44 @@ test('completions streamed with legacy logprobs', async () => {
   assert.deepEqual(chunks.at(-1).choices, []);
   const textChunks = chunks.filter((c) => c.choices[0]?.text);
   assert.equal(textChunks.map((c) => c.choices[0].text).join(''), ANSWER);
-  const tokens = textChunks.flatMap((c) => c.choices[0].logprobs.tokens);
-  assert.equal(tokens.join(''), ANSWER);
-  const offsets = textChunks.flatMap((c) => c.choices[0].logprobs.text_offset);
+  // Every generated token (the end-of-turn one too) has a record, on the chunk with its text or the closing one.
+  const withLogprobs = chunks.filter((c) => c.choices[0]?.logprobs);
+  const tokens = withLogprobs.flatMap((c) => c.choices[0].logprobs.tokens);
+  assert.equal(tokens.length, tokenizer.encode(ANSWER).length + 1);
+  assert.equal(tokens.at(-1), '<|im_end|>');
+  const offsets = withLogprobs.flatMap((c) => c.choices[0].logprobs.text_offset);
   assert.equal(offsets[0], 0);
+  assert.ok(offsets.every((o, i) => i === 0 || o >= offsets[i - 1]!), 'offsets never go back');
   assert.equal(chunks.at(-2).choices[0].finish_reason, 'stop');
 });
 
-test('client disconnect mid-stream cancels the engine job', async () => {
-  const { app, engine } = setup({ ids: Array.from({ length: 400 }, () => 9707), chunk: 1, delayMs: 5 });
+/** POSTs with node:http, reads the first bytes (or none), then drops the connection. */
+function postAndHangUp(port: number, body: unknown, readFirst: boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' } });
+    req.on('error', () => resolve());
+    if (readFirst) req.on('response', (res) => res.once('data', () => (req.destroy(), resolve())));
+    else req.on('finish', () => setTimeout(() => (req.destroy(), resolve()), 50));
+    req.end(JSON.stringify(body), () => undefined);
+    req.on('timeout', reject);
+  });
+}
+
+test('client disconnect mid-stream or mid-request cancels the engine job, and is logged', async () => {
+  const { app, engine, lines } = setup({ ids: Array.from({ length: 400 }, () => 9707), chunk: 1, delayMs: 5 });
   await app.listen({ port: 0, host: '127.0.0.1' });
   try {
-    const { port } = app.server.address() as { port: number };
-    const ac = new AbortController();
-    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: USER, stream: true }),
-      signal: ac.signal,
-    });
-    const reader = res.body!.getReader();
-    await reader.read();
-    ac.abort();
-    for (let i = 0; i < 100 && !engine.jobs[0]!.cancelled; i++) await delay(10);
-    assert.equal(engine.jobs[0]!.cancelled, true);
-
-    // Same for a non-streamed request the client gives up on.
-    const ac2 = new AbortController();
-    const pending = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: USER }),
-      signal: ac2.signal,
-    }).catch(() => null);
-    for (let i = 0; i < 100 && engine.jobs.length < 2; i++) await delay(10);
-    ac2.abort();
-    await pending;
-    for (let i = 0; i < 100 && !engine.jobs[1]!.cancelled; i++) await delay(10);
-    assert.equal(engine.jobs[1]!.cancelled, true);
+    const { port } = app.server.address() as AddressInfo;
+    const waitCancelled = async (i: number) => {
+      for (let t = 0; t < 200 && !engine.jobs[i]?.cancelled; t++) await delay(10);
+      assert.equal(engine.jobs[i]?.cancelled, true, `job ${i} cancelled`);
+    };
+    await postAndHangUp(port, { messages: USER, stream: true }, true);
+    await waitCancelled(0);
+    await postAndHangUp(port, { messages: USER }, false);
+    await waitCancelled(1);
+    for (let t = 0; t < 100 && lines.filter((l) => l.msg === 'request aborted by the client').length < 2; t++) await delay(10);
+    assert.equal(lines.filter((l) => l.msg === 'request aborted by the client').length, 2);
   } finally {
     await app.close();
   }

@@ -56,7 +56,6 @@ export { GrammarError };
 /** The matcher state after some output; immutable, so a state can be kept and reused. */
 export type GrammarState = Frame;
 
-
 export class ToolGrammar {
   /** Masks of this grammar's own nodes (shared nodes use vocab.sharedMasks). */
   private readonly masks = new MaskCache(2048);
@@ -127,8 +126,8 @@ const KEEP_PER_VOCAB = 32;
  * in that format (decode unconstrained then).
  */
 export function compileToolGrammar(spec: ToolGrammarSpec, vocab: VocabIndex): ToolGrammar | null {
+  if (!hasToolGrammar(spec.format) || spec.tools.length === 0) return null;
   const format = FORMATS[spec.format];
-  if (!format || spec.tools.length === 0) return null;
   const key = JSON.stringify([spec.format, spec.tools, spec.endTokenIds, spec.afterReasoningEnd ?? null, spec.maxCalls ?? 0]);
   let byKey = compiled.get(vocab);
   if (!byKey) compiled.set(vocab, (byKey = new Map()));
@@ -156,7 +155,7 @@ export function compileToolGrammar(spec: ToolGrammarSpec, vocab: VocabIndex): To
 
 /** Whether `format` (a tool-call parser name) has a grammar. */
 export function hasToolGrammar(format: string): boolean {
-  return format in FORMATS;
+  return Object.hasOwn(FORMATS, format);
 }
 
 /** One call, then up to max - 1 more (unbounded when max is 0), whitespace between, then the end. */
