@@ -1,5 +1,6 @@
 // The engine's face toward the main thread: what a generation job is and what comes back.
 // The engine itself (model, KV pool, scheduler, step loop) runs in a worker thread.
+import type { ToolGrammarSpec } from './grammar/index.js';
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -27,6 +28,23 @@ export interface GenerationRequest {
   timeoutMs: number;
   /** Top log-probabilities to return per token; 0 = none. */
   logprobs: number;
+  /** Constrain the output to tool calls (tool_choice required / a named function); null = free. */
+  toolGrammar?: ToolGrammarSpec | null;
+  /** Cap on reasoning tokens: past it the engine forces the end of the think block. */
+  thinkingBudget?: ThinkingBudget | null;
+}
+
+/**
+ * A reasoning-token ceiling. Tokens between `openTokenId` (or the start, when the prompt left a
+ * think block open) and the first of `closeTokenIds` count; at `maxTokens` the close sequence is
+ * forced, token by token, instead of sampling.
+ */
+export interface ThinkingBudget {
+  maxTokens: number;
+  startsInside: boolean;
+  openTokenId: number;
+  /** The tokens that end reasoning, e.g. the ids of "\n</think>\n\n"; the first one detects the end. */
+  closeTokenIds: number[];
 }
 
 export interface TokenLogprob {

@@ -12,8 +12,10 @@ import { BlockManager } from './block-manager.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import { createSequence, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
+import { createSequence, forcedToken, noteToken, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
+import { buildVocabIndex, compileToolGrammar, maskLogits, type VocabIndex } from './grammar/index.js';
+import { loadTokenizer } from '../model/tokenizer.js';
 import type { EngineFinishReason } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
 
@@ -24,16 +26,25 @@ class StepLoop {
   private readonly seqs = new Map<number, Sequence>();
   private readonly cancels = new Set<number>();
   private stepQueued = false;
+  /** Token strings of the vocabulary for grammar masks: built on the first constrained job. */
+  private vocab: VocabIndex | null = null;
+  private mask: Uint8Array | null = null;
 
   constructor(
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
+    private readonly modelPath: string,
   ) {}
 
   receive(msg: ToWorker): void {
     if (msg.type === 'submit') {
       const seq = createSequence(msg.id, msg.req, msg.submittedAt);
+      if (msg.req.toolGrammar) {
+        this.vocab ??= buildVocabIndex(loadTokenizer(this.modelPath));
+        seq.grammar = compileToolGrammar(msg.req.toolGrammar, this.vocab);
+        seq.grammarState = seq.grammar?.start() ?? null;
+      }
       this.seqs.set(seq.id, seq);
       this.scheduler.add(seq);
     } else if (this.seqs.has(msg.id)) {
@@ -100,11 +111,23 @@ class StepLoop {
       const k = sampled.length;
       const row = logits.subarray(k * vocab, (k + 1) * vocab);
       const seq = chunk.seq;
-      const token = sampleToken(row, seq.sampling, seq.rng);
+      // Log-probabilities are of the model's raw distribution, before grammar masking (as vLLM).
+      const raw = seq.logprobs > 0 && seq.grammar ? row.slice() : row;
+      let token = forcedToken(seq);
+      if (token === null) {
+        if (seq.grammar && seq.grammarState) {
+          this.mask ??= new Uint8Array(vocab);
+          seq.grammar.allowedTokens(seq.grammarState, this.mask);
+          maskLogits(row, this.mask);
+        }
+        token = sampleToken(row, seq.sampling, seq.rng);
+      }
+      if (seq.grammar && seq.grammarState) seq.grammarState = seq.grammar.advance(seq.grammarState, token);
+      noteToken(seq, token);
       sampled.push(token);
       const u = update(seq);
       u.ids.push(token);
-      if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(row, token, seq.logprobs));
+      if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
     }
     for (const { seq, reason } of this.scheduler.postprocess(batch, sampled)) {
       // postprocess already released it; end() records the done event (finish is idempotent).
@@ -153,7 +176,7 @@ function start(options: EngineOptions): void {
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, options.kvCacheDtype);
     const blocks = new BlockManager(plan.numBlocks, options.blockSize);
     const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
+    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, options.modelPath);
     info = {
       config,
       ops: ops.name,

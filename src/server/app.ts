@@ -124,7 +124,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     const api = toApiError(err, options.maxBodyBytes);
-    if (api.status >= 500) request.log.error({ err }, 'request failed');
+    // 503s (no model yet, engine full) are expected states, not failures.
+    if (api.status >= 500 && api.status !== 503) request.log.error({ err }, 'request failed');
     void reply.code(api.status).headers(api.headers).send(api.toBody());
   });
 

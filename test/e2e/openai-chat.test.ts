@@ -1,0 +1,227 @@
+// End to end: the real engine running svc-tiny-chat, the real app on a random port, driven by
+// the official `openai` client (and raw fetch for the error cases a client would not send).
+// The tiny model's answers are often wrong, so these assert structure and consistency, not facts.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import pino from 'pino';
+import { startEngine, type RunningEngine } from '../../src/engine/engine-client.js';
+import { loadTokenizer } from '../../src/model/tokenizer.js';
+import { findChatTemplate, renderChatTemplate } from '../../src/chat/template.js';
+import { buildApp, type AppOptions } from '../../src/server/app.js';
+import { Lifecycle } from '../../src/server/lifecycle.js';
+import { TINY_CHAT } from '../helpers/paths.js';
+
+const MAX_SEQ_LEN = 2048;
+const OPTIONS: AppOptions = {
+  modelName: 'svc-tiny-chat',
+  maxBodyBytes: 1024 * 1024,
+  defaultMinP: 0.08,
+  defaultTopNSigma: 1.0,
+  toolMaxTokens: 8192,
+  requestTimeoutSec: 60,
+  maxSeqLen: MAX_SEQ_LEN,
+};
+const QUESTION = 'What is the capital of France?';
+const MESSAGES = [{ role: 'user' as const, content: QUESTION }];
+
+const tokenizer = loadTokenizer(TINY_CHAT);
+const chatTemplate = findChatTemplate(TINY_CHAT);
+let engine: RunningEngine;
+let app: ReturnType<typeof buildApp>;
+let base: string;
+let client: OpenAI;
+
+before(async () => {
+  engine = await startEngine({
+    modelPath: TINY_CHAT,
+    fastLoad: true,
+    kvCacheDtype: 'bf16',
+    maxSeqLen: MAX_SEQ_LEN,
+    maxBatchSize: 8,
+    maxPrefillTokens: 2048,
+    maxNumSeqs: 16,
+    gpuMemoryUtilization: 0.9,
+    oomGuardMb: 0,
+    blockSize: 16,
+  });
+  const lifecycle = new Lifecycle();
+  lifecycle.setReady({ engine, tokenizer, chatTemplate, eosTokenIds: engine.info.config.eosTokenIds, modelConfig: engine.info.config });
+  app = buildApp({ options: OPTIONS, logger: pino({ level: 'warn' }), lifecycle });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x', maxRetries: 0 });
+});
+
+after(async () => {
+  await app?.close();
+  await engine?.shutdown();
+});
+
+/** Prompt length as the template and tokenizer give it, independently of the server's code path. */
+function promptTokens(messages: { role: string; content: string }[]): number {
+  const text = renderChatTemplate(chatTemplate!, { messages, addGenerationPrompt: true, bosToken: null, eosToken: null });
+  return tokenizer.encode(text).length;
+}
+
+/** The greedy answer, computed once and reused as the reference by several tests. */
+let greedy: Promise<OpenAI.Chat.Completions.ChatCompletion> | null = null;
+function greedyAnswer() {
+  greedy ??= client.chat.completions.create({ model: 'anything', messages: MESSAGES, temperature: 0, logprobs: true });
+  return greedy;
+}
+
+test('GET /v1/models lists the one served model', async () => {
+  const models = [];
+  for await (const m of client.models.list()) models.push(m);
+  assert.equal(models.length, 1);
+  assert.equal(models[0]!.id, 'svc-tiny-chat');
+  assert.equal(models[0]!.owned_by, 'svc');
+});
+
+test('non-streamed chat: content, finish_reason stop, usage consistent with the tokens', async () => {
+  const res = await greedyAnswer();
+  assert.match(res.id, /^chatcmpl-/);
+  assert.equal(res.object, 'chat.completion');
+  assert.equal(res.choices.length, 1);
+  const choice = res.choices[0]!;
+  assert.equal(choice.message.role, 'assistant');
+  assert.equal(typeof choice.message.content, 'string');
+  assert.ok(choice.message.content!.trim().length > 0, 'non-empty answer');
+  assert.ok(!choice.message.content!.includes('<|im_end|>'), 'the end-of-turn token is not text');
+  assert.equal(choice.finish_reason, 'stop');
+  const usage = res.usage!;
+  assert.equal(usage.prompt_tokens, promptTokens(MESSAGES));
+  // One logprob record per generated token (the closing <|im_end|> included).
+  assert.equal(usage.completion_tokens, choice.logprobs!.content!.length);
+  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+  assert.ok(usage.completion_tokens < MAX_SEQ_LEN - usage.prompt_tokens, 'it stopped on its own');
+});
+
+test('streamed chat: role first, deltas add up to the greedy answer, finish, usage', async () => {
+  const reference = (await greedyAnswer()).choices[0]!.message.content!;
+  const stream = await client.chat.completions.create({
+    model: 'anything',
+    messages: MESSAGES,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+  for await (const c of stream) chunks.push(c);
+  assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
+  const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+  assert.equal(text, reference, 'streaming and non-streaming give the same greedy text');
+  assert.ok(chunks.filter((c) => c.choices[0]?.delta.content).length > 1, 'more than one content delta');
+  const withFinish = chunks.filter((c) => c.choices[0]?.finish_reason);
+  assert.equal(withFinish.length, 1);
+  assert.equal(withFinish[0]!.choices[0]!.finish_reason, 'stop');
+  const last = chunks.at(-1)!;
+  assert.deepEqual(last.choices, []);
+  assert.equal(last.usage!.prompt_tokens, promptTokens(MESSAGES));
+  assert.equal(last.usage!.completion_tokens, (await greedyAnswer()).usage!.completion_tokens);
+});
+
+test('stop string: the answer ends right before it', async () => {
+  const reference = (await greedyAnswer()).choices[0]!.message.content!;
+  const at = Math.min(12, reference.length - 3);
+  const stop = reference.slice(at, at + 3);
+  const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, temperature: 0, stop: [stop] });
+  assert.equal(res.choices[0]!.message.content, reference.slice(0, reference.indexOf(stop)));
+  assert.equal(res.choices[0]!.finish_reason, 'stop');
+});
+
+test('max_tokens reached → finish_reason length', async () => {
+  const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, temperature: 0, max_tokens: 5 });
+  assert.equal(res.choices[0]!.finish_reason, 'length');
+  assert.equal(res.usage!.completion_tokens, 5);
+  const reference = (await greedyAnswer()).choices[0]!.message.content!;
+  assert.ok(reference.startsWith(res.choices[0]!.message.content!), 'a prefix of the full greedy answer');
+});
+
+test('same seed and temperature 0.8 → identical text', async () => {
+  const ask = () => client.chat.completions.create({ model: 'm', messages: MESSAGES, temperature: 0.8, seed: 1234, max_tokens: 60 });
+  const [a, b] = await Promise.all([ask(), ask()]);
+  assert.ok(a.choices[0]!.message.content!.length > 0);
+  assert.equal(a.choices[0]!.message.content, b.choices[0]!.message.content);
+});
+
+test('n=2: two choices, usage adds both up', async () => {
+  const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, n: 2, temperature: 0.8, seed: 7, max_tokens: 40 });
+  assert.deepEqual(res.choices.map((c) => c.index), [0, 1]);
+  for (const c of res.choices) assert.ok(['stop', 'length'].includes(c.finish_reason));
+  assert.equal(res.usage!.prompt_tokens, promptTokens(MESSAGES));
+  assert.ok(res.usage!.completion_tokens >= 2);
+});
+
+test('completions: a string prompt and the same prompt as token ids give the same greedy text', async () => {
+  const prompt = '<|im_start|>user\nWhat is the capital of Spain?<|im_end|>\n<|im_start|>assistant\n';
+  const fromText = await client.completions.create({ model: 'm', prompt, temperature: 0, max_tokens: 40 });
+  assert.equal(fromText.object, 'text_completion');
+  assert.ok(fromText.choices[0]!.text.length > 0);
+  assert.ok(['stop', 'length'].includes(fromText.choices[0]!.finish_reason));
+  const ids = tokenizer.encode(prompt, { addSpecialTokens: true });
+  assert.equal(fromText.usage!.prompt_tokens, ids.length);
+  const fromIds = await client.completions.create({ model: 'm', prompt: ids, temperature: 0, max_tokens: 40 });
+  assert.equal(fromIds.choices[0]!.text, fromText.choices[0]!.text);
+
+  const stream = await client.completions.create({ model: 'm', prompt, temperature: 0, max_tokens: 40, stream: true });
+  let text = '';
+  for await (const c of stream) text += c.choices[0]?.text ?? '';
+  assert.equal(text, fromText.choices[0]!.text);
+});
+
+test('400s: the client sees the field in param', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'm', messages: [] }),
+    (err: InstanceType<typeof OpenAI.APIError>) => err.status === 400 && err.param === 'messages',
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: MAX_SEQ_LEN }),
+    (err: InstanceType<typeof OpenAI.APIError>) => err.status === 400 && err.code === 'context_length_exceeded',
+  );
+});
+
+test('raw HTTP errors: bad JSON, wrong types, unknown route, body too large', async () => {
+  const postRaw = (path: string, body: string) =>
+    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const badJson = await postRaw('/v1/chat/completions', '{"messages": ');
+  assert.equal(badJson.status, 400);
+  assert.match(((await badJson.json()) as { error: { message: string } }).error.message, /not valid JSON/);
+
+  const wrongType = await postRaw('/v1/chat/completions', JSON.stringify({ messages: MESSAGES, temperature: 'hot' }));
+  assert.equal(wrongType.status, 400);
+  const err = ((await wrongType.json()) as { error: { param: string; type: string } }).error;
+  assert.equal(err.param, 'temperature');
+  assert.equal(err.type, 'invalid_request_error');
+
+  const unknown = await fetch(`${base}/v1/unknown`);
+  assert.equal(unknown.status, 404);
+  assert.ok(((await unknown.json()) as { error: unknown }).error);
+
+  const big = await postRaw('/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(OPTIONS.maxBodyBytes) }] }));
+  assert.equal(big.status, 413);
+  assert.equal(((await big.json()) as { error: { code: string } }).error.code, 'request_too_large');
+
+  // Still serving after all that.
+  assert.equal((await fetch(`${base}/health`)).status, 200);
+});
+
+test('503 model_not_loaded before the model is ready', async () => {
+  const starting = buildApp({ options: OPTIONS, logger: pino({ level: 'warn' }), lifecycle: new Lifecycle() });
+  await starting.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const url = `http://127.0.0.1:${(starting.server.address() as AddressInfo).port}`;
+    const health = await fetch(`${url}/health`);
+    assert.equal(health.status, 503);
+    assert.equal(((await health.json()) as { error: { code: string } }).error.code, 'model_not_loaded');
+    const early = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await assert.rejects(
+      early.chat.completions.create({ model: 'm', messages: MESSAGES }),
+      (err: InstanceType<typeof OpenAI.APIError>) => err.status === 503 && err.code === 'model_not_loaded',
+    );
+  } finally {
+    await starting.close();
+  }
+});
