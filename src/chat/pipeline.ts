@@ -74,12 +74,36 @@ export class OutputPipeline {
 
   private finishReason(engineReason: EngineFinishReason): FinishReason {
     if (engineReason === 'error') return 'error';
-    if (this.stops.stopped !== null) return 'stop';
+    // As vLLM: once a call was parsed the client has to act on it, however the text ended.
     if (this.sawToolCall) return 'tool_calls';
+    if (this.stops.stopped !== null) return 'stop';
     // A timeout cuts the output short like the token limit does; the client can continue it.
     if (engineReason === 'length' || engineReason === 'timeout') return 'length';
     return 'stop';
   }
+}
+
+/** What a reasoning splitter does: text in, text and reasoning pieces out. */
+export interface TextSplitter {
+  push(text: string): { type: 'text' | 'reasoning'; text: string }[];
+  finish(): { type: 'text' | 'reasoning'; text: string }[];
+}
+
+/** The adapter for a reasoning splitter: it sees text events only. */
+export function reasoningStage(splitter: TextSplitter): OutputStage {
+  return {
+    push(events) {
+      const out: OutputEvent[] = [];
+      for (const e of events) {
+        if (e.type === 'text') out.push(...splitter.push(e.text));
+        else out.push(e);
+      }
+      return out;
+    },
+    finish() {
+      return splitter.finish();
+    },
+  };
 }
 
 /** The adapter for a tool-call parser: it sees text events only and gets ids for its calls. */
@@ -126,7 +150,7 @@ export interface SequenceStep {
   /** Generated token ids of this step. */
   ids: number[];
   /** Set on the last step. */
-  done?: { completionTokens: number; engineReason: EngineFinishReason; message?: string };
+  done?: { engineReason: EngineFinishReason; message?: string };
 }
 
 /**
@@ -134,30 +158,28 @@ export interface SequenceStep {
  * are freed) and the sequence ends right there; tokens the engine had already made are dropped.
  */
 export async function* runSequence(handle: GenerationHandle, pipeline: OutputPipeline): AsyncGenerator<SequenceStep> {
-  let completionTokens = 0;
   let last: Extract<EngineEvent, { type: 'done' }> | null = null;
   for await (const ev of handle.events) {
     if (ev.type === 'done') {
       last = ev;
       break;
     }
-    completionTokens += ev.ids.length;
     const events = pipeline.push(ev.ids);
     if (pipeline.stopString !== null) {
       handle.cancel();
       events.push(...pipeline.finish('stop'));
-      yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, done: { completionTokens, engineReason: 'stop' } };
+      yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, done: { engineReason: 'stop' } };
       return;
     }
     yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids };
   }
-  // An event stream that ends without 'done' means the engine went away.
-  const reason: EngineFinishReason = last?.reason ?? 'error';
-  const message = last ? last.message : 'the engine ended the job without finishing it';
-  yield {
-    events: pipeline.finish(reason),
-    logprobs: [],
-    ids: [],
-    done: { completionTokens: last?.completionTokens ?? completionTokens, engineReason: reason, message },
-  };
+  // An event stream that ends without 'done' means the engine went away. A job cancelled that
+  // the client still listens to was cancelled by the server (shutdown): an error to that client.
+  let reason: EngineFinishReason = last?.reason ?? 'error';
+  let message = last ? last.message : 'the engine ended the job without finishing it';
+  if (reason === 'cancelled') {
+    reason = 'error';
+    message ??= 'the job was cancelled by the server';
+  }
+  yield { events: pipeline.finish(reason), logprobs: [], ids: [], done: { engineReason: reason, message } };
 }

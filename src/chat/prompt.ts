@@ -16,8 +16,14 @@ function templateMessage(m: ChatMessage): ChatTemplateMessage {
   return out;
 }
 
-/** The chat prompt as token ids: the rendered template ends with the assistant turn's opening. */
-export function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): number[] {
+export interface ChatPrompt {
+  tokens: number[];
+  /** The rendered template text (the output plan looks at how it ends). */
+  text: string;
+}
+
+/** The chat prompt: the rendered template, ending with the assistant turn's opening, as token ids. */
+export function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): ChatPrompt {
   const { tokenizer, chatTemplate } = runtime;
   if (chatTemplate === null) {
     throw new ApiError(400, 'This model has no chat template; send a raw prompt to /v1/completions instead.', {
@@ -43,9 +49,9 @@ export function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): number
     throw err;
   }
   // The template writes BOS itself where the model wants one.
-  const ids = tokenizer.encode(text);
-  if (ids.length === 0) throw invalidParam('messages', 'The rendered prompt is empty.');
-  return ids;
+  const tokens = tokenizer.encode(text);
+  if (tokens.length === 0) throw invalidParam('messages', 'The rendered prompt is empty.');
+  return { tokens, text };
 }
 
 export interface TextPrompt {

@@ -5,6 +5,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { OutputStage } from '../chat/pipeline.js';
 import type { ChatRequest } from '../protocols/chat-request.js';
+import type { GenerationRequest } from '../engine/types.js';
 import { ApiError, invalidJson, toApiError } from './errors.js';
 import type { Lifecycle, ModelRuntime } from './lifecycle.js';
 import { healthRoutes } from './routes/health.js';
@@ -27,20 +28,38 @@ export interface AppOptions {
   maxSeqLen: number;
 }
 
-/** The chat output stages (reasoning splitter, tool-call parser) for one request; none = plain text. */
-export type OutputStageFactory = (request: ChatRequest, runtime: ModelRuntime) => OutputStage[];
+/** What the chat output plan is decided from: the request, the model, the rendered prompt. */
+export interface ChatOutputContext {
+  request: ChatRequest;
+  runtime: ModelRuntime;
+  /** The prompt as the chat template rendered it (does it leave a think block open? …). */
+  promptText: string;
+}
+
+/**
+ * Per sequence: the output stages (reasoning splitter, tool-call parser) and what the engine must
+ * enforce while sampling (tool grammar, thinking budget). Stages hold state: one plan per sequence.
+ */
+export interface ChatOutputPlan {
+  stages: OutputStage[];
+  toolGrammar?: GenerationRequest['toolGrammar'];
+  thinkingBudget?: GenerationRequest['thinkingBudget'];
+}
+
+export type ChatOutputFactory = (ctx: ChatOutputContext) => ChatOutputPlan;
 
 export interface AppDeps {
   options: AppOptions;
   logger: FastifyBaseLogger;
   lifecycle: Lifecycle;
-  outputStages?: OutputStageFactory;
+  /** Default: plain text, nothing enforced. */
+  chatOutput?: ChatOutputFactory;
 }
 
 /** What route plugins get. */
 export interface RouteDeps {
   options: AppOptions;
-  outputStages: OutputStageFactory;
+  chatOutput: ChatOutputFactory;
 }
 
 declare module 'fastify' {
@@ -141,7 +160,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return reply.code(404).send(new ApiError(404, `Invalid URL (${request.method} ${path})`, { code: 'not_found' }).toBody());
   });
 
-  const routeDeps: RouteDeps = { options, outputStages: deps.outputStages ?? (() => []) };
+  const routeDeps: RouteDeps = { options, chatOutput: deps.chatOutput ?? (() => ({ stages: [] })) };
   void app.register(healthRoutes, routeDeps);
   void app.register(modelsRoutes, routeDeps);
   void app.register(chatCompletionsRoutes, routeDeps);

@@ -127,11 +127,12 @@ async function* track(
   try {
     for await (const s of steps) {
       if (log.ttftMs === null && s.step.ids.length > 0) log.ttftMs = Math.round(reply.elapsedTime);
+      // Counted as tokens arrive, so a request cut off by its client still logs what it got.
+      log.completionTokens += s.step.ids.length;
       for (const e of s.step.events) {
         if (e.type === 'tool_call_start') log.toolsUsed.push(e.name);
         if (e.type === 'finish') log.finishReasons[s.index] = e.reason;
       }
-      if (s.step.done) log.completionTokens += s.step.done.completionTokens;
       yield s;
     }
   } finally {

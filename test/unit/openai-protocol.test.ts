@@ -19,7 +19,9 @@ import {
   type GenerationHandle,
   type GenerationRequest,
 } from '../../src/engine/types.js';
-import { buildApp, type AppOptions } from '../../src/server/app.js';
+import { buildApp, type AppOptions, type ChatOutputFactory } from '../../src/server/app.js';
+import { reasoningStage, toolCallStage, type TextSplitter } from '../../src/chat/pipeline.js';
+import type { ParserEvent, ToolCallParser } from '../../src/chat/events.js';
 import { Lifecycle, type ModelRuntime } from '../../src/server/lifecycle.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate } from '../../src/chat/template.js';
@@ -99,7 +101,7 @@ const OPTIONS: AppOptions = {
   maxSeqLen: 512,
 };
 
-function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, ready = true) {
+function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, ready = true, chatOutput?: ChatOutputFactory) {
   const engine = new ScriptedEngine(script);
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -111,7 +113,7 @@ function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, 
   const lifecycle = new Lifecycle();
   const runtime: ModelRuntime = { engine, tokenizer, chatTemplate, eosTokenIds: [IM_END, 151643], modelConfig };
   if (ready) lifecycle.setReady(runtime);
-  const app = buildApp({ options: OPTIONS, logger: pino({ level: 'info' }, sink), lifecycle });
+  const app = buildApp({ options: OPTIONS, logger: pino({ level: 'info' }, sink), lifecycle, chatOutput });
   return { app, engine, lines, lifecycle, runtime };
 }
 
@@ -549,4 +551,88 @@ test('client disconnect mid-stream or mid-request cancels the engine job, and is
   } finally {
     await app.close();
   }
+});
+
+// ---------------------------------------------------------------------------------------------
+// The text-stage seam: what reasoning and tool-call stages emit is encoded by both protocols' shapes.
+// These stages are deliberately naive (they decide at the end of output); the real ones live in
+// src/chat/reasoning.ts and src/chat/parsers/.
+
+/** Whole-output <think> splitter. */
+function thinkSplitter(): TextSplitter {
+  let text = '';
+  return {
+    push(t) {
+      text += t;
+      return [];
+    },
+    finish() {
+      const m = /^<think>\n?([\s\S]*?)\n?<\/think>\n*([\s\S]*)$/.exec(text);
+      if (!m) return [{ type: 'text', text }];
+      return [{ type: 'reasoning', text: m[1]! }, ...(m[2] ? [{ type: 'text' as const, text: m[2] }] : [])];
+    },
+  };
+}
+
+/** Whole-output hermes parser. */
+function hermesParser(): ToolCallParser {
+  let text = '';
+  return {
+    push(t) {
+      text += t;
+      return [];
+    },
+    finish() {
+      const out: ParserEvent[] = [];
+      const calls = [...text.matchAll(/<tool_call>\n?([\s\S]*?)\n?<\/tool_call>/g)];
+      const prose = text.replace(/<tool_call>[\s\S]*?<\/tool_call>/g, '').trim();
+      if (prose) out.push({ type: 'text', text: prose });
+      calls.forEach((c, index) => {
+        const call = JSON.parse(c[1]!) as { name: string; arguments: unknown };
+        out.push({ type: 'tool_call_start', index, name: call.name });
+        out.push({ type: 'tool_call_args', index, fragment: JSON.stringify(call.arguments) });
+      });
+      return out;
+    },
+  };
+}
+
+const TOOL_OUTPUT = '<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+const contexts: string[] = [];
+const stages: ChatOutputFactory = ({ promptText }) => {
+  contexts.push(promptText);
+  return { stages: [reasoningStage(thinkSplitter()), toolCallStage(hermesParser())] };
+};
+
+test('reasoning and tool calls: non-streamed message fields, ids, finish_reason tool_calls, log', async () => {
+  const { app, lines } = setup({ ids: [...tokenizer.encode(TOOL_OUTPUT), IM_END] }, true, stages);
+  const body = (await post(app, '/v1/chat/completions', { messages: USER })).json();
+  const choice = body.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.content, null, 'content is null when only tool calls came back');
+  assert.equal(choice.message.reasoning, 'The user wants the weather.');
+  assert.equal(choice.message.tool_calls.length, 1);
+  const call = choice.message.tool_calls[0];
+  assert.match(call.id, /^call_\d+$/);
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+  assert.deepEqual(lines.find((l) => l.msg === 'request completed')!.toolsUsed, ['get_weather']);
+  assert.ok(contexts.at(-1)!.endsWith('<|im_start|>assistant\n'), 'the plan sees the rendered prompt');
+});
+
+test('reasoning and tool calls: streamed deltas (reasoning, tool call start then argument fragments)', async () => {
+  const { app } = setup({ ids: [...tokenizer.encode(TOOL_OUTPUT), IM_END] }, true, stages);
+  const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, stream: true })).body);
+  const deltas = frames.slice(0, -1).map((f) => JSON.parse(f).choices[0]);
+  assert.equal(deltas.map((d) => d.delta.reasoning ?? '').join(''), 'The user wants the weather.');
+  const toolDeltas = deltas.filter((d) => d.delta.tool_calls).map((d) => d.delta.tool_calls[0]);
+  assert.equal(toolDeltas[0].index, 0);
+  assert.match(toolDeltas[0].id, /^call_\d+$/);
+  assert.deepEqual(toolDeltas[0].function, { name: 'get_weather', arguments: '' });
+  assert.deepEqual(JSON.parse(toolDeltas.slice(1).map((t) => t.function.arguments).join('')), { city: 'Paris' });
+  assert.ok(toolDeltas.slice(1).every((t) => t.id === undefined && t.function.name === undefined), 'later chunks carry only arguments');
+  const last = deltas.at(-1);
+  assert.deepEqual(last.delta, {});
+  assert.equal(last.finish_reason, 'tool_calls');
 });

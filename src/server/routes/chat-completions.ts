@@ -127,24 +127,29 @@ const chatCompletionSchema = {
   },
 };
 
-export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options, outputStages }) => {
+export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options, chatOutput }) => {
   app.post<{ Body: ChatCompletionBody }>(
     '/v1/chat/completions',
     { schema: { body: chatCompletionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;
       const chat = decodeChatRequest(request.body, options);
-      const prompt = buildChatPrompt(chat, runtime);
+      const { tokens: prompt, text: promptText } = buildChatPrompt(chat, runtime);
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
       const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, options.maxSeqLen, cap);
       const specs = Array.from({ length: chat.n }, (_, seq) => {
-        const job = engineJob(chat, prompt, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq);
+        const plan = chatOutput({ request: chat, runtime, promptText });
+        const job = {
+          ...engineJob(chat, prompt, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq),
+          toolGrammar: plan.toolGrammar ?? null,
+          thinkingBudget: plan.thinkingBudget ?? null,
+        };
         const pipeline = new OutputPipeline({
           decoder: runtime.tokenizer,
           skipSpecialTokens: chat.skipSpecialTokens,
           stop: chat.stop,
           stopTokenIds: job.stopTokenIds,
-          stages: outputStages(chat, runtime),
+          stages: plan.stages,
         });
         return { job, pipeline };
       });
