@@ -82,7 +82,7 @@ export function lastToken(seq: Sequence): number {
 export function forcedToken(seq: Sequence): number | null {
   const t = seq.thinking;
   if (t === null) return null;
-  if (seq.forced.length === 0 && seq.inReasoning && seq.reasoningTokens >= t.maxTokens) seq.forced = [...t.closeTokenIds];
+  if (seq.forced.length === 0 && seq.inReasoning && seq.reasoningTokens >= t.maxTokens) seq.forced = [...t.forceTokenIds];
   return seq.forced.length > 0 ? seq.forced.shift()! : null;
 }
 
@@ -92,7 +92,7 @@ export function noteToken(seq: Sequence, token: number): void {
   if (t === null) return;
   if (token === t.openTokenId) {
     seq.inReasoning = true;
-  } else if (token === t.closeTokenIds[0]) {
+  } else if (token === t.closeTokenId) {
     seq.inReasoning = false;
   } else if (seq.inReasoning) {
     seq.reasoningTokens++;

@@ -36,15 +36,15 @@ export interface GenerationRequest {
 
 /**
  * A reasoning-token ceiling. Tokens between `openTokenId` (or the start, when the prompt left a
- * think block open) and the first of `closeTokenIds` count; at `maxTokens` the close sequence is
- * forced, token by token, instead of sampling.
+ * think block open) and `closeTokenId` count; at `maxTokens` the `forceTokenIds` (e.g. the ids
+ * of "\n</think>\n\n") are emitted token by token instead of sampling.
  */
 export interface ThinkingBudget {
   maxTokens: number;
   startsInside: boolean;
   openTokenId: number;
-  /** The tokens that end reasoning, e.g. the ids of "\n</think>\n\n"; the first one detects the end. */
-  closeTokenIds: number[];
+  closeTokenId: number;
+  forceTokenIds: number[];
 }
 
 export interface TokenLogprob {

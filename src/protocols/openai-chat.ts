@@ -71,6 +71,17 @@ export interface ChatCompletionBody extends WireGenerationFields {
 export interface SamplingDefaults {
   defaultMinP: number;
   defaultTopNSigma: number;
+  /** The model's own defaults (MODEL.toml [sampling], else generation_config.json), used when a request omits a field. */
+  model?: ModelSamplingDefaults;
+  /** --disable-thinking: render every chat with enable_thinking false. */
+  disableThinking?: boolean;
+}
+
+export interface ModelSamplingDefaults {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,13 +96,14 @@ export function decodeGenerationFields(
     const v = body[p];
     if (v != null && v !== 0) throw unsupportedParam(p, 'only 0 is accepted');
   }
-  const topK = body.top_k ?? 0;
+  const model = defaults.model ?? {};
+  const topK = body.top_k ?? model.top_k ?? 0;
   const sampling: SamplingParams = {
-    temperature: body.temperature ?? 1.0,
+    temperature: body.temperature ?? model.temperature ?? 1.0,
     // vLLM spells "off" as -1; the engine as 0.
     topK: topK < 0 ? 0 : topK,
-    topP: body.top_p ?? 1.0,
-    minP: body.min_p ?? defaults.defaultMinP,
+    topP: body.top_p ?? model.top_p ?? 1.0,
+    minP: body.min_p ?? model.min_p ?? defaults.defaultMinP,
     topNSigma: body.top_n_sigma ?? defaults.defaultTopNSigma,
     seed: body.seed ?? null,
   };
@@ -126,7 +138,9 @@ export function decodeChatRequest(body: ChatCompletionBody, defaults: SamplingDe
     tools: toolChoice === 'none' ? [] : tools,
     toolChoice,
     parallelToolCalls: body.parallel_tool_calls ?? true,
-    chatTemplateKwargs: body.chat_template_kwargs ?? {},
+    chatTemplateKwargs: defaults.disableThinking
+      ? { ...(body.chat_template_kwargs ?? {}), enable_thinking: false }
+      : (body.chat_template_kwargs ?? {}),
   };
 }
 

@@ -26,6 +26,8 @@ export interface AppOptions {
   requestTimeoutSec: number;
   /** Context length: prompt + completion. */
   maxSeqLen: number;
+  /** --disable-thinking: chats are rendered with enable_thinking false. */
+  disableThinking?: boolean;
 }
 
 /** What the chat output plan is decided from: the request, the model, the rendered prompt. */

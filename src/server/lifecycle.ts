@@ -13,6 +13,7 @@
 import type { Engine } from '../engine/types.js';
 import type { ModelConfig } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer.js';
+import type { ModelSamplingDefaults } from '../protocols/openai-chat.js';
 import { modelNotLoaded } from './errors.js';
 
 /** Everything a request needs from the loaded model. */
@@ -24,6 +25,21 @@ export interface ModelRuntime {
   /** Token ids that end generation unless the request sets ignore_eos. */
   eosTokenIds: number[];
   modelConfig: ModelConfig;
+  /** Sampling values a request gets when it omits them (MODEL.toml, generation_config.json). */
+  samplingDefaults: ModelSamplingDefaults;
+  /** How this model's output is read: tool-call format, reasoning, thinking budget. */
+  chat: ChatSettings;
+}
+
+export interface ChatSettings {
+  /** Tool-call parser name (--tool-call-parser, else MODEL.toml, else hermes). */
+  toolCallParser: string;
+  /** The model writes <think> reasoning (MODEL.toml `reasoning`), whether or not it is disabled. */
+  reasoning: boolean;
+  /** --disable-thinking: no reasoning is rendered or returned. */
+  disableThinking: boolean;
+  /** Reasoning-token ceiling per request (--max-thinking-budget, else MODEL.toml); null = none. */
+  maxThinkingBudget: number | null;
 }
 
 export type ServerState = 'starting' | 'no_model' | 'loading' | 'ready';

@@ -7,13 +7,12 @@ import { join } from 'node:path';
 import type { Config } from '../cli/config.js';
 import { startEngine, type RunningEngine } from '../engine/engine-client.js';
 import { resolveModelSource } from '../model/hub-cache.js';
-import { findModelToml } from '../model/model-toml.js';
-import { loadTokenizer } from '../model/tokenizer.js';
-import { findChatTemplate } from '../chat/template.js';
+import { planChatOutput } from '../chat/output-plan.js';
 import { readGgufHeader } from '../model/loaders/gguf-header.js';
 import { createLogger } from '../ops/log.js';
 import { buildApp, DEFAULT_MAX_BODY_BYTES } from './app.js';
 import { Lifecycle } from './lifecycle.js';
+import { createModelRuntime } from './runtime.js';
 
 /** Exit with a one-line message: start-up problems are the operator's to fix, not stack traces. */
 class StartupError extends Error {}
@@ -59,9 +58,11 @@ export async function serve(config: Config): Promise<void> {
         toolMaxTokens: config.toolMaxTokens,
         requestTimeoutSec: config.requestTimeout,
         maxSeqLen: config.maxSeqLen,
+        disableThinking: config.disableThinking,
       },
       logger: log,
       lifecycle,
+      chatOutput: planChatOutput,
     });
     try {
       await app.listen({ host: config.bind, port: config.port });
@@ -70,8 +71,6 @@ export async function serve(config: Config): Promise<void> {
     }
 
     log.info(`Loading ${modelName} from ${source}`);
-    const tokenizer = loadTokenizer(source);
-    const chatTemplate = findChatTemplate(source);
     engine = await startEngine({
       modelPath: source,
       fastLoad: config.fastLoad,
@@ -88,14 +87,12 @@ export async function serve(config: Config): Promise<void> {
       throw new StartupError(err.message);
     });
     const info = engine.info;
-    const modelToml = findModelToml(source, info.config.architecture, modelName);
-    lifecycle.setReady({
-      engine,
-      tokenizer,
-      chatTemplate,
-      eosTokenIds: info.config.eosTokenIds,
-      modelConfig: info.config,
+    const { runtime, modelToml } = createModelRuntime(source, modelName, engine, {
+      toolCallParser: config.toolCallParser,
+      disableThinking: config.disableThinking,
+      maxThinkingBudget: config.maxThinkingBudget,
     });
+    lifecycle.setReady(runtime);
 
     log.info(
       `Model ${info.config.architecture}: ${info.config.numLayers} layers, hidden ${info.config.hiddenSize}, vocab ${info.config.vocabSize}; ` +
@@ -106,7 +103,8 @@ export async function serve(config: Config): Promise<void> {
         `${(info.kvPoolBytes / 2 ** 20).toFixed(1)} MiB; limited by ${info.kvPoolLimitedBy === 'memory' ? 'the memory budget' : '--max-seq-len × --max-num-seqs'})`,
     );
     if (modelToml) log.info(`MODEL.toml: ${modelToml.source}`);
-    if (chatTemplate === null) log.warn('the model has no chat template: /v1/chat/completions will refuse requests');
+    log.info(`Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`);
+    if (runtime.chatTemplate === null) log.warn('the model has no chat template: /v1/chat/completions will refuse requests');
     log.info(`Listening on ${config.bind}:${config.port}`);
     if (config.bind === '0.0.0.0' || config.bind === '::') {
       log.warn(`the server is exposed on all interfaces (${config.bind}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`);

@@ -11,6 +11,8 @@ import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate, renderChatTemplate } from '../../src/chat/template.js';
 import { buildApp, type AppOptions } from '../../src/server/app.js';
 import { Lifecycle } from '../../src/server/lifecycle.js';
+import { createModelRuntime } from '../../src/server/runtime.js';
+import { planChatOutput } from '../../src/chat/output-plan.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const MAX_SEQ_LEN = 2048;
@@ -47,8 +49,8 @@ before(async () => {
     blockSize: 16,
   });
   const lifecycle = new Lifecycle();
-  lifecycle.setReady({ engine, tokenizer, chatTemplate, eosTokenIds: engine.info.config.eosTokenIds, modelConfig: engine.info.config });
-  app = buildApp({ options: OPTIONS, logger: pino({ level: 'warn' }), lifecycle });
+  lifecycle.setReady(createModelRuntime(TINY_CHAT, 'svc-tiny-chat', engine, { disableThinking: false }).runtime);
+  app = buildApp({ options: OPTIONS, logger: pino({ level: 'warn' }), lifecycle, chatOutput: planChatOutput });
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -124,8 +126,13 @@ test('streamed chat: role first, deltas add up to the greedy answer, finish, usa
 });
 
 test('stop string: the answer ends right before it', async () => {
-  const reference = (await greedyAnswer()).choices[0]!.message.content!;
-  const at = Math.min(12, reference.length - 3);
+  const message = (await greedyAnswer()).choices[0]!.message as { content: string; reasoning?: string };
+  const reference = message.content;
+  // Stop strings apply to the whole output, reasoning first: pick one that only the answer contains.
+  const reasoning = `<think>${message.reasoning ?? ''}</think>`;
+  let at = 0;
+  while (at + 3 <= reference.length && reasoning.includes(reference.slice(at, at + 3))) at++;
+  assert.ok(at + 3 <= reference.length, 'the answer has a 3-character piece the reasoning lacks');
   const stop = reference.slice(at, at + 3);
   const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, temperature: 0, stop: [stop] });
   assert.equal(res.choices[0]!.message.content, reference.slice(0, reference.indexOf(stop)));

@@ -111,7 +111,15 @@ function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, 
     },
   });
   const lifecycle = new Lifecycle();
-  const runtime: ModelRuntime = { engine, tokenizer, chatTemplate, eosTokenIds: [IM_END, 151643], modelConfig };
+  const runtime: ModelRuntime = {
+    engine,
+    tokenizer,
+    chatTemplate,
+    eosTokenIds: [IM_END, 151643],
+    modelConfig,
+    samplingDefaults: {},
+    chat: { toolCallParser: 'hermes', reasoning: false, disableThinking: false, maxThinkingBudget: null },
+  };
   if (ready) lifecycle.setReady(runtime);
   const app = buildApp({ options: OPTIONS, logger: pino({ level: 'info' }, sink), lifecycle, chatOutput });
   return { app, engine, lines, lifecycle, runtime };

@@ -133,7 +133,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
     { schema: { body: chatCompletionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;
-      const chat = decodeChatRequest(request.body, options);
+      const chat = decodeChatRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
       const { tokens: prompt, text: promptText } = buildChatPrompt(chat, runtime);
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
       const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, options.maxSeqLen, cap);

@@ -45,7 +45,7 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
     { schema: { body: completionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;
-      const req = decodeCompletionRequest(request.body, options);
+      const req = decodeCompletionRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
       const prompts = req.prompts.map((p, i) => buildTextPrompt(p, runtime, req.prompts.length > 1 ? `prompt[${i}]` : 'prompt'));
       const specs: SequenceSpec[] = [];
       const echoes: string[] = [];

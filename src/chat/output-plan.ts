@@ -1,0 +1,71 @@
+// Per chat sequence: which output stages read the model's text (reasoning splitter, tool-call
+// parser) and what the engine enforces while sampling (tool-call grammar for tool_choice
+// required / a named function, the thinking budget). Decided from the request, the model's chat
+// settings and how the rendered prompt ends.
+import type { ChatOutputContext, ChatOutputPlan } from '../server/app.js';
+import type { ThinkingBudget } from '../engine/types.js';
+import { hasToolGrammar, type ToolGrammarSpec } from '../engine/grammar/index.js';
+import type { Tokenizer } from '../model/tokenizer.js';
+import { createToolCallParser, reasoningExits } from './parsers/index.js';
+import { createReasoningSplitter, promptOpensReasoning } from './reasoning.js';
+import { reasoningStage, toolCallStage, type OutputStage } from './pipeline.js';
+
+/** The template closed an empty think block itself (enable_thinking false): no reasoning follows. */
+function promptClosesThinking(promptText: string): boolean {
+  return /<think>\s*<\/think>\s*$/.test(promptText);
+}
+
+/** --disable-thinking: whatever reasoning the model still writes is dropped, not returned. */
+const dropReasoning: OutputStage = {
+  push: (events) => events.filter((e) => e.type !== 'reasoning'),
+  finish: () => [],
+};
+
+function thinkingBudget(tokenizer: Tokenizer, maxTokens: number, startsInside: boolean): ThinkingBudget | null {
+  const openTokenId = tokenizer.tokenToId('<think>');
+  const closeTokenId = tokenizer.tokenToId('</think>');
+  // The budget watches single think tokens; a model that spells them in pieces gets none.
+  if (openTokenId === undefined || closeTokenId === undefined) return null;
+  return { maxTokens, startsInside, openTokenId, closeTokenId, forceTokenIds: tokenizer.encode('\n</think>\n\n') };
+}
+
+export function planChatOutput({ request, runtime, promptText }: ChatOutputContext): ChatOutputPlan {
+  const { chat, tokenizer } = runtime;
+  const stages: OutputStage[] = [];
+  const startsInside = promptOpensReasoning(promptText);
+  const splitReasoning = chat.reasoning || startsInside;
+  const toolsOn = request.tools.length > 0 && request.toolChoice !== 'none';
+  const reasons = splitReasoning && !chat.disableThinking && !promptClosesThinking(promptText);
+
+  if (splitReasoning) {
+    const toolOpeners = toolsOn ? reasoningExits(chat.toolCallParser) : [];
+    stages.push(reasoningStage(createReasoningSplitter({ startsInReasoning: startsInside, toolOpeners })));
+    if (chat.disableThinking) stages.push(dropReasoning);
+  }
+  if (toolsOn) {
+    stages.push(toolCallStage(createToolCallParser(chat.toolCallParser, request.tools.map((t) => t.function))));
+  }
+
+  let toolGrammar: ToolGrammarSpec | null = null;
+  const choice = request.toolChoice;
+  if (toolsOn && choice !== 'auto' && choice !== 'none' && hasToolGrammar(chat.toolCallParser)) {
+    const named = typeof choice === 'object' ? choice.function.name : null;
+    toolGrammar = {
+      format: chat.toolCallParser,
+      tools: request.tools
+        .filter((t) => named === null || t.function.name === named)
+        .map((t) => ({ name: t.function.name, parameters: t.function.parameters })),
+      endTokenIds: runtime.eosTokenIds,
+      // With reasoning, the calls are enforced once the think block has ended.
+      afterReasoningEnd: reasons ? '</think>' : null,
+      maxCalls: named !== null || !request.parallelToolCalls ? 1 : 0,
+    };
+  }
+
+  const budget = chat.maxThinkingBudget;
+  return {
+    stages,
+    toolGrammar,
+    thinkingBudget: reasons && budget !== null ? thinkingBudget(tokenizer, budget, startsInside) : null,
+  };
+}

@@ -1,0 +1,63 @@
+// Everything the main thread needs to talk to a loaded model, gathered in one place: tokenizer,
+// chat template, MODEL.toml, sampling defaults and chat settings. serve.ts (and a model swap)
+// build the ModelRuntime from this plus the running engine.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { findChatTemplate } from '../chat/template.js';
+import type { RunningEngine } from '../engine/engine-client.js';
+import { findModelToml, type ModelToml } from '../model/model-toml.js';
+import { loadTokenizer } from '../model/tokenizer.js';
+import type { ModelSamplingDefaults } from '../protocols/openai-chat.js';
+import type { ModelRuntime } from './lifecycle.js';
+
+export interface RuntimeSettings {
+  /** --tool-call-parser; undefined = from MODEL.toml. */
+  toolCallParser?: string;
+  disableThinking: boolean;
+  /** --max-thinking-budget; undefined = from MODEL.toml. */
+  maxThinkingBudget?: number;
+}
+
+const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p'] as const;
+
+/** MODEL.toml [sampling] wins; otherwise the checkpoint's generation_config.json (as vLLM uses it). */
+export function samplingDefaults(source: string, modelToml: ModelToml | null): ModelSamplingDefaults {
+  const out: ModelSamplingDefaults = {};
+  let from: Record<string, unknown> = modelToml?.sampling ?? {};
+  if (Object.keys(from).length === 0) {
+    const path = join(source, 'generation_config.json');
+    if (statSync(source).isDirectory() && existsSync(path)) {
+      const gen = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+      // do_sample false means greedy in transformers.
+      from = gen.do_sample === false ? { temperature: 0 } : gen;
+    }
+  }
+  for (const k of SAMPLING_KEYS) if (typeof from[k] === 'number') out[k] = from[k] as number;
+  return out;
+}
+
+/** The main thread's side of a model, around an engine that has loaded it. */
+export function createModelRuntime(
+  source: string,
+  modelName: string,
+  engine: RunningEngine,
+  settings: RuntimeSettings,
+): { runtime: ModelRuntime; modelToml: ModelToml | null } {
+  const config = engine.info.config;
+  const modelToml = findModelToml(source, config.architecture, modelName);
+  const runtime: ModelRuntime = {
+    engine,
+    tokenizer: loadTokenizer(source),
+    chatTemplate: findChatTemplate(source),
+    eosTokenIds: config.eosTokenIds,
+    modelConfig: config,
+    samplingDefaults: samplingDefaults(source, modelToml),
+    chat: {
+      toolCallParser: settings.toolCallParser ?? modelToml?.model.toolCallParser ?? 'hermes',
+      reasoning: modelToml?.model.reasoning ?? false,
+      disableThinking: settings.disableThinking,
+      maxThinkingBudget: settings.maxThinkingBudget ?? modelToml?.model.maxThinkingBudget ?? null,
+    },
+  };
+  return { runtime, modelToml };
+}
