@@ -68,7 +68,10 @@ void ThreadPool::start(int nth) {
   nth_ = nth < 1 ? 1 : nth;
   scratch_.resize((size_t)nth_);
   stopping_.store(false);
-  for (int i = 1; i < nth_; i++) threads_.emplace_back([this, i] { worker(i); });
+  // Workers start from the current generation: an op posted before a worker first runs is simply
+  // done without it, and a stop() issued before then is still seen.
+  const uint32_t g0 = job_gen(job_.load());
+  for (int i = 1; i < nth_; i++) threads_.emplace_back([this, i, g0] { worker(i, g0); });
 }
 
 void ThreadPool::stop() {
@@ -124,8 +127,7 @@ void ThreadPool::run_raw(int64_t nchunks, Fn fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker(int ith) {
-  uint32_t seen = job_gen(job_.load(std::memory_order_acquire));
+void ThreadPool::worker(int ith, uint32_t seen) {
   for (;;) {
     uint64_t j = job_.load(std::memory_order_acquire);
     if (job_gen(j) == seen) {

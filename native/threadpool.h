@@ -51,7 +51,7 @@ class ThreadPool {
   void stop();
   void run_raw(int64_t nchunks, Fn fn, void* ctx);
   void work(uint32_t gen, int ith);
-  void worker(int ith);
+  void worker(int ith, uint32_t seen);
 
   struct Buffer { void* p = nullptr; size_t cap = 0; };
   static void* grow(Buffer& b, size_t bytes);

@@ -494,7 +494,7 @@ export const FLAGS = [
     value: switchFlag(true),
     default: false,
     help: 'Kill-switch for `<think>` blocks: no reasoning is generated.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'max-thinking-budget',
@@ -504,7 +504,7 @@ export const FLAGS = [
     default: undefined,
     defaultText: 'from MODEL.toml',
     help: 'Per-request ceiling on reasoning tokens.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'tool-call-parser',
@@ -514,7 +514,7 @@ export const FLAGS = [
     default: undefined,
     defaultText: 'automatic from the model type (MODEL.toml)',
     help: "Wire format of the model's tool calls.",
-    built: false,
+    built: true,
   }),
   flag({
     name: 'tool-max-tokens',

@@ -5,60 +5,31 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import pino from 'pino';
-import { startEngine, type RunningEngine } from '../../src/engine/engine-client.js';
+import { pino } from 'pino';
+import { buildApp } from '../../src/server/app.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate, renderChatTemplate } from '../../src/chat/template.js';
-import { buildApp, type AppOptions } from '../../src/server/app.js';
 import { Lifecycle } from '../../src/server/lifecycle.js';
-import { createModelRuntime } from '../../src/server/runtime.js';
-import { planChatOutput } from '../../src/chat/output-plan.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { startTinyServer, TINY_MAX_SEQ_LEN as MAX_SEQ_LEN, TINY_OPTIONS as OPTIONS, type TinyServer } from '../helpers/tiny-server.js';
 
-const MAX_SEQ_LEN = 2048;
-const OPTIONS: AppOptions = {
-  modelName: 'svc-tiny-chat',
-  maxBodyBytes: 1024 * 1024,
-  defaultMinP: 0.08,
-  defaultTopNSigma: 1.0,
-  toolMaxTokens: 8192,
-  requestTimeoutSec: 60,
-  maxSeqLen: MAX_SEQ_LEN,
-};
 const QUESTION = 'What is the capital of France?';
 const MESSAGES = [{ role: 'user' as const, content: QUESTION }];
 
 const tokenizer = loadTokenizer(TINY_CHAT);
 const chatTemplate = findChatTemplate(TINY_CHAT);
-let engine: RunningEngine;
-let app: ReturnType<typeof buildApp>;
+let server: TinyServer;
 let base: string;
 let client: OpenAI;
 
 before(async () => {
-  engine = await startEngine({
-    modelPath: TINY_CHAT,
-    fastLoad: true,
-    kvCacheDtype: 'bf16',
-    maxSeqLen: MAX_SEQ_LEN,
-    maxBatchSize: 8,
-    maxPrefillTokens: 2048,
-    maxNumSeqs: 16,
-    gpuMemoryUtilization: 0.9,
-    oomGuardMb: 0,
-    blockSize: 16,
-  });
-  const lifecycle = new Lifecycle();
-  lifecycle.setReady(createModelRuntime(TINY_CHAT, 'svc-tiny-chat', engine, { disableThinking: false }).runtime);
-  app = buildApp({ options: OPTIONS, logger: pino({ level: 'warn' }), lifecycle, chatOutput: planChatOutput });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x', maxRetries: 0 });
+  server = await startTinyServer();
+  base = server.base;
+  client = server.client;
 });
 
 after(async () => {
-  await app?.close();
-  await engine?.shutdown();
+  await server?.close();
 });
 
 /** Prompt length as the template and tokenizer give it, independently of the server's code path. */

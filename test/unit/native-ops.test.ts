@@ -345,6 +345,24 @@ describe('native kernels: thread counts', () => {
   }
 });
 
+describe('native kernels: pool restarts', () => {
+  after(() => setNumThreads(DEFAULT_THREADS));
+  it('survives rapid resizes between ops', () => {
+    const rand = rng(11);
+    const w = makeWeight(rand, 'bf16', 64, 128);
+    const x = randomF32(rand, 2 * 128);
+    const want = new Float32Array(2 * 64);
+    nativeOps.matmul(x, 2, w, want);
+    for (let i = 0; i < 60; i++) {
+      setNumThreads(1 + (i % 4));
+      if (i % 3 === 0) continue;  // back-to-back resizes with no op between
+      const got = new Float32Array(2 * 64);
+      nativeOps.matmul(x, 2, w, got);
+      assert.deepEqual(got, want);
+    }
+  });
+});
+
 describe('native kernels: argument checks', () => {
   const w: WeightMatrix = { dtype: 'q8_0', rows: 4, cols: 64, data: new Uint8Array(4 * 2 * 34) };
   it('throws TypeError for wrong sizes and types instead of crashing', () => {
