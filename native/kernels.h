@@ -10,9 +10,12 @@ namespace svc {
 
 // Activation rows quantized for the int8 dot products: per row, `k` int8 quants in blocks of 32,
 // one float scale per block (x ~= d * q). Row i starts at qs + i * k and d + i * (k / 32).
+// s16 (K-quants only, else null): per 16 elements, the block scale times the sum of their quants;
+// row i starts at s16 + i * (k / 16).
 struct QuantActs {
   const int8_t* qs;
   const float* d;
+  const float* s16;
   int k;
 };
 
@@ -33,8 +36,12 @@ struct Kernels {
   GemmFloatFn gemm_bf16;
   GemmQuantFn gemm_q8_0;
   GemmQuantFn gemm_q4_0;
-  // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127).
-  void (*quantize_row_q8)(const float* x, int k, int8_t* qs, float* d);
+  // K-quants (index by dtype - kQ2_K: Q2_K, Q4_K, Q5_K, Q6_K). Null: the driver decodes weight rows
+  // to f32 and uses gemm_f32 instead (the scalar path, which keeps activations exact).
+  GemmQuantFn gemm_kquant[4];
+  // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127),
+  // and the k/16 sums of QuantActs::s16 when s16 is not null.
+  void (*quantize_row_q8)(const float* x, int k, int8_t* qs, float* d, float* s16);
 
   // ---- element-wise ----
   double (*sum_squares)(const float* x, int n);

@@ -13,6 +13,10 @@
 #define SVC_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define SVC_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
+// K-quant unpacking compiled for this file's instruction set.
+#define SVC_KQ_INLINE SVC_AVX2_INLINE
+#include "kquant_unpack.h"
+
 namespace svc {
 namespace {
 
@@ -168,7 +172,69 @@ SVC_AVX2 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wst
   for (; r < r1; r++) rows_quant<W, 1>(n, x, w, wstride, r, y, ldy);
 }
 
-SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
+// ---- int8 GEMM for K-quants ----
+// One 32-element activation block per step: maddubs + madd leave 8 int32 lanes of 4 elements, so
+// lanes 0-3 take the scale of the block's first 16-element group and lanes 4-7 the second.
+
+template <typename W, int RW, int RX>
+SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  const int k = x.k, nb = k / 32, ng = k / 16;
+  __m256 acc[RW][RX];
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) acc[a][b] = _mm256_setzero_ps();
+  alignas(32) float ws[RW][16];
+  alignas(32) float mn[RW][16];
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int sb = 0; sb < k / QK_K; sb++) {
+    const uint8_t* blk[RW];
+    for (int a = 0; a < RW; a++) {
+      blk[a] = w + (size_t)(r + a) * wstride + (size_t)sb * W::kBytes;
+      W::scales(blk[a], ws[a], mn[a]);
+    }
+    for (int b = 0; b < RX; b++) {
+      const float* xs = x.s16 + (size_t)(i0 + b) * ng + sb * 16;
+      const __m256 xs0 = _mm256_loadu_ps(xs), xs1 = _mm256_loadu_ps(xs + 8);
+      for (int a = 0; a < RW; a++) {
+        acc[a][b] = _mm256_fnmadd_ps(_mm256_load_ps(mn[a]), xs0, acc[a][b]);
+        acc[a][b] = _mm256_fnmadd_ps(_mm256_load_ps(mn[a] + 8), xs1, acc[a][b]);
+      }
+    }
+    for (int j = 0; j < 8; j++) {
+      __m256i xv[RX];
+      float dx[RX];
+      for (int b = 0; b < RX; b++) {
+        xv[b] = _mm256_loadu_si256((const __m256i*)(x.qs + (size_t)(i0 + b) * k + sb * QK_K + 32 * j));
+        dx[b] = x.d[(size_t)(i0 + b) * nb + sb * 8 + j];
+      }
+      for (int a = 0; a < RW; a++) {
+        const __m256i q = W::quants32(blk[a], j);
+        const __m256 sv = _mm256_set_m128(_mm_set1_ps(ws[a][2 * j + 1]), _mm_set1_ps(ws[a][2 * j]));
+        for (int b = 0; b < RX; b++) {
+          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q, xv[b]), ones));
+          acc[a][b] = _mm256_fmadd_ps(dot, _mm256_mul_ps(sv, _mm256_set1_ps(dx[b])), acc[a][b]);
+        }
+      }
+    }
+  }
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = hsum(acc[a][b]);
+}
+
+template <typename W, int RW>
+SVC_AVX2_INLINE void rows_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) tile_kquant<W, RW, 4>(x, i, w, wstride, r, y, ldy);
+  for (; i < n; i++) tile_kquant<W, RW, 1>(x, i, w, wstride, r, y, ldy);
+}
+
+template <typename W>
+SVC_AVX2 void gemm_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
+  int r = r0;
+  for (; r + 2 <= r1; r += 2) rows_kquant<W, 2>(n, x, w, wstride, r, y, ldy);
+  for (; r < r1; r++) rows_kquant<W, 1>(n, x, w, wstride, r, y, ldy);
+}
+
+SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int b = 0; b < k / 32; b++) {
     const float* xb = x + b * 32;
@@ -193,6 +259,14 @@ SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
     const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
     const __m256i out = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256((__m256i*)(qs + b * 32), out);
+    if (s16) {
+      const __m256i s0 = _mm256_add_epi32(q[0], q[1]), s1 = _mm256_add_epi32(q[2], q[3]);
+      const __m128i h0 = _mm_add_epi32(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
+      const __m128i h1 = _mm_add_epi32(_mm256_castsi256_si128(s1), _mm256_extracti128_si256(s1, 1));
+      const __m128i t = _mm_hadd_epi32(_mm_hadd_epi32(h0, h1), _mm_setzero_si128());  // [sum0, sum1, 0, 0]
+      s16[2 * b] = db * (float)_mm_cvtsi128_si32(t);
+      s16[2 * b + 1] = db * (float)_mm_extract_epi32(t, 1);
+    }
   }
 }
 
@@ -335,7 +409,9 @@ SVC_AVX2 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) 
 
 const Kernels kAvx2Kernels = {
   "avx2",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>, quantize_row_q8,
+  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
+  {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
+  quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
   qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
 };

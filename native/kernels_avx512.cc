@@ -15,6 +15,10 @@
 #define SVC_AVX512 __attribute__((target(SVC_AVX512_TARGET)))
 #define SVC_AVX512_INLINE __attribute__((target(SVC_AVX512_TARGET), always_inline)) inline
 
+// K-quant unpacking compiled for this file's instruction set.
+#define SVC_KQ_INLINE SVC_AVX512_INLINE
+#include "kquant_unpack.h"
+
 namespace svc {
 namespace {
 
@@ -205,7 +209,69 @@ SVC_AVX512 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t w
   for (; r < r1; r++) rows_quant<W, 1>(n, x, w, wstride, r, y, ldy);
 }
 
-SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
+// ---- int8 GEMM for K-quants ----
+// A super-block is four 64-element steps; each step's int32 lanes cover 4 elements, so lane l takes
+// the scale of 16-element group 4 * step + l / 4 (one permute). Mins come off once per super-block
+// as a 16-wide product with the activations' 16-element sums.
+
+template <typename W, int RW, int RX>
+SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  const int k = x.k, nb = k / 32, ng = k / 16;
+  __m512 acc[RW][RX];
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) acc[a][b] = _mm512_setzero_ps();
+  alignas(64) float ws[RW][16];
+  alignas(64) float mn[RW][16];
+  const __m512i quad = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2);
+  for (int sb = 0; sb < k / QK_K; sb++) {
+    const uint8_t* blk[RW];
+    for (int a = 0; a < RW; a++) {
+      blk[a] = w + (size_t)(r + a) * wstride + (size_t)sb * W::kBytes;
+      W::scales(blk[a], ws[a], mn[a]);
+    }
+    for (int b = 0; b < RX; b++) {
+      const __m512 xs = _mm512_loadu_ps(x.s16 + (size_t)(i0 + b) * ng + sb * 16);
+      for (int a = 0; a < RW; a++) acc[a][b] = _mm512_fnmadd_ps(_mm512_load_ps(mn[a]), xs, acc[a][b]);
+    }
+    for (int c = 0; c < 4; c++) {
+      __m512i xv[RX];
+      __m512 dx[RX];
+      for (int b = 0; b < RX; b++) {
+        xv[b] = _mm512_loadu_si512(x.qs + (size_t)(i0 + b) * k + sb * QK_K + 64 * c);
+        const float* d = x.d + (size_t)(i0 + b) * nb + sb * 8 + 2 * c;
+        dx[b] = pair_scales_f32(d[0], d[1]);
+      }
+      const __m512i idx = _mm512_add_epi32(quad, _mm512_set1_epi32(4 * c));
+      for (int a = 0; a < RW; a++) {
+        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(W::quants32(blk[a], 2 * c)), W::quants32(blk[a], 2 * c + 1), 1);
+        const __m512 sv = _mm512_permutexvar_ps(idx, _mm512_load_ps(ws[a]));
+        for (int b = 0; b < RX; b++) {
+          const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xv[b]));
+          acc[a][b] = _mm512_fmadd_ps(dot, _mm512_mul_ps(sv, dx[b]), acc[a][b]);
+        }
+      }
+    }
+  }
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+}
+
+template <typename W, int RW>
+SVC_AVX512_INLINE void rows_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 3 <= n; i += 3) tile_kquant<W, RW, 3>(x, i, w, wstride, r, y, ldy);
+  if (n - i == 2) tile_kquant<W, RW, 2>(x, i, w, wstride, r, y, ldy);
+  if (n - i == 1) tile_kquant<W, RW, 1>(x, i, w, wstride, r, y, ldy);
+}
+
+template <typename W>
+SVC_AVX512 void gemm_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) rows_kquant<W, 4>(n, x, w, wstride, r, y, ldy);
+  for (; r < r1; r++) rows_kquant<W, 1>(n, x, w, wstride, r, y, ldy);
+}
+
+SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
   for (int b = 0; b < k / 32; b++) {
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -214,8 +280,13 @@ SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
     d[b] = db;
     const __m512 idv = _mm512_set1_ps(id);
     // cvtps rounds ties to even, like nearbyint in the scalar path.
-    _mm_storeu_si128((__m128i*)(qs + b * 32), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, idv))));
-    _mm_storeu_si128((__m128i*)(qs + b * 32 + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, idv))));
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, idv)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, idv));
+    _mm_storeu_si128((__m128i*)(qs + b * 32), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128((__m128i*)(qs + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
+    if (s16) {
+      s16[2 * b] = db * (float)_mm512_reduce_add_epi32(q0);
+      s16[2 * b + 1] = db * (float)_mm512_reduce_add_epi32(q1);
+    }
   }
 }
 
@@ -351,7 +422,9 @@ SVC_AVX512 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult
 
 const Kernels kAvx512Kernels = {
   "avx512",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>, quantize_row_q8,
+  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
+  {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
+  quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
   qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
 };

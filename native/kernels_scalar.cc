@@ -72,7 +72,7 @@ void gemm_q4_0(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int 
 }
 
 // d = amax / 127, q = round-to-nearest-even(x / d): the SIMD paths produce the same bytes.
-void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
+void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
   for (int b = 0; b < k / QK8_0; b++) {
     const float* xb = x + b * QK8_0;
     float amax = 0.0f;
@@ -81,6 +81,13 @@ void quantize_row_q8(const float* x, int k, int8_t* qs, float* d) {
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     d[b] = db;
     for (int j = 0; j < QK8_0; j++) qs[b * QK8_0 + j] = (int8_t)std::nearbyint(xb[j] * id);
+    if (s16) {
+      for (int h = 0; h < 2; h++) {
+        int sum = 0;
+        for (int j = 0; j < 16; j++) sum += qs[b * QK8_0 + 16 * h + j];
+        s16[2 * b + h] = db * (float)sum;
+      }
+    }
   }
 }
 
@@ -143,7 +150,9 @@ void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
 
 const Kernels kScalarKernels = {
   "scalar",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_q8_0, gemm_q4_0, quantize_row_q8,
+  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_q8_0, gemm_q4_0,
+  {nullptr, nullptr, nullptr, nullptr},  // K-quants: decode to f32 in the driver
+  quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
   qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
 };

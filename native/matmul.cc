@@ -1,8 +1,8 @@
 // matmul and embed. Threads split the output into tasks of (activation-row chunk x weight-row
 // chunk), handed out dynamically; the activation chunk is sized to stay in L2 while every weight row
-// streams past it once. Q8_0/Q4_0 first quantize the activations to int8 blocks (once per matmul, into
-// shared scratch); K-quants decode a few weight rows at a time into per-thread scratch and reuse the
-// f32 GEMM.
+// streams past it once. Q8_0, Q4_0 and (on the SIMD paths) the K-quants first quantize the
+// activations to int8 blocks, once per matmul into shared scratch, and use integer dot products; the
+// scalar path decodes K-quant rows into per-thread scratch and reuses the f32 GEMM.
 #include <napi.h>
 
 #include <algorithm>
@@ -61,6 +61,25 @@ void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
   else parallel_for(ntasks, 1, task);
 }
 
+// Quantizes the n activation rows to int8 blocks in the pool's shared scratch (s16 sums when asked).
+QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums) {
+  const int nb = cols / 32, ng = cols / 16;
+  const size_t qbytes = round_up((size_t)n * cols, 64);
+  const size_t dbytes = round_up((size_t)n * nb * sizeof(float), 64);
+  const size_t sbytes = sums ? (size_t)n * ng * sizeof(float) : 0;
+  uint8_t* buf = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(qbytes + dbytes + sbytes));
+  int8_t* qs = reinterpret_cast<int8_t*>(buf);
+  float* qd = reinterpret_cast<float*>(buf + qbytes);
+  float* s16 = sums ? reinterpret_cast<float*>(buf + qbytes + dbytes) : nullptr;
+  auto quant = [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; i++)
+      K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb, s16 ? s16 + (size_t)i * ng : nullptr);
+  };
+  if (n >= 16) parallel_for(n, 8, quant);
+  else quant(0, n, 0);
+  return QuantActs{qs, qd, s16, cols};
+}
+
 }  // namespace
 
 void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w, float* y, const float* bias) {
@@ -69,24 +88,16 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   ThreadPool& pool = ThreadPool::instance();
   const size_t wstride = row_bytes(dt, cols);
   const double macs = (double)n * rows * cols;
+  const bool kquant = dt >= kQ2_K && dt <= kQ6_K;
 
-  if (dt == kQ8_0 || dt == kQ4_0) {
-    const int nb = cols / 32;
-    // Shared scratch: int8 quants for all rows, then their scales (64-byte aligned).
-    const size_t qbytes = round_up((size_t)n * cols, 64);
-    uint8_t* buf = static_cast<uint8_t*>(pool.shared_scratch(qbytes + (size_t)n * nb * sizeof(float)));
-    int8_t* qs = reinterpret_cast<int8_t*>(buf);
-    float* qd = reinterpret_cast<float*>(buf + qbytes);
-    auto quant = [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; i++) K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb);
-    };
-    if (n >= 16) parallel_for(n, 8, quant);
-    else quant(0, n, 0);
-    const GemmQuantFn gemm = dt == kQ8_0 ? K.gemm_q8_0 : K.gemm_q4_0;
+  GemmQuantFn qgemm = dt == kQ8_0 ? K.gemm_q8_0 : dt == kQ4_0 ? K.gemm_q4_0 : kquant ? K.gemm_kquant[dt - kQ2_K] : nullptr;
+  if (qgemm) {
+    const QuantActs xa = quantize_acts(K, x, n, cols, kquant);
     const Plan p = plan(n, rows, (size_t)cols, pool.size());
     for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
-      const QuantActs xa{qs + (size_t)i0 * cols, qd + (size_t)i0 * nb, cols};
-      gemm(i1 - i0, xa, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
+      const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * (cols / 32),
+                         xa.s16 ? xa.s16 + (size_t)i0 * (cols / 16) : nullptr, cols};
+      qgemm(i1 - i0, xi, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
       if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
     });
     return;
@@ -102,7 +113,8 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
     return;
   }
 
-  // K-quants: decode kKQuantRowTile rows into this thread's scratch, multiply them as f32.
+  // K-quants without an int8 kernel (scalar path): decode kKQuantRowTile rows into this thread's
+  // scratch and multiply them as f32, which keeps the activations exact.
   for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int ith) {
     float* tile = static_cast<float*>(pool.thread_scratch(ith, (size_t)kKQuantRowTile * cols * sizeof(float)));
     for (int r = r0; r < r1; r += kKQuantRowTile) {

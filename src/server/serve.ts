@@ -65,7 +65,8 @@ export async function serve(config: Config): Promise<void> {
       chatOutput: planChatOutput,
     });
     try {
-      await app.listen({ host: config.bind, port: config.port });
+      // Bound now so /health answers 503 while the model loads; ready only at "Listening on".
+      await app.listen({ host: config.bind, port: config.port, listenTextResolver: (address) => `Socket bound at ${address}; loading the model` });
     } catch (err) {
       throw new StartupError(`cannot listen on ${config.bind}:${config.port}: ${(err as Error).message}`);
     }

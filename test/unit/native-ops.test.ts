@@ -164,6 +164,19 @@ for (const path of PATHS) {
       }
     });
 
+    /** The int8-activation contract: close to the reference, and exact given the int8-rounded activations. */
+    function checkInt8Matmul(x: Float32Array, n: number, w: WeightMatrix, bias: Float32Array | undefined, what: string): void {
+      const got = new Float32Array(n * w.rows);
+      nativeOps.matmul(x, n, w, got, bias);
+      const want = new Float32Array(n * w.rows);
+      referenceOps.matmul(x, n, w, want, bias);
+      const err = relL2(got, want);
+      assert.ok(err <= 1e-2, `${what}: relative L2 ${err} vs raw activations`);
+      const wantExact = new Float32Array(n * w.rows);
+      referenceOps.matmul(roundActivations(x), n, w, wantExact, bias);
+      assertClose(got, wantExact, 1e-5, `${what} vs int8-rounded activations`);
+    }
+
     it('matmul with Q8_0 / Q4_0 weights: int8 activations within 1e-2, exact kernels within 1e-5', () => {
       const rand = rng(2);
       for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
@@ -172,22 +185,13 @@ for (const path of PATHS) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
-            const bias = n === 17 ? randomF32(rand, rows) : undefined;
-            const got = new Float32Array(n * rows);
-            nativeOps.matmul(x, n, w, got, bias);
-            const want = new Float32Array(n * rows);
-            referenceOps.matmul(x, n, w, want, bias);
-            const err = relL2(got, want);
-            assert.ok(err <= 1e-2, `${dtype} [${rows}x${cols}] n=${n}: relative L2 ${err} vs raw activations`);
-            const wantExact = new Float32Array(n * rows);
-            referenceOps.matmul(roundActivations(x), n, w, wantExact, bias);
-            assertClose(got, wantExact, 1e-5, `${dtype} [${rows}x${cols}] n=${n} vs int8-rounded activations`);
+            checkInt8Matmul(x, n, w, n === 17 ? randomF32(rand, rows) : undefined, `${dtype} [${rows}x${cols}] n=${n}`);
           }
         }
       }
     });
 
-    it('matmul with K-quant weights matches the reference', () => {
+    it('matmul with K-quant weights matches the reference (int8 activations on SIMD paths, f32 on scalar)', () => {
       const rand = rng(3);
       for (const dtype of K_DTYPES) {
         for (const [rows, cols] of [[7, 256], [21, 512]]) {
@@ -195,10 +199,15 @@ for (const path of PATHS) {
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
             const bias = n === 1 ? randomF32(rand, rows) : undefined;
+            const what = `${dtype} [${rows}x${cols}] n=${n}`;
+            if (path !== 'scalar') {
+              checkInt8Matmul(x, n, w, bias, what);
+              continue;
+            }
             const want = new Float32Array(n * rows), got = new Float32Array(n * rows);
             referenceOps.matmul(x, n, w, want, bias);
             nativeOps.matmul(x, n, w, got, bias);
-            assertClose(got, want, 1e-4, `${dtype} [${rows}x${cols}] n=${n}`);
+            assertClose(got, want, 1e-4, what);
           }
         }
       }

@@ -1,0 +1,92 @@
+// `svc serve` as a user runs it: a child process of bin/svc.js, ready at the "Listening on" line,
+// answering HTTP, shutting down on SIGTERM; and its start-up failures, each one clear line.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT, TINY_CHAT } from '../helpers/paths.js';
+
+const BIN = join(REPO_ROOT, 'bin', 'svc.js');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs svc with args; resolves when `until` matches stderr (or on exit) with what it printed so far. */
+function runSvc(args: string[], until?: RegExp) {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const ready = new Promise<void>((resolve) => {
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (until && until.test(stderr)) resolve();
+    });
+    void exited.then(() => resolve());
+  });
+  return { child, ready, exited, output: () => ({ stderr, stdout }) };
+}
+
+test('svc serve --model-from-path: ready line, loopback note, health, models, a chat, SIGTERM exits 0', async () => {
+  const port = await freePort();
+  const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--port', String(port), '--served-model-name', 'tiny'], /^Listening on /m);
+  try {
+    await svc.ready;
+    const { stderr } = svc.output();
+    assert.match(stderr, new RegExp(`^Listening on 127\\.0\\.0\\.1:${port}$`, 'm'));
+    assert.match(stderr, /loopback only/);
+    assert.match(stderr, /^KV pool: \d+ tokens/m);
+    const base = `http://127.0.0.1:${port}`;
+    assert.equal((await fetch(`${base}/health`)).status, 200);
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
+    assert.deepEqual(models.data.map((m) => m.id), ['tiny']);
+    const res = await fetch(`${base}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'whatever', prompt: 'Hello', max_tokens: 4, temperature: 0 }),
+    });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { model: string; usage: { completion_tokens: number } };
+    assert.equal(body.model, 'tiny');
+    assert.ok(body.usage.completion_tokens >= 1);
+  } finally {
+    svc.child.kill('SIGTERM');
+  }
+  assert.equal(await svc.exited, 0);
+});
+
+test('a model id missing from the hub cache: exit 1 naming the paths searched', async () => {
+  const cache = mkdtempSync(join(tmpdir(), 'svc-empty-cache-'));
+  const svc = runSvc(['serve', 'acme/no-such-model', '--cache-dir', cache, '--port', String(await freePort())]);
+  assert.equal(await svc.exited, 1);
+  const { stderr } = svc.output();
+  assert.match(stderr, /^svc: .*acme\/no-such-model/m);
+  assert.ok(stderr.includes(join(cache, 'models--acme--no-such-model')), stderr);
+});
+
+test('out of memory at start-up: exit 1 suggesting lower --gpu-memory-utilization or --max-seq-len', async () => {
+  const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--port', String(await freePort()), '--gpu-memory-utilization', '0.01']);
+  assert.equal(await svc.exited, 1);
+  const { stderr } = svc.output();
+  assert.match(stderr, /--gpu-memory-utilization/);
+  assert.match(stderr, /--max-seq-len/);
+  assert.doesNotMatch(stderr, /^Listening on/m);
+});
+
+test('an unbuilt capability is refused at start-up: exit 2, not implemented yet', async () => {
+  const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--speculative']);
+  assert.equal(await svc.exited, 2);
+  assert.equal(svc.output().stderr.trim(), 'svc: not implemented yet: --speculative');
+});
