@@ -271,24 +271,24 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   for (size_t i = 0; i < meta_len / 5; i++) {
     const int32_t* m = meta + i * 5;
     const int q_start = m[0], q_len = m[1], kv_len = m[2], toff = m[3], tlen = m[4];
-    const std::string which = "sequence " + std::to_string(i) + ": ";
+    auto which = [i] { return "sequence " + std::to_string(i) + ": "; };  // built only on failure
     if (q_start < 0 || q_len < 0 || (int64_t)q_start + q_len > total_rows) {
-      a.fail_range(which + "query rows [" + std::to_string(q_start) + ", +" + std::to_string(q_len) + ") outside q");
+      a.fail_range(which() + "query rows [" + std::to_string(q_start) + ", +" + std::to_string(q_len) + ") outside q");
       return info.Env().Undefined();
     }
     if (kv_len < q_len) {
-      a.fail_range(which + "kvLen " + std::to_string(kv_len) + " < qLen " + std::to_string(q_len));
+      a.fail_range(which() + "kvLen " + std::to_string(kv_len) + " < qLen " + std::to_string(q_len));
       return info.Env().Undefined();
     }
     const int64_t need = ((int64_t)kv_len + L.block_size - 1) / L.block_size;
     if (toff < 0 || tlen < need || (size_t)toff + (size_t)tlen > tables_len) {
-      a.fail_range(which + "block table has " + std::to_string(tlen) + " blocks, kvLen " + std::to_string(kv_len) +
+      a.fail_range(which() + "block table has " + std::to_string(tlen) + " blocks, kvLen " + std::to_string(kv_len) +
                    " needs " + std::to_string(need));
       return info.Env().Undefined();
     }
     for (int64_t b = 0; b < need; b++)
       if (tables[toff + b] < 0 || tables[toff + b] >= L.num_blocks) {
-        a.fail_range(which + "block id " + std::to_string(tables[toff + b]) + " outside the cache (" +
+        a.fail_range(which() + "block id " + std::to_string(tables[toff + b]) + " outside the cache (" +
                      std::to_string(L.num_blocks) + " blocks)");
         return info.Env().Undefined();
       }

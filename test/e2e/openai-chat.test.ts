@@ -4,6 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import OpenAI from 'openai';
 import { pino } from 'pino';
 import { buildApp } from '../../src/server/app.js';
@@ -202,4 +203,39 @@ test('503 model_not_loaded before the model is ready', async () => {
   } finally {
     await starting.close();
   }
+});
+
+/** Streams a chat over node:http and drops the connection after `frames` SSE data events. */
+function streamAndHangUp(frames: number, maxTokens: number): Promise<void> {
+  return new Promise((resolve) => {
+    const req = httpRequest(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    req.on('error', () => resolve());
+    req.on('response', (res) => {
+      let seen = 0;
+      res.on('data', () => {
+        if (++seen >= frames) {
+          req.destroy();
+          resolve();
+        }
+      });
+      res.on('end', () => resolve());
+    });
+    // ignore_eos: unless cancelled, each would run all maxTokens, far past the wait below.
+    req.end(JSON.stringify({ model: 'm', messages: MESSAGES, stream: true, max_tokens: maxTokens, ignore_eos: true, temperature: 1, seed: frames }));
+  });
+}
+
+test('many clients hanging up mid-stream: every sequence and KV block is freed', async () => {
+  // A fixed pseudo-random pattern of hang-up points (1 to 6 frames) over 16 concurrent streams.
+  const hangups = Array.from({ length: 16 }, (_, i) => 1 + ((i * 7) % 6));
+  await Promise.all(hangups.map((frames) => streamAndHangUp(frames, 1500)));
+  let stats = server.engine.stats();
+  for (let t = 0; t < 300 && (stats.running > 0 || stats.waiting > 0 || stats.kvBlocksUsed > 0); t++) {
+    await new Promise((r) => setTimeout(r, 20));
+    stats = server.engine.stats();
+  }
+  assert.deepEqual({ running: stats.running, waiting: stats.waiting, kvBlocksUsed: stats.kvBlocksUsed }, { running: 0, waiting: 0, kvBlocksUsed: 0 });
+  // And the server still answers.
+  const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 3 });
+  assert.equal(res.choices.length, 1);
 });

@@ -10,11 +10,16 @@
 //   storeKv: byte-identical cache contents. attention: 2e-5 (both read the same cache bytes).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { nativeOps, nativeInfo, setCpuPath, setNumThreads, type CpuPath } from '../../src/kernels/native.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { BLOCK_LAYOUT, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
 import type { AttentionSeq, KvDType, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import type { DType } from '../../src/model/types.js';
+import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
+import { FIXTURES } from '../helpers/paths.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 // ---- helpers ----
 
@@ -132,6 +137,14 @@ describe('native kernels: runtime', () => {
     assert.ok(ORDER.includes(info.cpuPath));
     assert.ok(info.threads >= 1);
     assert.equal(typeof info.features.avx2, 'boolean');
+  });
+  it('honours SVC_CPU_FEATURES and SVC_THREADS at start-up', () => {
+    const script = `import('${new URL('../../src/kernels/native.js', import.meta.url).href}').then((m) => console.log(JSON.stringify(m.nativeInfo())))`;
+    const r = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, SVC_CPU_FEATURES: 'scalar', SVC_THREADS: '3' }, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const child = JSON.parse(r.stdout) as { cpuPath: string; threads: number };
+    assert.equal(child.cpuPath, 'scalar');
+    assert.equal(child.threads, 3);
   });
   it('rejects a path the CPU lacks and unknown names', () => {
     assert.throws(() => setCpuPath('sse9' as CpuPath), TypeError);
@@ -331,6 +344,37 @@ for (const path of PATHS) {
     });
   });
 }
+
+describe('native kernels on real GGUF K-quant blocks (tiny_kquant.gguf)', () => {
+  const file = join(FIXTURES, 'tiny_kquant.gguf');
+  const GGML_TO_DTYPE: Record<number, DType> = { 10: 'q2_k', 12: 'q4_k', 13: 'q5_k', 14: 'q6_k' };
+  it('decodes and multiplies them like the reference on every path', { skip: !existsSync(file) && 'fixture missing' }, () => {
+    const header = readGgufHeader(file);
+    const bytes = readFileSync(file);
+    const rand = rng(12);
+    for (const t of header.tensors) {
+      const dtype = GGML_TO_DTYPE[t.ggmlType];
+      if (!dtype) continue;
+      // 1024 elements as a [4, 256] matrix.
+      const w: WeightMatrix = { dtype, rows: 4, cols: 256, data: new Uint8Array(bytes.buffer, bytes.byteOffset + t.offset, 4 * BLOCK_LAYOUT[dtype].bytes) };
+      const ids = Int32Array.from([3, 0, 2, 1]);
+      const want = new Float32Array(4 * 256), got = new Float32Array(4 * 256);
+      referenceOps.embed(ids, w, want);
+      nativeOps.embed(ids, w, got);
+      assertClose(got, want, 1e-6, `embed ${t.name}`);
+      const x = randomF32(rand, 3 * 256);
+      const y = new Float32Array(3 * 4);
+      referenceOps.matmul(x, 3, w, y);
+      for (const path of PATHS) {
+        setCpuPath(path);
+        const yn = new Float32Array(3 * 4);
+        nativeOps.matmul(x, 3, w, yn);
+        assert.ok(relL2(yn, y) <= 1e-2, `${t.name} on ${path}: relative L2 ${relL2(yn, y)}`);
+      }
+      setCpuPath(info.bestCpuPath);
+    }
+  });
+});
 
 describe('native kernels: thread counts', () => {
   after(() => setNumThreads(DEFAULT_THREADS));
