@@ -67,17 +67,19 @@ struct WBF16 {
   }
 };
 
-// RW weight rows x RX activation rows, one accumulator per output (results do not depend on tiling).
+// RW weight rows x RX activation rows over columns [c0, c1), one accumulator per output, so a result
+// does not depend on the tile it was computed in (batch-invariant outputs). `accumulate` adds to y
+// (later column blocks) instead of storing.
 template <typename W, int RW, int RX>
-SVC_AVX512_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
-                                  float* y, size_t ldy) {
+SVC_AVX512_INLINE void tile_float(int c0, int c1, bool accumulate, const float* x, size_t ldx, const uint8_t* w,
+                                  size_t wstride, int r, float* y, size_t ldy) {
   __m512 acc[RW][RX];
   for (int a = 0; a < RW; a++)
     for (int b = 0; b < RX; b++) acc[a][b] = _mm512_setzero_ps();
   const uint8_t* rows[RW];
   for (int a = 0; a < RW; a++) rows[a] = w + (size_t)(r + a) * wstride;
-  int c = 0;
-  for (; c + 16 <= k; c += 16) {
+  int c = c0;
+  for (; c + 16 <= c1; c += 16) {
     __m512 xv[RX];
     for (int b = 0; b < RX; b++) xv[b] = _mm512_loadu_ps(x + (size_t)b * ldx + c);
     for (int a = 0; a < RW; a++) {
@@ -85,8 +87,8 @@ SVC_AVX512_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8
       for (int b = 0; b < RX; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
     }
   }
-  if (c < k) {
-    const __mmask16 m = tail16(k - c);
+  if (c < c1) {
+    const __mmask16 m = tail16(c1 - c);
     __m512 xv[RX];
     for (int b = 0; b < RX; b++) xv[b] = _mm512_maskz_loadu_ps(m, x + (size_t)b * ldx + c);
     for (int a = 0; a < RW; a++) {
@@ -95,28 +97,39 @@ SVC_AVX512_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8
     }
   }
   for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) y[(size_t)b * ldy + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+    for (int b = 0; b < RX; b++) {
+      float* out = y + (size_t)b * ldy + r + a;
+      const float s = _mm512_reduce_add_ps(acc[a][b]);
+      *out = accumulate ? *out + s : s;
+    }
 }
 
 template <typename W, int RW>
-SVC_AVX512_INLINE void rows_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
-                                  float* y, size_t ldy) {
+SVC_AVX512_INLINE void rows_float(int n, int c0, int c1, bool accumulate, const float* x, size_t ldx, const uint8_t* w,
+                                  size_t wstride, int r, float* y, size_t ldy) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) tile_float<W, RW, 4>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  for (; i + 4 <= n; i += 4) tile_float<W, RW, 4>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
   switch (n - i) {
-    case 3: tile_float<W, RW, 3>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
-    case 2: tile_float<W, RW, 2>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
-    case 1: tile_float<W, RW, 1>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
+    case 3: tile_float<W, RW, 3>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
+    case 2: tile_float<W, RW, 2>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
+    case 1: tile_float<W, RW, 1>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy); break;
     default: break;
   }
 }
 
+// Columns go in blocks of kColBlock so a 4-row weight tile stays in L1 while the activation tiles
+// stream past it (long rows, e.g. a 4864-wide down projection, otherwise spill it to L2).
+constexpr int kColBlock = 1024;
+
 template <typename W>
 SVC_AVX512 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r0, int r1,
                            float* y, size_t ldy) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) rows_float<W, 4>(n, k, x, ldx, w, wstride, r, y, ldy);
-  for (; r < r1; r++) rows_float<W, 1>(n, k, x, ldx, w, wstride, r, y, ldy);
+  for (int c0 = 0; c0 < k; c0 += kColBlock) {
+    const int c1 = k - c0 > kColBlock ? c0 + kColBlock : k;
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) rows_float<W, 4>(n, c0, c1, c0 > 0, x, ldx, w, wstride, r, y, ldy);
+    for (; r < r1; r++) rows_float<W, 1>(n, c0, c1, c0 > 0, x, ldx, w, wstride, r, y, ldy);
+  }
 }
 
 // ---- int8 GEMM (Q8_0 / Q4_0 weights x Q8 activations) with VNNI ----
