@@ -65,18 +65,33 @@ struct WBF16 {
   static float get(const uint8_t* row, int c) { uint16_t h; std::memcpy(&h, row + 2 * (size_t)c, 2); return bf16_to_f32(h); }
 };
 
-// RW weight rows x RX activation rows; each output keeps its own accumulator, so a result does not
-// depend on the tile it was computed in (batch-invariant outputs).
+// Columns go in blocks of kColBlock so a 4-row weight tile stays in L1 while the activation tiles
+// stream past it. Every output sums its blocks in the same order whatever n is (batch-invariant).
+constexpr int kColBlock = 1024;
+
+// Writes (or, for later column blocks, adds) the horizontal sums of a tile's accumulators.
+template <int RW, int RX>
+SVC_AVX2_INLINE void store_tile(__m256 (&acc)[RW][RX], bool accumulate, float* y, size_t ldy) {
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) {
+      float* out = y + (size_t)b * ldy + a;
+      const float s = hsum(acc[a][b]);
+      *out = accumulate ? *out + s : s;
+    }
+}
+
+// RW weight rows x RX activation rows over columns [c0, c1); each output keeps its own accumulator,
+// so a result does not depend on the tile it was computed in.
 template <typename W, int RW, int RX>
-SVC_AVX2_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
-                                float* y, size_t ldy) {
+SVC_AVX2_INLINE void tile_float(int c0, int c1, bool accumulate, const float* x, size_t ldx, const uint8_t* w,
+                                size_t wstride, int r, float* y, size_t ldy) {
   __m256 acc[RW][RX];
   for (int a = 0; a < RW; a++)
     for (int b = 0; b < RX; b++) acc[a][b] = _mm256_setzero_ps();
   const uint8_t* rows[RW];
   for (int a = 0; a < RW; a++) rows[a] = w + (size_t)(r + a) * wstride;
-  int c = 0;
-  for (; c + 8 <= k; c += 8) {
+  int c = c0;
+  for (; c + 8 <= c1; c += 8) {
     __m256 xv[RX];
     for (int b = 0; b < RX; b++) xv[b] = _mm256_loadu_ps(x + (size_t)b * ldx + c);
     for (int a = 0; a < RW; a++) {
@@ -84,29 +99,30 @@ SVC_AVX2_INLINE void tile_float(int k, const float* x, size_t ldx, const uint8_t
       for (int b = 0; b < RX; b++) acc[a][b] = _mm256_fmadd_ps(wv, xv[b], acc[a][b]);
     }
   }
-  for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) {
-      float s = hsum(acc[a][b]);
-      for (int cc = c; cc < k; cc++) s += x[(size_t)b * ldx + cc] * W::get(rows[a], cc);
-      y[(size_t)b * ldy + r + a] = s;
-    }
+  store_tile<RW, RX>(acc, accumulate, y + r, ldy);
+  for (; c < c1; c++)  // scalar tail of the last block
+    for (int a = 0; a < RW; a++)
+      for (int b = 0; b < RX; b++) y[(size_t)b * ldy + r + a] += x[(size_t)b * ldx + c] * W::get(rows[a], c);
 }
 
 template <typename W, int RW>
-SVC_AVX2_INLINE void rows_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r,
-                                float* y, size_t ldy) {
+SVC_AVX2_INLINE void rows_float(int n, int c0, int c1, bool accumulate, const float* x, size_t ldx, const uint8_t* w,
+                                size_t wstride, int r, float* y, size_t ldy) {
   int i = 0;
-  for (; i + 3 <= n; i += 3) tile_float<W, RW, 3>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
-  if (n - i == 2) tile_float<W, RW, 2>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
-  if (n - i == 1) tile_float<W, RW, 1>(k, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  for (; i + 3 <= n; i += 3) tile_float<W, RW, 3>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  if (n - i == 2) tile_float<W, RW, 2>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
+  if (n - i == 1) tile_float<W, RW, 1>(c0, c1, accumulate, x + (size_t)i * ldx, ldx, w, wstride, r, y + (size_t)i * ldy, ldy);
 }
 
 template <typename W>
 SVC_AVX2 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r0, int r1,
                          float* y, size_t ldy) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) rows_float<W, 4>(n, k, x, ldx, w, wstride, r, y, ldy);
-  for (; r < r1; r++) rows_float<W, 1>(n, k, x, ldx, w, wstride, r, y, ldy);
+  for (int c0 = 0; c0 < k; c0 += kColBlock) {
+    const int c1 = k - c0 > kColBlock ? c0 + kColBlock : k;
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) rows_float<W, 4>(n, c0, c1, c0 > 0, x, ldx, w, wstride, r, y, ldy);
+    for (; r < r1; r++) rows_float<W, 1>(n, c0, c1, c0 > 0, x, ldx, w, wstride, r, y, ldy);
+  }
 }
 
 // ---- int8 GEMM (Q8_0 / Q4_0 weights x Q8 activations) ----
@@ -127,13 +143,14 @@ struct WQ4_0 {
 };
 
 template <typename W, int RW, int RX>
-SVC_AVX2_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX2_INLINE void tile_quant(const QuantActs& x, int i0, int b0, int b1, bool accumulate, const uint8_t* w,
+                                size_t wstride, int r, float* y, size_t ldy) {
   const int nb = x.k / 32;
   __m256 acc[RW][RX];
   for (int a = 0; a < RW; a++)
     for (int b = 0; b < RX; b++) acc[a][b] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int blk = 0; blk < nb; blk++) {
+  for (int blk = b0; blk < b1; blk++) {
     __m256i xv[RX];
     float xd[RX];
     for (int b = 0; b < RX; b++) {
@@ -154,22 +171,26 @@ SVC_AVX2_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, si
       }
     }
   }
-  for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = hsum(acc[a][b]);
+  store_tile<RW, RX>(acc, accumulate, y + (size_t)i0 * ldy + r, ldy);
 }
 
 template <typename W, int RW>
-SVC_AVX2_INLINE void rows_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX2_INLINE void rows_quant(int n, const QuantActs& x, int b0, int b1, bool accumulate, const uint8_t* w,
+                                size_t wstride, int r, float* y, size_t ldy) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) tile_quant<W, RW, 4>(x, i, w, wstride, r, y, ldy);
-  for (; i < n; i++) tile_quant<W, RW, 1>(x, i, w, wstride, r, y, ldy);
+  for (; i + 4 <= n; i += 4) tile_quant<W, RW, 4>(x, i, b0, b1, accumulate, w, wstride, r, y, ldy);
+  for (; i < n; i++) tile_quant<W, RW, 1>(x, i, b0, b1, accumulate, w, wstride, r, y, ldy);
 }
 
 template <typename W>
 SVC_AVX2 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
-  int r = r0;
-  for (; r + 2 <= r1; r += 2) rows_quant<W, 2>(n, x, w, wstride, r, y, ldy);
-  for (; r < r1; r++) rows_quant<W, 1>(n, x, w, wstride, r, y, ldy);
+  const int nb = x.k / 32, step = kColBlock / 32;
+  for (int b0 = 0; b0 < nb; b0 += step) {
+    const int b1 = nb - b0 > step ? b0 + step : nb;
+    int r = r0;
+    for (; r + 2 <= r1; r += 2) rows_quant<W, 2>(n, x, b0, b1, b0 > 0, w, wstride, r, y, ldy);
+    for (; r < r1; r++) rows_quant<W, 1>(n, x, b0, b1, b0 > 0, w, wstride, r, y, ldy);
+  }
 }
 
 // ---- int8 GEMM for K-quants ----
@@ -177,7 +198,8 @@ SVC_AVX2 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wst
 // lanes 0-3 take the scale of the block's first 16-element group and lanes 4-7 the second.
 
 template <typename W, int RW, int RX>
-SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1, bool accumulate, const uint8_t* w,
+                                 size_t wstride, int r, float* y, size_t ldy) {
   const int k = x.k, nb = k / 32, ng = k / 16;
   __m256 acc[RW][RX];
   for (int a = 0; a < RW; a++)
@@ -185,7 +207,7 @@ SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w, s
   alignas(32) float ws[RW][16];
   alignas(32) float mn[RW][16];
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int sb = 0; sb < k / QK_K; sb++) {
+  for (int sb = sb0; sb < sb1; sb++) {
     const uint8_t* blk[RW];
     for (int a = 0; a < RW; a++) {
       blk[a] = w + (size_t)(r + a) * wstride + (size_t)sb * W::kBytes;
@@ -216,22 +238,26 @@ SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w, s
       }
     }
   }
-  for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = hsum(acc[a][b]);
+  store_tile<RW, RX>(acc, accumulate, y + (size_t)i0 * ldy + r, ldy);
 }
 
 template <typename W, int RW>
-SVC_AVX2_INLINE void rows_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX2_INLINE void rows_kquant(int n, const QuantActs& x, int sb0, int sb1, bool accumulate, const uint8_t* w,
+                                 size_t wstride, int r, float* y, size_t ldy) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) tile_kquant<W, RW, 4>(x, i, w, wstride, r, y, ldy);
-  for (; i < n; i++) tile_kquant<W, RW, 1>(x, i, w, wstride, r, y, ldy);
+  for (; i + 4 <= n; i += 4) tile_kquant<W, RW, 4>(x, i, sb0, sb1, accumulate, w, wstride, r, y, ldy);
+  for (; i < n; i++) tile_kquant<W, RW, 1>(x, i, sb0, sb1, accumulate, w, wstride, r, y, ldy);
 }
 
 template <typename W>
 SVC_AVX2 void gemm_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
-  int r = r0;
-  for (; r + 2 <= r1; r += 2) rows_kquant<W, 2>(n, x, w, wstride, r, y, ldy);
-  for (; r < r1; r++) rows_kquant<W, 1>(n, x, w, wstride, r, y, ldy);
+  const int nsb = x.k / QK_K, step = kColBlock / QK_K;
+  for (int sb0 = 0; sb0 < nsb; sb0 += step) {
+    const int sb1 = nsb - sb0 > step ? sb0 + step : nsb;
+    int r = r0;
+    for (; r + 2 <= r1; r += 2) rows_kquant<W, 2>(n, x, sb0, sb1, sb0 > 0, w, wstride, r, y, ldy);
+    for (; r < r1; r++) rows_kquant<W, 1>(n, x, sb0, sb1, sb0 > 0, w, wstride, r, y, ldy);
+  }
 }
 
 SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {

@@ -2,6 +2,10 @@
 // carries the target attribute, so the addon's baseline stays plain x86-64. Tails use AVX-512 masks
 // instead of scalar loops.
 #if defined(__x86_64__)
+// GCC 12's AVX-512 headers build _mm512_undefined_* from self-initialised locals, which -Wall reports
+// at every inlined use; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cmath>
@@ -67,6 +71,22 @@ struct WBF16 {
   }
 };
 
+// Columns go in blocks of kColBlock so a 4-row weight tile stays in L1 while the activation tiles
+// stream past it (long rows, e.g. a 4864-wide down projection, otherwise spill it to L2). Every
+// output sums its blocks in the same order whatever n is, so results stay batch-invariant.
+constexpr int kColBlock = 1024;
+
+// Writes (or, for later column blocks, adds) the horizontal sums of a tile's accumulators.
+template <int RW, int RX>
+SVC_AVX512_INLINE void store_tile(__m512 (&acc)[RW][RX], bool accumulate, float* y, size_t ldy) {
+  for (int a = 0; a < RW; a++)
+    for (int b = 0; b < RX; b++) {
+      float* out = y + (size_t)b * ldy + a;
+      const float s = _mm512_reduce_add_ps(acc[a][b]);
+      *out = accumulate ? *out + s : s;
+    }
+}
+
 // RW weight rows x RX activation rows over columns [c0, c1), one accumulator per output, so a result
 // does not depend on the tile it was computed in (batch-invariant outputs). `accumulate` adds to y
 // (later column blocks) instead of storing.
@@ -96,12 +116,7 @@ SVC_AVX512_INLINE void tile_float(int c0, int c1, bool accumulate, const float* 
       for (int b = 0; b < RX; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
     }
   }
-  for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) {
-      float* out = y + (size_t)b * ldy + r + a;
-      const float s = _mm512_reduce_add_ps(acc[a][b]);
-      *out = accumulate ? *out + s : s;
-    }
+  store_tile<RW, RX>(acc, accumulate, y + r, ldy);
 }
 
 template <typename W, int RW>
@@ -116,10 +131,6 @@ SVC_AVX512_INLINE void rows_float(int n, int c0, int c1, bool accumulate, const 
     default: break;
   }
 }
-
-// Columns go in blocks of kColBlock so a 4-row weight tile stays in L1 while the activation tiles
-// stream past it (long rows, e.g. a 4864-wide down projection, otherwise spill it to L2).
-constexpr int kColBlock = 1024;
 
 template <typename W>
 SVC_AVX512 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t* w, size_t wstride, int r0, int r1,
@@ -165,7 +176,8 @@ SVC_AVX512_INLINE __m512 pair_scales_f32(float d0, float d1) {
 }
 
 template <typename W, int RW, int RX>
-SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, int b0, int b1, bool accumulate, const uint8_t* w,
+                                  size_t wstride, int r, float* y, size_t ldy) {
   const int nb = x.k / 32;
   __m512 acc[RW][RX];
   for (int a = 0; a < RW; a++)
@@ -174,8 +186,8 @@ SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, 
   for (int a = 0; a < RW; a++) rows[a] = w + (size_t)(r + a) * wstride;
   const __m512i offset = _mm512_set1_epi8((char)0x80);
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int blk = 0; blk < nb; blk += 2) {
-    const bool pair = blk + 1 < nb;  // an odd block count leaves a single block at the end
+  for (int blk = b0; blk < b1; blk += 2) {
+    const bool pair = blk + 1 < b1;  // an odd block count leaves a single block at the end
     __m512i xv[RX];
     __m512 xd[RX];
     for (int b = 0; b < RX; b++) {
@@ -199,27 +211,31 @@ SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, const uint8_t* w, 
       }
     }
   }
-  for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+  store_tile<RW, RX>(acc, accumulate, y + (size_t)i0 * ldy + r, ldy);
 }
 
 template <typename W, int RW>
-SVC_AVX512_INLINE void rows_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX512_INLINE void rows_quant(int n, const QuantActs& x, int b0, int b1, bool accumulate, const uint8_t* w,
+                                  size_t wstride, int r, float* y, size_t ldy) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) tile_quant<W, RW, 4>(x, i, w, wstride, r, y, ldy);
+  for (; i + 4 <= n; i += 4) tile_quant<W, RW, 4>(x, i, b0, b1, accumulate, w, wstride, r, y, ldy);
   switch (n - i) {
-    case 3: tile_quant<W, RW, 3>(x, i, w, wstride, r, y, ldy); break;
-    case 2: tile_quant<W, RW, 2>(x, i, w, wstride, r, y, ldy); break;
-    case 1: tile_quant<W, RW, 1>(x, i, w, wstride, r, y, ldy); break;
+    case 3: tile_quant<W, RW, 3>(x, i, b0, b1, accumulate, w, wstride, r, y, ldy); break;
+    case 2: tile_quant<W, RW, 2>(x, i, b0, b1, accumulate, w, wstride, r, y, ldy); break;
+    case 1: tile_quant<W, RW, 1>(x, i, b0, b1, accumulate, w, wstride, r, y, ldy); break;
     default: break;
   }
 }
 
 template <typename W>
 SVC_AVX512 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) rows_quant<W, 4>(n, x, w, wstride, r, y, ldy);
-  for (; r < r1; r++) rows_quant<W, 1>(n, x, w, wstride, r, y, ldy);
+  const int nb = x.k / 32, step = kColBlock / 32;
+  for (int b0 = 0; b0 < nb; b0 += step) {
+    const int b1 = nb - b0 > step ? b0 + step : nb;
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) rows_quant<W, 4>(n, x, b0, b1, b0 > 0, w, wstride, r, y, ldy);
+    for (; r < r1; r++) rows_quant<W, 1>(n, x, b0, b1, b0 > 0, w, wstride, r, y, ldy);
+  }
 }
 
 // ---- int8 GEMM for K-quants ----
@@ -228,7 +244,8 @@ SVC_AVX512 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t w
 // as a 16-wide product with the activations' 16-element sums.
 
 template <typename W, int RW, int RX>
-SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1, bool accumulate, const uint8_t* w,
+                                   size_t wstride, int r, float* y, size_t ldy) {
   const int k = x.k, nb = k / 32, ng = k / 16;
   __m512 acc[RW][RX];
   for (int a = 0; a < RW; a++)
@@ -236,7 +253,7 @@ SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w,
   alignas(64) float ws[RW][16];
   alignas(64) float mn[RW][16];
   const __m512i quad = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2);
-  for (int sb = 0; sb < k / QK_K; sb++) {
+  for (int sb = sb0; sb < sb1; sb++) {
     const uint8_t* blk[RW];
     for (int a = 0; a < RW; a++) {
       blk[a] = w + (size_t)(r + a) * wstride + (size_t)sb * W::kBytes;
@@ -265,23 +282,27 @@ SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, const uint8_t* w,
       }
     }
   }
-  for (int a = 0; a < RW; a++)
-    for (int b = 0; b < RX; b++) y[(size_t)(i0 + b) * ldy + r + a] = _mm512_reduce_add_ps(acc[a][b]);
+  store_tile<RW, RX>(acc, accumulate, y + (size_t)i0 * ldy + r, ldy);
 }
 
 template <typename W, int RW>
-SVC_AVX512_INLINE void rows_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r, float* y, size_t ldy) {
+SVC_AVX512_INLINE void rows_kquant(int n, const QuantActs& x, int sb0, int sb1, bool accumulate, const uint8_t* w,
+                                   size_t wstride, int r, float* y, size_t ldy) {
   int i = 0;
-  for (; i + 3 <= n; i += 3) tile_kquant<W, RW, 3>(x, i, w, wstride, r, y, ldy);
-  if (n - i == 2) tile_kquant<W, RW, 2>(x, i, w, wstride, r, y, ldy);
-  if (n - i == 1) tile_kquant<W, RW, 1>(x, i, w, wstride, r, y, ldy);
+  for (; i + 3 <= n; i += 3) tile_kquant<W, RW, 3>(x, i, sb0, sb1, accumulate, w, wstride, r, y, ldy);
+  if (n - i == 2) tile_kquant<W, RW, 2>(x, i, sb0, sb1, accumulate, w, wstride, r, y, ldy);
+  if (n - i == 1) tile_kquant<W, RW, 1>(x, i, sb0, sb1, accumulate, w, wstride, r, y, ldy);
 }
 
 template <typename W>
 SVC_AVX512 void gemm_kquant(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int r0, int r1, float* y, size_t ldy) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) rows_kquant<W, 4>(n, x, w, wstride, r, y, ldy);
-  for (; r < r1; r++) rows_kquant<W, 1>(n, x, w, wstride, r, y, ldy);
+  const int nsb = x.k / QK_K, step = kColBlock / QK_K;
+  for (int sb0 = 0; sb0 < nsb; sb0 += step) {
+    const int sb1 = nsb - sb0 > step ? sb0 + step : nsb;
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) rows_kquant<W, 4>(n, x, sb0, sb1, sb0 > 0, w, wstride, r, y, ldy);
+    for (; r < r1; r++) rows_kquant<W, 1>(n, x, sb0, sb1, sb0 > 0, w, wstride, r, y, ldy);
+  }
 }
 
 SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {

@@ -163,7 +163,8 @@ for (const path of PATHS) {
     it('matmul with f32 / f16 / bf16 weights matches the reference (odd shapes, n = 1, 3, 17, bias)', () => {
       const rand = rng(1);
       for (const dtype of FLOAT_DTYPES) {
-        for (const [rows, cols] of [[19, 37], [64, 128], [5, 200]]) {
+        // 2100 columns span three 1024-column blocks with a ragged end.
+        for (const [rows, cols] of [[19, 37], [64, 128], [5, 200], [9, 2100]]) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
@@ -194,7 +195,7 @@ for (const path of PATHS) {
       const rand = rng(2);
       for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
         // 96 columns = 3 blocks: an odd block count takes the single-block tail.
-        for (const [rows, cols] of [[19, 96], [33, 256], [8, 32]]) {
+        for (const [rows, cols] of [[19, 96], [33, 256], [8, 32], [5, 2080]]) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
@@ -207,7 +208,7 @@ for (const path of PATHS) {
     it('matmul with K-quant weights matches the reference (int8 activations on SIMD paths, f32 on scalar)', () => {
       const rand = rng(3);
       for (const dtype of K_DTYPES) {
-        for (const [rows, cols] of [[7, 256], [21, 512]]) {
+        for (const [rows, cols] of [[7, 256], [21, 512], [3, 2304]]) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
@@ -222,6 +223,24 @@ for (const path of PATHS) {
             nativeOps.matmul(x, n, w, got, bias);
             assertClose(got, want, 1e-4, what);
           }
+        }
+      }
+    });
+
+    it('matmul is batch-invariant: a row gives the same bits alone or inside a batch', () => {
+      const rand = rng(13);
+      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
+        const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 1280 : 1088;
+        const rows = 13;
+        const w = makeWeight(rand, dtype, rows, cols);
+        const n = 17;
+        const x = randomF32(rand, n * cols);
+        const all = new Float32Array(n * rows);
+        nativeOps.matmul(x, n, w, all);
+        for (const i of [0, 5, 16]) {
+          const one = new Float32Array(rows);
+          nativeOps.matmul(x.subarray(i * cols, (i + 1) * cols), 1, w, one);
+          assert.deepEqual(one, all.subarray(i * rows, (i + 1) * rows), `${dtype} row ${i}`);
         }
       }
     });
