@@ -106,12 +106,13 @@ export async function serve(config: Config): Promise<void> {
     if (modelToml) log.info(`MODEL.toml: ${modelToml.source}`);
     log.info(`Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`);
     if (runtime.chatTemplate === null) log.warn('the model has no chat template: /v1/chat/completions will refuse requests');
-    log.info(`Listening on ${config.bind}:${config.port}`);
     if (config.bind === '0.0.0.0' || config.bind === '::') {
       log.warn(`the server is exposed on all interfaces (${config.bind}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`);
     } else if (config.bind === '127.0.0.1' || config.bind === 'localhost' || config.bind === '::1') {
       log.info('Bound to loopback only: other machines cannot connect (use --bind 0.0.0.0 to expose it)');
     }
+    // The readiness marker comes last: everything above is printed once a client sees it.
+    log.info(`Listening on ${config.bind}:${config.port}`);
 
     await new Promise<void>((resolve) => {
       const stop = (signal: string) => {
