@@ -20,8 +20,7 @@ import {
   type GenerationRequest,
 } from '../../src/engine/types.js';
 import { buildApp, type AppOptions, type ChatOutputFactory } from '../../src/server/app.js';
-import { reasoningStage, toolCallStage, type TextSplitter } from '../../src/chat/pipeline.js';
-import type { ParserEvent, ToolCallParser } from '../../src/chat/events.js';
+import { planChatOutput } from '../../src/chat/output-plan.js';
 import { Lifecycle, type ModelRuntime } from '../../src/server/lifecycle.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate } from '../../src/chat/template.js';
@@ -562,59 +561,23 @@ test('client disconnect mid-stream or mid-request cancels the engine job, and is
 });
 
 // ---------------------------------------------------------------------------------------------
-// The text-stage seam: what reasoning and tool-call stages emit is encoded by both protocols' shapes.
-// These stages are deliberately naive (they decide at the end of output); the real ones live in
-// src/chat/reasoning.ts and src/chat/parsers/.
-
-/** Whole-output <think> splitter. */
-function thinkSplitter(): TextSplitter {
-  let text = '';
-  return {
-    push(t) {
-      text += t;
-      return [];
-    },
-    finish() {
-      const m = /^<think>\n?([\s\S]*?)\n?<\/think>\n*([\s\S]*)$/.exec(text);
-      if (!m) return [{ type: 'text', text }];
-      return [{ type: 'reasoning', text: m[1]! }, ...(m[2] ? [{ type: 'text' as const, text: m[2] }] : [])];
-    },
-  };
-}
-
-/** Whole-output hermes parser. */
-function hermesParser(): ToolCallParser {
-  let text = '';
-  return {
-    push(t) {
-      text += t;
-      return [];
-    },
-    finish() {
-      const out: ParserEvent[] = [];
-      const calls = [...text.matchAll(/<tool_call>\n?([\s\S]*?)\n?<\/tool_call>/g)];
-      const prose = text.replace(/<tool_call>[\s\S]*?<\/tool_call>/g, '').trim();
-      if (prose) out.push({ type: 'text', text: prose });
-      calls.forEach((c, index) => {
-        const call = JSON.parse(c[1]!) as { name: string; arguments: unknown };
-        out.push({ type: 'tool_call_start', index, name: call.name });
-        out.push({ type: 'tool_call_args', index, fragment: JSON.stringify(call.arguments) });
-      });
-      return out;
-    },
-  };
-}
+// The text-stage seam: what the real chat output plan (reasoning splitter, hermes parser) makes
+// of a scripted model output is encoded in both response shapes.
 
 const TOOL_OUTPUT = '<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+const WEATHER_TOOL = {
+  type: 'function',
+  function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
 const contexts: string[] = [];
-const stages: ChatOutputFactory = ({ promptText }) => {
-  contexts.push(promptText);
-  return { stages: [reasoningStage(thinkSplitter()), toolCallStage(hermesParser())] };
+const stages: ChatOutputFactory = (ctx) => {
+  contexts.push(ctx.promptText);
+  return planChatOutput({ ...ctx, runtime: { ...ctx.runtime, chat: { ...ctx.runtime.chat, reasoning: true } } });
 };
 
 test('reasoning and tool calls: non-streamed message fields, ids, finish_reason tool_calls, log', async () => {
   const { app, lines } = setup({ ids: [...tokenizer.encode(TOOL_OUTPUT), IM_END] }, true, stages);
-  const body = (await post(app, '/v1/chat/completions', { messages: USER })).json();
+  const body = (await post(app, '/v1/chat/completions', { messages: USER, tools: [WEATHER_TOOL] })).json();
   const choice = body.choices[0];
   assert.equal(choice.finish_reason, 'tool_calls');
   assert.equal(choice.message.content, null, 'content is null when only tool calls came back');
@@ -627,11 +590,12 @@ test('reasoning and tool calls: non-streamed message fields, ids, finish_reason 
   assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
   assert.deepEqual(lines.find((l) => l.msg === 'request completed')!.toolsUsed, ['get_weather']);
   assert.ok(contexts.at(-1)!.endsWith('<|im_start|>assistant\n'), 'the plan sees the rendered prompt');
+  assert.ok(contexts.at(-1)!.includes('<tools>'), 'the tools are in the prompt');
 });
 
 test('reasoning and tool calls: streamed deltas (reasoning, tool call start then argument fragments)', async () => {
   const { app } = setup({ ids: [...tokenizer.encode(TOOL_OUTPUT), IM_END] }, true, stages);
-  const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, stream: true })).body);
+  const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, tools: [WEATHER_TOOL], stream: true })).body);
   const deltas = frames.slice(0, -1).map((f) => JSON.parse(f).choices[0]);
   assert.equal(deltas.map((d) => d.delta.reasoning ?? '').join(''), 'The user wants the weather.');
   const toolDeltas = deltas.filter((d) => d.delta.tool_calls).map((d) => d.delta.tool_calls[0]);
