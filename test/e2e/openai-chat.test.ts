@@ -239,3 +239,33 @@ test('many clients hanging up mid-stream: every sequence and KV block is freed',
   const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 3 });
   assert.equal(res.choices.length, 1);
 });
+
+test('--max-num-seqs: a request beyond the queue limit gets a retriable 503; the others complete', async () => {
+  const small = await startTinyServer({ disableThinking: false }, {}, { maxNumSeqs: 2 });
+  try {
+    const long = { model: 'm', messages: MESSAGES, max_tokens: 300, ignore_eos: true, temperature: 0 } as never;
+    const running = [small.client.chat.completions.create(long), small.client.chat.completions.create(long)];
+    // Wait until both are admitted, then one more is refused.
+    for (let t = 0; t < 100 && small.engine.stats().running + small.engine.stats().waiting < 2; t++) await new Promise((r) => setTimeout(r, 10));
+    await assert.rejects(small.client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 5 }), (err: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(err.status, 503);
+      assert.equal(err.code, 'server_busy');
+      return true;
+    });
+    for (const r of await Promise.all(running)) assert.equal(r.choices[0]!.finish_reason, 'length');
+  } finally {
+    await small.close();
+  }
+});
+
+test('--max-seq-len: prompt + max_tokens beyond it is a 400 naming the limit', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: MAX_SEQ_LEN }),
+    (err: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(err.status, 400);
+      assert.equal(err.code, 'context_length_exceeded');
+      assert.match(err.message, new RegExp(String(MAX_SEQ_LEN)));
+      return true;
+    },
+  );
+});

@@ -4,7 +4,7 @@
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { pino } from 'pino';
-import { startEngine, type RunningEngine } from '../../src/engine/engine-client.js';
+import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
 import { buildApp, type AppOptions } from '../../src/server/app.js';
 import { Lifecycle, type ModelRuntime } from '../../src/server/lifecycle.js';
 import { createModelRuntime, type RuntimeSettings } from '../../src/server/runtime.js';
@@ -32,7 +32,11 @@ export interface TinyServer {
   close(): Promise<void>;
 }
 
-export async function startTinyServer(settings: RuntimeSettings = { disableThinking: false }, options: Partial<AppOptions> = {}): Promise<TinyServer> {
+export async function startTinyServer(
+  settings: RuntimeSettings = { disableThinking: false },
+  options: Partial<AppOptions> = {},
+  engineOptions: Partial<EngineOptions> = {},
+): Promise<TinyServer> {
   const engine = await startEngine({
     modelPath: TINY_CHAT,
     fastLoad: true,
@@ -44,6 +48,7 @@ export async function startTinyServer(settings: RuntimeSettings = { disableThink
     gpuMemoryUtilization: 0.9,
     oomGuardMb: 0,
     blockSize: 16,
+    ...engineOptions,
   });
   const lifecycle = new Lifecycle();
   const { runtime } = createModelRuntime(TINY_CHAT, 'svc-tiny-chat', engine, settings);
