@@ -12,10 +12,13 @@ namespace svc {
 // one float scale per block (x ~= d * q). Row i starts at qs + i * k and d + i * (k / 32).
 // s16 (K-quants only, else null): per 16 elements, the block scale times the sum of their quants;
 // row i starts at s16 + i * (k / 16).
+// corr (packed weights only, else null): per block, -z * the sum of its quants, where z is the packed
+// weights' zero point (packed.h); row i starts at corr + i * (k / 32).
 struct QuantActs {
   const int8_t* qs;
   const float* d;
   const float* s16;
+  const int32_t* corr;
   int k;
 };
 
@@ -26,6 +29,10 @@ using GemmFloatFn = void (*)(int n, int k, const float* x, size_t ldx, const uin
 // Same contract with int8-quantized activations (Q8_0 / Q4_0 weights).
 using GemmQuantFn = void (*)(int n, const QuantActs& x, const uint8_t* w, size_t wstride,
                              int r0, int r1, float* y, size_t ldy);
+// Packed weights (packed.h): y[i * ldy + r] for i in [0, n) and the rows r < `rows` of row groups
+// [g0, g1); w is the packed matrix (group 0). x.corr is set.
+using GemmPackedFn = void (*)(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows,
+                              float* y, size_t ldy);
 
 struct Kernels {
   const char* name;
@@ -39,9 +46,12 @@ struct Kernels {
   // K-quants (index by dtype - kQ2_K: Q2_K, Q4_K, Q5_K, Q6_K). Null: the driver decodes weight rows
   // to f32 and uses gemm_f32 instead (the scalar path, which keeps activations exact).
   GemmQuantFn gemm_kquant[4];
+  // Q8_0x16 and Q4_0x16 (index by dtype - kQ8_0x16).
+  GemmPackedFn gemm_packed[2];
   // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127),
-  // and the k/16 sums of QuantActs::s16 when s16 is not null.
-  void (*quantize_row_q8)(const float* x, int k, int8_t* qs, float* d, float* s16);
+  // the k/16 sums of QuantActs::s16 when s16 is not null, and the k/32 corrections of
+  // QuantActs::corr (-zero * block sum) when corr is not null.
+  void (*quantize_row_q8)(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero);
 
   // ---- element-wise ----
   double (*sum_squares)(const float* x, int n);

@@ -8,9 +8,11 @@
 namespace svc {
 
 // Weight dtypes; the numbering is part of the JS <-> C++ contract (see DTYPE_CODES in native.ts).
+// kQ8_0x16 / kQ4_0x16 are Q8_0 / Q4_0 repacked by prepareWeight (layout in packed.h).
 enum DType : int {
   kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ2_K = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
-  kDTypeCount = 9,
+  kQ8_0x16 = 9, kQ4_0x16 = 10,
+  kDTypeCount = 11,
 };
 
 // KV cache dtypes (KV_DTYPE_CODES in native.ts).
@@ -37,13 +39,15 @@ static_assert(sizeof(block_q6_K) == 210, "block_q6_K must be 210 bytes");
 
 struct DTypeLayout { int elements; int bytes; const char* name; };
 
-// Elements per block and bytes per block; plain floats are 1-element blocks.
+// Elements per block and bytes per block; plain floats are 1-element blocks. The packed dtypes
+// keep their source's bytes per block (a packed matrix is padded to whole groups of 16 rows).
 inline const DTypeLayout& dtype_layout(int dt) {
   static const DTypeLayout kLayouts[kDTypeCount] = {
     {1, 4, "f32"}, {1, 2, "f16"}, {1, 2, "bf16"},
     {QK8_0, (int)sizeof(block_q8_0), "q8_0"}, {QK4_0, (int)sizeof(block_q4_0), "q4_0"},
     {QK_K, (int)sizeof(block_q2_K), "q2_k"}, {QK_K, (int)sizeof(block_q4_K), "q4_k"},
     {QK_K, (int)sizeof(block_q5_K), "q5_k"}, {QK_K, (int)sizeof(block_q6_K), "q6_k"},
+    {QK8_0, (int)sizeof(block_q8_0), "q8_0x16"}, {QK4_0, (int)sizeof(block_q4_0), "q4_0x16"},
   };
   return kLayouts[dt];
 }

@@ -152,6 +152,21 @@ export function bodyTooLarge(limit: number): ApiError {
   });
 }
 
+/** A generation cut off by --request-timeout. */
+export function requestTimedOut(): ApiError {
+  return new ApiError(408, 'The request ran past the server\'s time limit (--request-timeout) and was stopped.', {
+    type: 'server_error',
+    code: 'request_timeout',
+  });
+}
+
+/** The error a finished generation reports instead of a result, if any: an engine failure or a timeout. */
+export function generationError(done: { engineReason: string; message?: string } | undefined): ApiError | null {
+  if (done?.engineReason === 'error') return engineFailure(done.message);
+  if (done?.engineReason === 'timeout') return requestTimedOut();
+  return null;
+}
+
 /** A generation the engine could not finish (worker crash, kernel failure). */
 export function engineFailure(message: string | undefined): ApiError {
   return new ApiError(500, `The engine failed while generating: ${message ?? 'unknown error'}`, { code: 'engine_error' });

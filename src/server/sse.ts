@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TokenLogprob } from '../engine/types.js';
 import type { OutputEvent } from '../chat/events.js';
-import { engineFailure, toApiError } from './errors.js';
+import { generationError, toApiError } from './errors.js';
 import type { IndexedStep } from './generate.js';
 
 export class SseStream {
@@ -62,8 +62,9 @@ export async function streamSteps(
     for await (const { index, step } of steps) {
       if (!sse.open) return;
       for (const frame of encoder.step(index, step.events, step.logprobs)) sse.send(frame);
-      if (step.done?.engineReason === 'error') {
-        sse.send(engineFailure(step.done.message).toBody());
+      const failed = generationError(step.done);
+      if (failed) {
+        sse.send(failed.toBody());
         return;
       }
     }

@@ -269,3 +269,30 @@ test('--max-seq-len: prompt + max_tokens beyond it is a 400 naming the limit', a
     },
   );
 });
+
+test('--request-timeout: non-streamed → 408 request_timeout; streamed → a final error frame; blocks freed', async () => {
+  const timed = await startTinyServer({ disableThinking: false }, { requestTimeoutSec: 1 });
+  try {
+    const long = { model: 'm', messages: MESSAGES, max_tokens: 1500, ignore_eos: true, temperature: 0 };
+    await assert.rejects(timed.client.chat.completions.create(long as never), (err: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(err.status, 408);
+      assert.equal(err.code, 'request_timeout');
+      return true;
+    });
+    const res = await fetch(`${timed.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...long, stream: true }),
+    });
+    const frames = (await res.text()).split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+    assert.equal(frames.at(-1), '[DONE]');
+    const last = JSON.parse(frames.at(-2)!) as { error?: { code: string } };
+    assert.equal(last.error?.code, 'request_timeout');
+    assert.ok(frames.length > 5, 'tokens were streamed before the timeout');
+    const stats = timed.engine.stats();
+    assert.equal(stats.kvBlocksUsed, 0);
+    assert.equal(stats.running, 0);
+  } finally {
+    await timed.close();
+  }
+});

@@ -12,7 +12,7 @@ import {
 } from '../../protocols/openai-chat.js';
 import type { RouteDeps } from '../app.js';
 import { engineJob, resolveMaxTokens, runSequences } from '../generate.js';
-import { engineFailure } from '../errors.js';
+import { generationError } from '../errors.js';
 import { SseStream, streamSteps } from '../sse.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
@@ -164,7 +164,8 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
       }
       const builder = new ChatCompletionBuilder(meta, chat.n, chat.logprobs, tokenText);
       for await (const { index, step } of steps) {
-        if (step.done?.engineReason === 'error') throw engineFailure(step.done.message);
+        const failed = generationError(step.done);
+        if (failed) throw failed;
         builder.add(index, step.events, step.logprobs);
       }
       return builder.build(prompt.length, request.generation!.completionTokens);

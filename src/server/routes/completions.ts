@@ -12,7 +12,7 @@ import {
   type CompletionBody,
 } from '../../protocols/openai-completions.js';
 import type { RouteDeps } from '../app.js';
-import { engineFailure } from '../errors.js';
+import { generationError } from '../errors.js';
 import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '../generate.js';
 import { SseStream, streamSteps } from '../sse.js';
 import { generationProperties } from './chat-completions.js';
@@ -76,7 +76,8 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
       }
       const builder = new CompletionBuilder(meta, echoes, req.logprobs, tokenText);
       for await (const { index, step } of steps) {
-        if (step.done?.engineReason === 'error') throw engineFailure(step.done.message);
+        const failed = generationError(step.done);
+        if (failed) throw failed;
         builder.add(index, step.events, step.logprobs);
       }
       return builder.build(promptTokens, request.generation!.completionTokens);
