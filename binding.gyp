@@ -9,6 +9,7 @@
         "native/threadpool.cc",
         "native/runtime.cc",
         "native/dequant.cc",
+        "native/packed.cc",
         "native/kernels_scalar.cc",
         "native/kernels_avx2.cc",
         "native/kernels_avx512.cc",

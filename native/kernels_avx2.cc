@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "kv_codec.h"
+#include "packed.h"
 #include "quant.h"
 
 #define SVC_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -260,7 +261,100 @@ SVC_AVX2 void gemm_kquant(int n, const QuantActs& x, const uint8_t* w, size_t ws
   }
 }
 
-SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
+// ---- int8 GEMM on packed Q8_0x16 / Q4_0x16 weights (packed.h) ----
+// A 64-byte quad line is two ymm halves of 8 rows; lane j of a half is row 8h + j. Four activation
+// bytes are broadcast to every lane. Q8_0 turns its weights back to signed and uses the sign trick
+// (maddubs cannot take 255 x 127 pairs); Q4_0 multiplies the unsigned nibbles directly and starts
+// from the correction -8 * sum(x).
+
+SVC_AVX2_INLINE __m256i bcast4(const int8_t* p) { int32_t v; std::memcpy(&v, p, 4); return _mm256_set1_epi32(v); }
+
+struct PQ8 {
+  static constexpr int kDT = kQ8_0x16;
+  static constexpr int kQuantBytes = kQ8PackQuantBytes;
+  static constexpr bool kUseCorr = false;
+  template <int RX>
+  static SVC_AVX2_INLINE void dots(const uint8_t* q, const int8_t* const (&xq)[RX], __m256i (&ia)[RX]) {
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    for (int c = 0; c < 8; c++) {
+      const __m256i ws = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(q + 64 * c)), flip);
+      const __m256i aw = _mm256_sign_epi8(ws, ws);
+      for (int b = 0; b < RX; b++) {
+        const __m256i d16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast4(xq[b] + 4 * c), ws));
+        ia[b] = _mm256_add_epi32(ia[b], _mm256_madd_epi16(d16, ones));
+      }
+    }
+  }
+};
+
+struct PQ4 {
+  static constexpr int kDT = kQ4_0x16;
+  static constexpr int kQuantBytes = kQ4PackQuantBytes;
+  static constexpr bool kUseCorr = true;
+  template <int RX>
+  static SVC_AVX2_INLINE void dots(const uint8_t* q, const int8_t* const (&xq)[RX], __m256i (&ia)[RX]) {
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    for (int p = 0; p < 4; p++) {
+      const __m256i raw = _mm256_loadu_si256((const __m256i*)(q + 64 * p));
+      const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+      for (int b = 0; b < RX; b++) {
+        const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xq[b] + 4 * p)),
+                                             _mm256_maddubs_epi16(hi, bcast4(xq[b] + 16 + 4 * p)));
+        ia[b] = _mm256_add_epi32(ia[b], _mm256_madd_epi16(d16, ones));
+      }
+    }
+  }
+};
+
+// One group (16 weight rows from r, `valid` of them real) x RX activation rows from i0.
+template <typename W, int RX>
+SVC_AVX2_INLINE void tile_packed(const QuantActs& x, int i0, const uint8_t* grp, int r, int valid, float* y, size_t ldy) {
+  const int nb = x.k / 32;
+  const uint8_t* scales = grp + (size_t)nb * W::kQuantBytes;
+  for (int h = 0; h < 2; h++) {
+    if (valid <= 8 * h) break;
+    __m256 acc[RX];
+    for (int b = 0; b < RX; b++) acc[b] = _mm256_setzero_ps();
+    for (int blk = 0; blk < nb; blk++) {
+      const int8_t* xq[RX];
+      __m256i ia[RX];
+      for (int b = 0; b < RX; b++) {
+        xq[b] = x.qs + (size_t)(i0 + b) * x.k + blk * 32;
+        ia[b] = W::kUseCorr ? _mm256_set1_epi32(x.corr[(size_t)(i0 + b) * nb + blk]) : _mm256_setzero_si256();
+      }
+      W::template dots<RX>(grp + (size_t)blk * W::kQuantBytes + 32 * h, xq, ia);
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(scales + (size_t)blk * kPackScaleBytes + 16 * h)));
+      for (int b = 0; b < RX; b++) {
+        const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
+        acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b]), sc, acc[b]);
+      }
+    }
+    const int left = valid - 8 * h;
+    for (int b = 0; b < RX; b++) {
+      float* out = y + (size_t)(i0 + b) * ldy + r + 8 * h;
+      if (left >= 8) {
+        _mm256_storeu_ps(out, acc[b]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, acc[b]);
+        for (int j = 0; j < left; j++) out[j] = tmp[j];
+      }
+    }
+  }
+}
+
+template <typename W>
+SVC_AVX2 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy) {
+  const size_t gb = group_bytes(W::kDT, x.k / 32);
+  for (int g = g0; g < g1; g++) {
+    const uint8_t* grp = w + (size_t)g * gb;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) tile_packed<W, 4>(x, i, grp, 16 * g, rows - 16 * g, y, ldy);
+    for (; i < n; i++) tile_packed<W, 1>(x, i, grp, 16 * g, rows - 16 * g, y, ldy);
+  }
+}
+
+SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int b = 0; b < k / 32; b++) {
     const float* xb = x + b * 32;
@@ -292,6 +386,13 @@ SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float
       const __m128i t = _mm_hadd_epi32(_mm_hadd_epi32(h0, h1), _mm_setzero_si128());  // [sum0, sum1, 0, 0]
       s16[2 * b] = db * (float)_mm_cvtsi128_si32(t);
       s16[2 * b + 1] = db * (float)_mm_extract_epi32(t, 1);
+    }
+    if (corr) {
+      const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+      __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+      h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+      h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+      corr[b] = -zero * _mm_cvtsi128_si32(h);
     }
   }
 }
@@ -437,6 +538,7 @@ const Kernels kAvx2Kernels = {
   "avx2",
   gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
   {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
+  {gemm_packed<PQ8>, gemm_packed<PQ4>},
   quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
   qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,

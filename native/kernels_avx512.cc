@@ -13,6 +13,7 @@
 
 #include "kernels.h"
 #include "kv_codec.h"
+#include "packed.h"
 #include "quant.h"
 
 #define SVC_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"
@@ -305,7 +306,120 @@ SVC_AVX512 void gemm_kquant(int n, const QuantActs& x, const uint8_t* w, size_t 
   }
 }
 
-SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
+// ---- int8 GEMM on packed Q8_0x16 / Q4_0x16 weights (packed.h) ----
+// Lane j of every vector is weight row j of a 16-row group, so a block needs no horizontal sums:
+// per (group, activation row) the integer accumulator starts at the block's correction -z * sum(x),
+// takes one vpdpbusd per four columns (weights unsigned in lanes, four activation bytes broadcast),
+// and is then scaled into a float accumulator with one convert, one multiply and one fma. Every
+// (row, activation row) output sums its blocks in order with the same instructions whatever the
+// tile, so results are batch-invariant.
+
+SVC_AVX512_INLINE __m512i bcast4(const int8_t* p) { int32_t v; std::memcpy(&v, p, 4); return _mm512_set1_epi32(v); }
+
+struct PQ8 {
+  static constexpr int kDT = kQ8_0x16;
+  static constexpr int kQuantBytes = kQ8PackQuantBytes;
+  template <int RG, int RX>
+  static SVC_AVX512_INLINE void dots(const uint8_t* const (&q)[RG], const int8_t* const (&xq)[RX], __m512i (&ia)[RG][RX]) {
+    for (int c = 0; c < 8; c++) {
+      __m512i wv[RG];
+      for (int g = 0; g < RG; g++) wv[g] = _mm512_loadu_si512(q[g] + 64 * c);
+      for (int b = 0; b < RX; b++) {
+        const __m512i xv = bcast4(xq[b] + 4 * c);
+        for (int g = 0; g < RG; g++) ia[g][b] = _mm512_dpbusd_epi32(ia[g][b], wv[g], xv);
+      }
+    }
+  }
+};
+
+struct PQ4 {
+  static constexpr int kDT = kQ4_0x16;
+  static constexpr int kQuantBytes = kQ4PackQuantBytes;
+  template <int RG, int RX>
+  static SVC_AVX512_INLINE void dots(const uint8_t* const (&q)[RG], const int8_t* const (&xq)[RX], __m512i (&ia)[RG][RX]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int p = 0; p < 4; p++) {
+      __m512i lo[RG], hi[RG];
+      for (int g = 0; g < RG; g++) {
+        const __m512i raw = _mm512_loadu_si512(q[g] + 64 * p);
+        lo[g] = _mm512_and_si512(raw, m4);
+        hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+      }
+      for (int b = 0; b < RX; b++) {
+        const __m512i xl = bcast4(xq[b] + 4 * p), xh = bcast4(xq[b] + 16 + 4 * p);
+        for (int g = 0; g < RG; g++) {
+          ia[g][b] = _mm512_dpbusd_epi32(ia[g][b], lo[g], xl);
+          ia[g][b] = _mm512_dpbusd_epi32(ia[g][b], hi[g], xh);
+        }
+      }
+    }
+  }
+};
+
+// RG groups (16 * RG weight rows from row r) x RX activation rows from i0, over all blocks.
+// `valid` = weight rows left from r (the last group may be partial).
+template <typename W, int RG, int RX>
+SVC_AVX512_INLINE void tile_packed(const QuantActs& x, int i0, const uint8_t* grp, size_t gb, int r, int valid,
+                                   float* y, size_t ldy) {
+  const int nb = x.k / 32;
+  __m512 acc[RG][RX];
+  for (int g = 0; g < RG; g++)
+    for (int b = 0; b < RX; b++) acc[g][b] = _mm512_setzero_ps();
+  const uint8_t* base[RG];
+  for (int g = 0; g < RG; g++) base[g] = grp + (size_t)g * gb;
+  const uint8_t* scales = grp + (size_t)nb * W::kQuantBytes;
+  for (int blk = 0; blk < nb; blk++) {
+    const uint8_t* q[RG];
+    for (int g = 0; g < RG; g++) q[g] = base[g] + (size_t)blk * W::kQuantBytes;
+    const int8_t* xq[RX];
+    __m512i ia[RG][RX];
+    for (int b = 0; b < RX; b++) {
+      xq[b] = x.qs + (size_t)(i0 + b) * x.k + blk * 32;
+      const __m512i seed = _mm512_set1_epi32(x.corr[(size_t)(i0 + b) * nb + blk]);
+      for (int g = 0; g < RG; g++) ia[g][b] = seed;
+    }
+    W::template dots<RG, RX>(q, xq, ia);
+    for (int g = 0; g < RG; g++) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(scales + (size_t)g * gb + (size_t)blk * kPackScaleBytes)));
+      for (int b = 0; b < RX; b++) {
+        const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
+        acc[g][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[g][b]), sc, acc[g][b]);
+      }
+    }
+  }
+  for (int g = 0; g < RG; g++) {
+    const int left = valid - 16 * g;
+    const __mmask16 m = left >= 16 ? (__mmask16)0xffff : tail16(left);
+    for (int b = 0; b < RX; b++) _mm512_mask_storeu_ps(y + (size_t)(i0 + b) * ldy + r + 16 * g, m, acc[g][b]);
+  }
+}
+
+template <typename W, int RG>
+SVC_AVX512_INLINE void groups_packed(int n, const QuantActs& x, const uint8_t* grp, size_t gb, int r, int valid,
+                                     float* y, size_t ldy) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) tile_packed<W, RG, 4>(x, i, grp, gb, r, valid, y, ldy);
+  switch (n - i) {
+    case 3: tile_packed<W, RG, 3>(x, i, grp, gb, r, valid, y, ldy); break;
+    case 2: tile_packed<W, RG, 2>(x, i, grp, gb, r, valid, y, ldy); break;
+    case 1: tile_packed<W, RG, 1>(x, i, grp, gb, r, valid, y, ldy); break;
+    default: break;
+  }
+}
+
+template <typename W>
+SVC_AVX512 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy) {
+  const size_t gb = group_bytes(W::kDT, x.k / 32);
+  int g = g0;
+  if (n == 1) {
+    // Decode: four independent groups keep enough dot-product chains in flight.
+    for (; g + 4 <= g1; g += 4) tile_packed<W, 4, 1>(x, 0, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+  }
+  for (; g + 2 <= g1; g += 2) groups_packed<W, 2>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+  for (; g < g1; g++) groups_packed<W, 1>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+}
+
+SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
   for (int b = 0; b < k / 32; b++) {
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -321,6 +435,7 @@ SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, flo
       s16[2 * b] = db * (float)_mm512_reduce_add_epi32(q0);
       s16[2 * b + 1] = db * (float)_mm512_reduce_add_epi32(q1);
     }
+    if (corr) corr[b] = -zero * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
   }
 }
 
@@ -458,6 +573,7 @@ const Kernels kAvx512Kernels = {
   "avx512",
   gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
   {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
+  {gemm_packed<PQ8>, gemm_packed<PQ4>},
   quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
   qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,

@@ -6,6 +6,7 @@
 
 #include "kernels.h"
 #include "kv_codec.h"
+#include "packed.h"
 #include "quant.h"
 
 namespace svc {
@@ -71,8 +72,46 @@ void gemm_q4_0(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int 
   }
 }
 
+// Packed Q8_0x16 / Q4_0x16 (packed.h): per output, the same block-by-block sum as above, reading
+// row j of a group from lane j of each block's quads.
+template <int DT>
+void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy) {
+  const int nb = x.k / 32, qbytes = pack_quant_bytes(DT), zero = packed_zero(DT);
+  const size_t gb = group_bytes(DT, nb);
+  for (int g = g0; g < g1; g++) {
+    const uint8_t* grp = w + (size_t)g * gb;
+    const uint8_t* scales = grp + (size_t)nb * qbytes;
+    const int nj = rows - g * kPackRows < kPackRows ? rows - g * kPackRows : kPackRows;
+    for (int j = 0; j < nj; j++) {
+      for (int i = 0; i < n; i++) {
+        const int8_t* xq = x.qs + (size_t)i * x.k;
+        const float* xd = x.d + (size_t)i * nb;
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+          const uint8_t* q = grp + (size_t)b * qbytes + 4 * j;
+          const int8_t* xb = xq + b * 32;
+          int isum = 0;
+          if (DT == kQ8_0x16) {
+            for (int c = 0; c < 8; c++)
+              for (int t = 0; t < 4; t++) isum += ((int)q[c * 64 + t] - zero) * (int)xb[4 * c + t];
+          } else {
+            for (int p = 0; p < 4; p++)
+              for (int t = 0; t < 4; t++) {
+                isum += ((q[p * 64 + t] & 0xf) - zero) * (int)xb[4 * p + t];
+                isum += ((q[p * 64 + t] >> 4) - zero) * (int)xb[16 + 4 * p + t];
+              }
+          }
+          const float dw = fp16_to_f32(load<uint16_t>(scales + (size_t)b * kPackScaleBytes + 2 * j));
+          sum += (float)isum * (dw * xd[b]);
+        }
+        y[(size_t)i * ldy + g * kPackRows + j] = sum;
+      }
+    }
+  }
+}
+
 // d = amax / 127, q = round-to-nearest-even(x / d): the SIMD paths produce the same bytes.
-void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
+void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
   for (int b = 0; b < k / QK8_0; b++) {
     const float* xb = x + b * QK8_0;
     float amax = 0.0f;
@@ -87,6 +126,11 @@ void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16) {
         for (int j = 0; j < 16; j++) sum += qs[b * QK8_0 + 16 * h + j];
         s16[2 * b + h] = db * (float)sum;
       }
+    }
+    if (corr) {
+      int sum = 0;
+      for (int j = 0; j < QK8_0; j++) sum += qs[b * QK8_0 + j];
+      corr[b] = -zero * sum;
     }
   }
 }
@@ -152,6 +196,7 @@ const Kernels kScalarKernels = {
   "scalar",
   gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_q8_0, gemm_q4_0,
   {nullptr, nullptr, nullptr, nullptr},  // K-quants: decode to f32 in the driver
+  {gemm_packed<kQ8_0x16>, gemm_packed<kQ4_0x16>},
   quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
   qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,

@@ -2,15 +2,19 @@
 // chunk), handed out dynamically; the activation chunk is sized to stay in L2 while every weight row
 // streams past it once. Q8_0, Q4_0 and (on the SIMD paths) the K-quants first quantize the
 // activations to int8 blocks, once per matmul into shared scratch, and use integer dot products; the
-// scalar path decodes K-quant rows into per-thread scratch and reuses the f32 GEMM.
+// scalar path decodes K-quant rows into per-thread scratch and reuses the f32 GEMM. Packed Q8_0 /
+// Q4_0 weights (packed.h, made by prepareWeight) split their tasks by 16-row groups.
 #include <napi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include "dequant.h"
 #include "kernels.h"
 #include "napi_args.h"
+#include "packed.h"
 #include "quant.h"
 #include "threadpool.h"
 
@@ -41,6 +45,18 @@ Plan plan(int n, int rows, size_t xrow_bytes, int nth) {
   return p;
 }
 
+// Packed weights: the same activation chunks, weight tasks in whole 16-row groups.
+Plan plan_packed(int n, int groups, int cols, int nth) {
+  Plan p;
+  p.xchunk = (int)std::clamp<size_t>((512 * 1024 / (size_t)cols) & ~(size_t)3, 4, 64);
+  if (p.xchunk > n) p.xchunk = n;
+  p.nx = (n + p.xchunk - 1) / p.xchunk;
+  const int want = nth == 1 ? 1 : nth * 4;
+  p.rchunk = std::max(1, (groups + want - 1) / want);
+  p.nr = (groups + p.rchunk - 1) / p.rchunk;
+  return p;
+}
+
 void add_bias(float* y, int rows, int i0, int i1, int r0, int r1, const float* bias) {
   for (int i = i0; i < i1; i++)
     for (int r = r0; r < r1; r++) y[(size_t)i * rows + r] += bias[r];
@@ -61,23 +77,27 @@ void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
   else parallel_for(ntasks, 1, task);
 }
 
-// Quantizes the n activation rows to int8 blocks in the pool's shared scratch (s16 sums when asked).
-QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums) {
+// Quantizes the n activation rows to int8 blocks in the pool's shared scratch (s16 sums when asked,
+// packed-weight corrections -zero * block sum when zero > 0).
+QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums, int zero) {
   const int nb = cols / 32, ng = cols / 16;
   const size_t qbytes = round_up((size_t)n * cols, 64);
   const size_t dbytes = round_up((size_t)n * nb * sizeof(float), 64);
-  const size_t sbytes = sums ? (size_t)n * ng * sizeof(float) : 0;
-  uint8_t* buf = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(qbytes + dbytes + sbytes));
+  const size_t sbytes = sums ? round_up((size_t)n * ng * sizeof(float), 64) : 0;
+  const size_t cbytes = zero > 0 ? (size_t)n * nb * sizeof(int32_t) : 0;
+  uint8_t* buf = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(qbytes + dbytes + sbytes + cbytes));
   int8_t* qs = reinterpret_cast<int8_t*>(buf);
   float* qd = reinterpret_cast<float*>(buf + qbytes);
   float* s16 = sums ? reinterpret_cast<float*>(buf + qbytes + dbytes) : nullptr;
+  int32_t* corr = zero > 0 ? reinterpret_cast<int32_t*>(buf + qbytes + dbytes + sbytes) : nullptr;
   auto quant = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; i++)
-      K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb, s16 ? s16 + (size_t)i * ng : nullptr);
+      K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb,
+                        s16 ? s16 + (size_t)i * ng : nullptr, corr ? corr + (size_t)i * nb : nullptr, zero);
   };
   if (n >= 16) parallel_for(n, 8, quant);
   else quant(0, n, 0);
-  return QuantActs{qs, qd, s16, cols};
+  return QuantActs{qs, qd, s16, corr, cols};
 }
 
 }  // namespace
@@ -90,13 +110,27 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   const double macs = (double)n * rows * cols;
   const bool kquant = dt >= kQ2_K && dt <= kQ6_K;
 
+  if (is_packed(dt)) {
+    const GemmPackedFn pgemm = K.gemm_packed[dt - kQ8_0x16];
+    const QuantActs xa = quantize_acts(K, x, n, cols, false, packed_zero(dt));
+    const int groups = pack_groups(rows);
+    const Plan p = plan_packed(n, groups, cols, pool.size());
+    const int nb = cols / 32;
+    for_tasks(p, n, groups, macs, [&](int i0, int i1, int g0, int g1, int) {
+      const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * nb, nullptr, xa.corr + (size_t)i0 * nb, cols};
+      pgemm(i1 - i0, xi, w, g0, g1, rows, y + (size_t)i0 * rows, (size_t)rows);
+      if (bias) add_bias(y, rows, i0, i1, 16 * g0, std::min(rows, 16 * g1), bias);
+    });
+    return;
+  }
+
   GemmQuantFn qgemm = dt == kQ8_0 ? K.gemm_q8_0 : dt == kQ4_0 ? K.gemm_q4_0 : kquant ? K.gemm_kquant[dt - kQ2_K] : nullptr;
   if (qgemm) {
-    const QuantActs xa = quantize_acts(K, x, n, cols, kquant);
+    const QuantActs xa = quantize_acts(K, x, n, cols, kquant, 0);
     const Plan p = plan(n, rows, (size_t)cols, pool.size());
     for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
       const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * (cols / 32),
-                         xa.s16 ? xa.s16 + (size_t)i0 * (cols / 16) : nullptr, cols};
+                         xa.s16 ? xa.s16 + (size_t)i0 * (cols / 16) : nullptr, nullptr, cols};
       qgemm(i1 - i0, xi, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
       if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
     });
@@ -150,8 +184,36 @@ bool weight_arg(Args& a, size_t first, WeightArg* wa) {
            std::to_string(dtype_layout(wa->dt).elements) + " elements, got " + std::to_string(wa->cols));
     return false;
   }
-  wa->data = a.u8(first + 3, "weight data", wa->stride * (size_t)wa->rows);
+  const size_t need = is_packed(wa->dt) ? packed_bytes(wa->dt, wa->rows, wa->cols) : wa->stride * (size_t)wa->rows;
+  wa->data = a.u8(first + 3, "weight data", need);
   return a.ok();
+}
+
+// Packed weights live in their own 2 MiB-aligned allocation with transparent huge pages requested:
+// decode streams every weight once per token, and 4 KiB pages would cost a TLB miss every 4 KiB.
+constexpr size_t kHugePage = size_t(1) << 21;
+
+// packWeight(dtype, rows, cols, data) -> ArrayBuffer holding the packed matrix (packed.h), or
+// undefined when the dtype has no packed layout.
+Napi::Value PackWeight(const Napi::CallbackInfo& info) {
+  Args a(info, "packWeight");
+  WeightArg wa;
+  if (!weight_arg(a, 0, &wa)) return info.Env().Undefined();
+  const int pdt = wa.dt == kQ8_0 ? kQ8_0x16 : wa.dt == kQ4_0 ? kQ4_0x16 : -1;
+  if (pdt < 0 || wa.rows == 0) return info.Env().Undefined();
+  const size_t bytes = packed_bytes(pdt, wa.rows, wa.cols);
+  const size_t cap = round_up(bytes, kHugePage);
+  void* p = std::aligned_alloc(kHugePage, cap);
+  if (!p) {
+    Napi::Error::New(info.Env(), "packWeight: out of memory (" + std::to_string(cap) + " bytes)").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  madvise(p, cap, MADV_HUGEPAGE);  // advisory: without THP the pages are simply small
+  {
+    std::lock_guard<std::mutex> lk(op_mutex());
+    pack_weight(pdt, wa.rows, wa.cols, wa.data, static_cast<uint8_t*>(p));
+  }
+  return Napi::ArrayBuffer::New(info.Env(), p, bytes, [](Napi::Env, void* data) { std::free(data); });
 }
 
 // matmul(x, n, dtype, rows, cols, wdata, y, bias?)
@@ -184,8 +246,11 @@ Napi::Value Embed(const Napi::CallbackInfo& info) {
       return info.Env().Undefined();
     }
   }
-  for (size_t i = 0; i < count; i++)
-    dequantize_row(wa.dt, wa.data + (size_t)ids[i] * wa.stride, out + i * (size_t)wa.cols, wa.cols);
+  for (size_t i = 0; i < count; i++) {
+    float* dst = out + i * (size_t)wa.cols;
+    if (is_packed(wa.dt)) dequantize_packed_row(wa.dt, wa.data, wa.cols, ids[i], dst);
+    else dequantize_row(wa.dt, wa.data + (size_t)ids[i] * wa.stride, dst, wa.cols);
+  }
   return info.Env().Undefined();
 }
 
@@ -194,6 +259,7 @@ Napi::Value Embed(const Napi::CallbackInfo& info) {
 void InitMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul));
   exports.Set("embed", Napi::Function::New(env, Embed));
+  exports.Set("packWeight", Napi::Function::New(env, PackWeight));
 }
 
 }  // namespace svc

@@ -27,6 +27,8 @@ export interface NativeAddon {
   mapFile(path: string): ArrayBuffer;
   matmul(x: Float32Array, n: number, dtype: number, rows: number, cols: number, w: Uint8Array, y: Float32Array, bias: Float32Array | undefined): void;
   embed(ids: Int32Array, dtype: number, rows: number, cols: number, w: Uint8Array, out: Float32Array): void;
+  /** Q8_0 / Q4_0 -> the packed layout of native/packed.h; undefined for other dtypes. */
+  packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
   rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
@@ -51,6 +53,20 @@ export interface NativeAddon {
 const DTYPE_CODES: Record<DType, number> = {
   f32: 0, f16: 1, bf16: 2, q8_0: 3, q4_0: 4, q2_k: 5, q4_k: 6, q5_k: 7, q6_k: 8,
 };
+/**
+ * Packed layouts (native/packed.h): Q8_0 / Q4_0 rows regrouped 16 at a time for the int8 kernels, made
+ * by prepareWeight. A packed weight keeps its dtype ('q8_0' / 'q4_0'); what marks it is its data
+ * array, registered here with the layout's code. Only nativeOps reads these bytes.
+ */
+const PACKED_CODES: Partial<Record<DType, number>> = { q8_0: 9, q4_0: 10 };
+const PACK_ROWS = 16;
+const packedData = new WeakMap<Uint8Array, number>();
+
+/** True when w was packed by nativeOps.prepareWeight (its bytes are not in GGUF block order). */
+export function isPackedWeight(w: WeightMatrix): boolean {
+  return packedData.has(w.data);
+}
+
 /** KV dtype numbering shared with native/quant.h (enum KvDType). */
 const KV_DTYPE_CODES: Record<KvDType, number> = { f32: 0, bf16: 1, fp8: 2 };
 const KV_ELEMENT_BYTES: Record<KvDType, number> = { f32: 4, bf16: 2, fp8: 1 };
@@ -109,16 +125,21 @@ function checkKind(op: string, name: string, arr: unknown, kind: typeof Float32A
   if (!(arr instanceof kind)) fail(op, `${name} must be a ${kind.name}`);
 }
 
+/** The dtype code the addon gets for w (a packed code for packed weights), after checking w's shape and size. */
 function checkWeight(op: string, w: WeightMatrix): number {
-  const code = DTYPE_CODES[w.dtype];
+  let code = DTYPE_CODES[w.dtype];
   if (code === undefined) fail(op, `unsupported weight dtype ${String(w.dtype)}`);
   checkCount(op, 'weight rows', w.rows);
   checkCount(op, 'weight cols', w.cols, 1);
   const layout = BLOCK_LAYOUT[w.dtype];
   if (w.cols % layout.elements !== 0) fail(op, `${w.dtype} weight cols must be a multiple of ${layout.elements}, got ${w.cols}`);
   checkKind(op, 'weight data', w.data, Uint8Array);
-  const need = w.rows * (w.cols / layout.elements) * layout.bytes;
+  const packed = packedData.get(w.data);
+  // Packed matrices are padded to whole groups of 16 rows.
+  const rows = packed === undefined ? w.rows : Math.ceil(w.rows / PACK_ROWS) * PACK_ROWS;
+  const need = rows * (w.cols / layout.elements) * layout.bytes;
   if (w.data.byteLength < need) fail(op, `${w.dtype} weight [${w.rows}, ${w.cols}] needs ${need} bytes, data has ${w.data.byteLength}`);
+  if (packed !== undefined) code = packed;
   return code;
 }
 
@@ -173,9 +194,18 @@ function marshalSeqs(seqs: AttentionSeq[]): { meta: Int32Array; tables: Int32Arr
 export const nativeOps: Ops = {
   name: 'native',
 
-  // Weights are multiplied in their GGUF / safetensors layout as loaded, so the same bytes serve
-  // matmul and embed; nothing is repacked.
-  prepareWeight: (w) => w,
+  // Q8_0 / Q4_0 weights are repacked into 16-row groups (native/packed.h) that the int8 kernels
+  // stream without per-block shuffling; matmul and embed both read that layout, so a tied embedding
+  // table serves as lm_head unchanged. Other dtypes are multiplied in their loaded layout.
+  prepareWeight(w) {
+    if (PACKED_CODES[w.dtype] === undefined || packedData.has(w.data)) return w;
+    const code = checkWeight('prepareWeight', w);
+    const buf = loadAddon().packWeight(code, w.rows, w.cols, w.data);
+    if (buf === undefined) return w;
+    const data = new Uint8Array(buf);
+    packedData.set(data, PACKED_CODES[w.dtype]!);
+    return { dtype: w.dtype, rows: w.rows, cols: w.cols, data };
+  },
 
   matmul(x, n, w, y, bias) {
     const code = checkWeight('matmul', w);
