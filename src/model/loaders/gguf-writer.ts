@@ -34,11 +34,15 @@ export function typedArray(itemType: GgufScalarType, value: ArrayLike<number | b
   return { type: 'array', itemType, value };
 }
 
-export interface GgufTensorInput {
+/** A tensor's entry in the header: its data size follows from dims and type. */
+export interface GgufTensorInfo {
   name: string;
   /** ggml order: dims[0] is the innermost (contiguous) dimension, as readGgufHeader reports it. */
   dims: number[];
   ggmlType: number;
+}
+
+export interface GgufTensorInput extends GgufTensorInfo {
   data: Uint8Array;
 }
 
@@ -157,7 +161,8 @@ function writeValue(sink: ByteSink, key: string, raw: GgufMetadataValue): void {
   for (let i = 0; i < v.value.length; i++) writeScalar(sink, v.itemType, v.value[i], key);
 }
 
-function tensorByteSize(t: GgufTensorInput): number {
+/** Bytes of a tensor's data in its ggml type. */
+export function ggufTensorByteSize(t: GgufTensorInfo): number {
   const block = GGML_BLOCK[t.ggmlType];
   if (!block) throw new Error(`GGUF tensor ${t.name}: unsupported ggml type ${t.ggmlType}`);
   const [perBlock, bytesPerBlock] = block;
@@ -173,13 +178,29 @@ function writeAll(fd: number, data: Uint8Array): void {
   while (done < data.byteLength) done += writeSync(fd, data, done, data.byteLength - done);
 }
 
-/** Write a GGUF v3 file. Tensor data goes straight from each tensor's buffer to disk. */
-export function writeGguf(path: string, opts: GgufWriteOptions): void {
-  const tensors = opts.tensors ?? [];
-  const metadata: Record<string, GgufMetadataValue> = { ...opts.metadata };
+export interface GgufHeader {
+  /** The header bytes; tensor data starts at the next multiple of `alignment`. */
+  bytes: Buffer;
+  alignment: number;
+  /** Each tensor's offset from the start of the data section. */
+  offsets: number[];
+  /** Size of the data section, padding included. */
+  dataBytes: number;
+}
+
+/**
+ * The header of a GGUF v3 file: metadata, then tensor descriptors. Writers stream the data after it
+ * (writeGguf here; the benchmark's generator writes multi-GB files tensor by tensor).
+ */
+export function encodeGgufHeader(
+  metadataIn: Record<string, GgufMetadataValue>,
+  tensors: readonly GgufTensorInfo[],
+  alignmentIn?: number,
+): GgufHeader {
+  const metadata: Record<string, GgufMetadataValue> = { ...metadataIn };
   const declared = metadata['general.alignment'];
   const declaredValue = typeof declared === 'object' && declared !== null && 'value' in declared ? declared.value : declared;
-  const alignment = opts.alignment ?? (typeof declaredValue === 'number' ? declaredValue : 32);
+  const alignment = alignmentIn ?? (typeof declaredValue === 'number' ? declaredValue : 32);
   if (!Number.isInteger(alignment) || alignment <= 0 || alignment % 8 !== 0) throw new Error(`GGUF alignment must be a positive multiple of 8, got ${alignment}`);
   if (alignment !== 32) metadata['general.alignment'] = typed('u32', alignment);
 
@@ -196,8 +217,7 @@ export function writeGguf(path: string, opts: GgufWriteOptions): void {
   let offset = 0;
   const offsets: number[] = [];
   for (const t of tensors) {
-    const size = tensorByteSize(t);
-    if (t.data.byteLength !== size) throw new Error(`GGUF tensor ${t.name}: data has ${t.data.byteLength} bytes, dims ${t.dims.join('x')} need ${size}`);
+    const size = ggufTensorByteSize(t);
     sink.str(t.name);
     sink.u32(t.dims.length);
     for (const d of t.dims) sink.u64(d);
@@ -206,10 +226,19 @@ export function writeGguf(path: string, opts: GgufWriteOptions): void {
     offsets.push(offset);
     offset = align(offset + size, alignment);
   }
+  return { bytes: sink.bytes(), alignment, offsets, dataBytes: offset };
+}
 
+/** Write a GGUF v3 file. Tensor data goes straight from each tensor's buffer to disk. */
+export function writeGguf(path: string, opts: GgufWriteOptions): void {
+  const tensors = opts.tensors ?? [];
+  for (const t of tensors) {
+    const size = ggufTensorByteSize(t);
+    if (t.data.byteLength !== size) throw new Error(`GGUF tensor ${t.name}: data has ${t.data.byteLength} bytes, dims ${t.dims.join('x')} need ${size}`);
+  }
+  const { bytes: header, alignment, offsets, dataBytes } = encodeGgufHeader(opts.metadata, tensors, opts.alignment);
   const fd = openSync(path, 'w');
   try {
-    const header = sink.bytes();
     writeAll(fd, header);
     let pos = header.length;
     const dataStart = align(pos, alignment);
@@ -223,7 +252,7 @@ export function writeGguf(path: string, opts: GgufWriteOptions): void {
       writeAll(fd, t.data);
       pos += t.data.byteLength;
     });
-    if (tensors.length > 0) pad(dataStart + offset);
+    if (tensors.length > 0) pad(dataStart + dataBytes);
   } finally {
     closeSync(fd);
   }

@@ -6,7 +6,8 @@ import { ApiError } from '../errors.js';
 export const modelsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options }) => {
   // Creation time of the record: when this server started serving.
   const created = Math.floor(Date.now() / 1000);
-  const record = () => ({ id: options.modelName, object: 'model', created, owned_by: 'svc' });
+  // max_model_len as vLLM reports it, so clients can size their prompts.
+  const record = () => ({ id: options.modelName, object: 'model', created, owned_by: 'svc', max_model_len: options.maxSeqLen });
 
   app.get('/v1/models', { config: { needsModel: true } }, async () => ({ object: 'list', data: [record()] }));
 
