@@ -140,8 +140,8 @@ test('fam1 XML calls: text, enum and JSON-typed parameters', () => {
   assert.equal(firstTokenAllowed(xg, call + 'add\n</parameter>\n', '</function>'), false, 'required a and b are missing');
 });
 
-test('formats without a grammar compile to null (decoding stays unconstrained)', () => {
-  assert.equal(compileToolGrammar({ format: 'fam2', tools: [WEATHER], endTokenIds: END_IDS }, vocab), null);
+test('an unknown format, or no tools, compiles to null (decoding stays unconstrained)', () => {
+  assert.equal(compileToolGrammar({ format: 'nonesuch', tools: [WEATHER], endTokenIds: END_IDS }, vocab), null);
   assert.equal(compileToolGrammar({ format: 'hermes', tools: [], endTokenIds: END_IDS }, vocab), null);
 });
 

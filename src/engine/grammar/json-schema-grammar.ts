@@ -1,6 +1,7 @@
 // JSON schema → grammar nodes, for the subset tool definitions use:
-//   type (one or a list), properties / required (only listed keys; optional ones may be left out),
-//   additionalProperties (a schema, when there are no properties), items, minItems / maxItems,
+//   type (one or a list), properties / required (only listed keys; optional ones may be left out;
+//   `properties: {}` means no keys), additionalProperties (a schema, when there are no properties;
+//   false: no keys), items, minItems / maxItems,
 //   enum / const, anyOf / oneOf (merged by JSON type), nullable, allOf (merged), local $ref.
 // Anything else (pattern, format, minimum, string lengths, tuples, …) is not enforced: the value
 // is any JSON of the right type, or any JSON value at all when the type is unknown.
@@ -8,6 +9,10 @@
 // Every value compiles to a choice on its first byte (`"` string, `{` object, …), so matching is
 // deterministic. Alternatives of one JSON type are merged (both objects → any object) rather than
 // tried in turn: looser than the schema in that rare case, never stricter.
+//
+// The values are spelled in a ValueSyntax: JSON by default; formats whose arguments are not JSON
+// (Python literals, Gemma's relaxed objects) bring their own strings, literals and object syntax
+// (value-syntaxes.ts), and the schema logic stays the same.
 
 import { seenBit } from './literals.js';
 import {
@@ -21,12 +26,49 @@ import {
   INTEGER_NUMBER,
   jsonArray,
   jsonObject,
+  Kind,
   literalSwitch,
   NUMBER,
   type GNode,
 } from './nodes.js';
 
 type Schema = Record<string, unknown>;
+
+/** How values are spelled: JSON, or a format's own literal syntax. Numbers and `[a, b]` arrays are JSON's in every syntax. */
+export interface ValueSyntax {
+  /** Any string value. */
+  readonly string: GNode;
+  /** The bytes a string value can start with. */
+  readonly stringFirst: string;
+  /** Any value, any object, any array. */
+  readonly any: GNode;
+  readonly anyObject: GNode;
+  readonly anyArray: GNode;
+  /** The spelling of a JSON value (enum and const members, true, false, null). */
+  literal(value: unknown): string;
+  /** Other spellings a model may use for the same value (a string in the other quotes). */
+  variants?(value: unknown): string[];
+  /** An object with these keys (each at most once; optional ones may be left out). */
+  object(keys: readonly string[], values: GNode[], requiredBits: number): GNode;
+  /** An object with any keys, whose values match `value`. */
+  freeObject(value: GNode): GNode;
+}
+
+export const JSON_SYNTAX: ValueSyntax = {
+  string: FREE_STRING,
+  stringFirst: '"',
+  any: ANY_VALUE,
+  anyObject: ANY_OBJECT,
+  anyArray: ANY_ARRAY,
+  literal: (v) => JSON.stringify(v),
+  object: jsonObject,
+  freeObject: (value) => freeObject(value),
+};
+
+/** The listed properties of an object schema (compiled), or the schema of its free values. */
+export type ObjectParts =
+  | { free: false; keys: string[]; values: GNode[]; required: string[] }
+  | { free: true; value: GNode };
 
 /** The JSON types a schema admits, each with the node that matches it. */
 export interface Branches {
@@ -39,7 +81,7 @@ export interface Branches {
 }
 
 const NONE = (): Branches => ({ string: null, number: null, object: null, array: null, literals: [] });
-const ANY = (): Branches => ({ string: FREE_STRING, number: NUMBER, object: ANY_OBJECT, array: ANY_ARRAY, literals: ['true', 'false', 'null'] });
+const ANY = (syn: ValueSyntax): Branches => ({ string: syn.string, number: NUMBER, object: syn.anyObject, array: syn.anyArray, literals: ['true', 'false', 'null'] });
 
 const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -50,11 +92,15 @@ export class SchemaCompiler {
   private readonly refs = new Map<string, GNode>();
 
   /** `root` is the document local `$ref`s point into (a tool's parameters schema). */
-  constructor(private readonly root: unknown) {}
+  constructor(
+    private readonly root: unknown,
+    readonly syntax: ValueSyntax = JSON_SYNTAX,
+  ) {}
 
-  /** The node matching one JSON value valid for `schema`. */
+  /** The node matching one value valid for `schema`. */
   compile(schema: unknown): GNode {
-    if (!isSchema(schema) || Object.keys(schema).length === 0) return ANY_VALUE;
+    const syn = this.syntax;
+    if (!isSchema(schema) || Object.keys(schema).length === 0) return syn.any;
     const ref = typeof schema.$ref === 'string' ? schema.$ref : null;
     if (ref !== null) {
       const known = this.refs.get(ref) ?? this.pendingRefs.get(ref);
@@ -62,7 +108,7 @@ export class SchemaCompiler {
       const node = alt();
       this.pendingRefs.set(ref, node);
       const target = this.resolve(ref);
-      fill(node, target === undefined ? ANY() : this.branches(target));
+      fill(node, target === undefined ? ANY(syn) : this.branches(target), syn);
       this.pendingRefs.delete(ref);
       this.refs.set(ref, node);
       return node;
@@ -70,7 +116,7 @@ export class SchemaCompiler {
     let node = this.done.get(schema);
     if (!node) {
       const b = this.branches(schema);
-      node = isAny(b) ? ANY_VALUE : fill(alt(), b);
+      node = isAny(b, syn) ? syn.any : fill(alt(), b, syn);
       this.done.set(schema, node);
     }
     return node;
@@ -78,12 +124,14 @@ export class SchemaCompiler {
 
   /** What `schema` admits, by JSON type. */
   branches(schema: unknown): Branches {
-    if (!isSchema(schema)) return ANY();
+    const syn = this.syntax;
+    const ANY_ = () => ANY(syn);
+    if (!isSchema(schema)) return ANY_();
     if (typeof schema.$ref === 'string') {
       // A $ref inside its own definition (directly, through anyOf) cannot be split by type yet.
-      if (this.pendingRefs.has(schema.$ref)) return ANY();
+      if (this.pendingRefs.has(schema.$ref)) return ANY_();
       const target = this.resolve(schema.$ref);
-      return target === undefined ? ANY() : this.branches(target);
+      return target === undefined ? ANY_() : this.branches(target);
     }
     if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
       const { allOf, ...rest } = schema;
@@ -96,52 +144,68 @@ export class SchemaCompiler {
     // anyOf that only adds constraints to this schema's own type (each alternative untyped) is not enforced.
     if (alternatives.length > 0 && alternatives.every((a) => isSchema(a) && typed(a))) {
       let out = NONE();
-      for (const a of alternatives) out = merge(out, this.branches(a));
+      for (const a of alternatives) out = merge(out, this.branches(a), syn);
       if (schema.nullable === true) out.literals.push('null');
       return out;
     }
 
     const types = Array.isArray(schema.type) ? schema.type : typeof schema.type === 'string' ? [schema.type] : inferTypes(schema);
-    if (types.length === 0) return ANY();
+    if (types.length === 0) return ANY_();
     const out = NONE();
     for (const t of types) {
-      if (t === 'string') out.string = FREE_STRING;
+      if (t === 'string') out.string = syn.string;
       else if (t === 'integer') out.number ??= INTEGER_NUMBER;
       else if (t === 'number') out.number = NUMBER;
       else if (t === 'boolean') out.literals.push('true', 'false');
       else if (t === 'null') out.literals.push('null');
       else if (t === 'object') out.object = this.object(schema);
       else if (t === 'array') out.array = this.array(schema);
-      else return ANY(); // an unknown type name: do not guess
+      else return ANY_(); // an unknown type name: do not guess
     }
     if (schema.nullable === true) out.literals.push('null');
     return out;
   }
 
   private object(schema: Schema): GNode {
-    const props = isSchema(schema.properties) ? Object.entries(schema.properties) : [];
-    if (props.length === 0) {
-      const extra = schema.additionalProperties;
-      return isSchema(extra) && Object.keys(extra).length > 0 ? freeObject(this.compile(extra)) : ANY_OBJECT;
+    const parts = this.objectParts(schema);
+    if (parts.free) return parts.value === this.syntax.any ? this.syntax.anyObject : this.syntax.freeObject(parts.value);
+    return this.syntax.object(parts.keys, parts.values, requiredBits(parts.keys, parts.required));
+  }
+
+  /**
+   * The properties of an object schema, compiled (local $refs and allOf resolved), for a caller
+   * that spells the object itself (Python keyword arguments, XML parameters).
+   */
+  objectParts(schema: unknown): ObjectParts {
+    let s = schema;
+    for (let hops = 0; isSchema(s) && typeof s.$ref === 'string' && hops < 8; hops++) s = this.resolve(s.$ref);
+    if (!isSchema(s)) return { free: true, value: this.syntax.any };
+    if (Array.isArray(s.allOf) && s.allOf.length > 0) {
+      const { allOf, ...rest } = s;
+      s = mergeAll([rest, ...(allOf as unknown[]).map((x) => this.deref(x))]);
     }
-    const keys = props.map(([k]) => k);
-    const required = Array.isArray(schema.required) ? schema.required : [];
-    let bits = 0;
-    keys.forEach((k, i) => {
-      if (required.includes(k)) bits |= seenBit(i);
-    });
-    return jsonObject(
-      keys,
-      props.map(([, s]) => this.compile(s)),
-      bits,
-    );
+    const o = s as Schema;
+    const props = isSchema(o.properties) ? Object.entries(o.properties) : [];
+    // Listed properties (even none, as tools without arguments declare) or `additionalProperties:
+    // false` close the object to those keys; otherwise any keys.
+    if (props.length === 0 && !isSchema(o.properties) && o.additionalProperties !== false) {
+      const extra = o.additionalProperties;
+      return { free: true, value: isSchema(extra) && Object.keys(extra).length > 0 ? this.compile(extra) : this.syntax.any };
+    }
+    return {
+      free: false,
+      keys: props.map(([k]) => k),
+      values: props.map(([, v]) => this.compile(v)),
+      required: Array.isArray(o.required) ? o.required.filter((k): k is string => typeof k === 'string') : [],
+    };
   }
 
   private array(schema: Schema): GNode {
-    const items = isSchema(schema.items) ? this.compile(schema.items) : ANY_VALUE;
+    const syn = this.syntax;
+    const items = isSchema(schema.items) ? this.compile(schema.items) : syn.any;
     const min = count(schema.minItems) ?? 0;
     const max = count(schema.maxItems) ?? -1;
-    if (items === ANY_VALUE && min === 0 && max < 0) return ANY_ARRAY;
+    if (items === syn.any && min === 0 && max < 0) return syn.anyArray;
     return jsonArray(items, min, max < 0 ? -1 : Math.max(max, min));
   }
 
@@ -161,10 +225,28 @@ export class SchemaCompiler {
   }
 }
 
-/** The node for a tool's parameters: an object (any object when no schema is given). */
+/** The node for a tool's parameters: a JSON object (any object when no schema is given). */
 export function parametersNode(parameters: unknown): GNode {
   if (!isSchema(parameters)) return ANY_OBJECT;
-  return new SchemaCompiler(parameters).compile(parameters);
+  return objectBranch(new SchemaCompiler(parameters).compile(parameters), ANY_OBJECT);
+}
+
+/**
+ * The object branch of a compiled value: a call's arguments must be an object even where the
+ * schema admits more (`{}`, a type list), since the parsers take nothing else as arguments.
+ */
+export function objectBranch(node: GNode, fallback: GNode): GNode {
+  if (node.kind === Kind.Obj) return node;
+  return node.kind === Kind.Alt ? (node.kids[0x7b] ?? fallback) : fallback;
+}
+
+/** seenBit of each required key, by the key's index. */
+export function requiredBits(keys: readonly string[], required: readonly string[]): number {
+  let bits = 0;
+  keys.forEach((k, i) => {
+    if (required.includes(k)) bits |= seenBit(i);
+  });
+  return bits;
 }
 
 /** JSON texts of enum values (undefined and functions have none). */
@@ -186,18 +268,18 @@ function count(v: unknown): number | null {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null;
 }
 
-function isAny(b: Branches): boolean {
-  return b.string === FREE_STRING && b.number === NUMBER && b.object === ANY_OBJECT && b.array === ANY_ARRAY && ['true', 'false', 'null'].every((l) => b.literals.includes(l));
+function isAny(b: Branches, syn: ValueSyntax): boolean {
+  return b.string === syn.string && b.number === NUMBER && b.object === syn.anyObject && b.array === syn.anyArray && ['true', 'false', 'null'].every((l) => b.literals.includes(l));
 }
 
 /** Both schemas' values. Two structures of one type merge into the unconstrained one. */
-function merge(a: Branches, b: Branches): Branches {
+function merge(a: Branches, b: Branches, syn: ValueSyntax): Branches {
   const one = (x: GNode | null, y: GNode | null, loose: GNode) => (x && y && x !== y ? loose : (x ?? y));
   return {
-    string: one(a.string, b.string, FREE_STRING),
+    string: one(a.string, b.string, syn.string),
     number: a.number === NUMBER || b.number === NUMBER ? NUMBER : (a.number ?? b.number),
-    object: one(a.object, b.object, ANY_OBJECT),
-    array: one(a.array, b.array, ANY_ARRAY),
+    object: one(a.object, b.object, syn.anyObject),
+    array: one(a.array, b.array, syn.anyArray),
     literals: [...a.literals, ...b.literals],
   };
 }
@@ -218,26 +300,32 @@ function mergeAll(parts: unknown[]): Schema {
   return out;
 }
 
-const FIRST_BYTES = { string: '"', number: '-0123456789', object: '{', array: '[' } as const;
+const NUMBER_FIRST = '-0123456789';
+const utf8 = new TextEncoder();
 
 /** Fills a first-byte choice with the branches' nodes; literals a typed branch already covers are dropped. */
-function fill(node: GNode, b: Branches): GNode {
+function fill(node: GNode, b: Branches, syn: ValueSyntax): GNode {
   let number = b.number;
   // An enum of non-integers next to an integer type widens it rather than losing the values.
   if (number === INTEGER_NUMBER && b.literals.some((l) => /^-?\d/.test(l) && !/^-?\d+$/.test(l))) number = NUMBER;
-  const typedNodes = { string: b.string, number, object: b.object, array: b.array };
-  const covered = (lit: string) =>
-    (Object.keys(FIRST_BYTES) as (keyof typeof FIRST_BYTES)[]).some((k) => typedNodes[k] !== null && FIRST_BYTES[k].includes(lit[0]));
-  const literals = [...new Set(b.literals)].filter((l) => !covered(l));
-  for (const k of Object.keys(FIRST_BYTES) as (keyof typeof FIRST_BYTES)[]) {
-    const n = typedNodes[k];
-    if (n) altSet(node, FIRST_BYTES[k], n);
-  }
+  const typed: [GNode | null, string][] = [
+    [b.string, syn.stringFirst],
+    [number, NUMBER_FIRST],
+    [b.object, '{'],
+    [b.array, '['],
+  ];
+  const covered = (lit: string) => typed.some(([n, first]) => n !== null && first.includes(lit[0]));
+  const spell = (l: string) => {
+    const v: unknown = JSON.parse(l);
+    return [syn.literal(v), ...(syn.variants?.(v) ?? [])];
+  };
+  const literals = [...new Set(b.literals.flatMap(spell))].filter((l) => !covered(l));
+  for (const [n, first] of typed) if (n) altSet(node, first, n);
   if (literals.length > 0) {
     const sw = literalSwitch(literals);
-    altSet(node, [...new Set(literals.map((l) => l.charCodeAt(0)))], sw);
+    altSet(node, [...new Set(literals.map((l) => utf8.encode(l)[0]))], sw);
   }
   // A schema nothing satisfies (an empty enum merged away) would leave the model no token at all.
-  if (!node.kids.some((k) => k !== null)) fill(node, ANY());
+  if (!node.kids.some((k) => k !== null)) fill(node, ANY(syn), syn);
   return node;
 }

@@ -80,12 +80,13 @@ export class MarkerDfa {
   readonly next: Int32Array;
   readonly out: Uint8Array;
 
-  constructor(ends: readonly string[], forbidden: readonly string[]) {
+  /** Markers are text (UTF-8) or raw bytes (a single byte past ASCII, say). */
+  constructor(ends: readonly (string | Uint8Array)[], forbidden: readonly (string | Uint8Array)[]) {
     const gotoMaps: Map<number, number>[] = [new Map()];
     const own: number[] = [MARK_NONE];
-    const add = (marker: string, kind: number) => {
+    const add = (marker: string | Uint8Array, kind: number) => {
       let s = 0;
-      for (const b of utf8.encode(marker)) {
+      for (const b of typeof marker === 'string' ? utf8.encode(marker) : marker) {
         let t = gotoMaps[s].get(b);
         if (t === undefined) {
           t = gotoMaps.length;

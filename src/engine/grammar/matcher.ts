@@ -7,8 +7,8 @@
 // just returning `up`. Frames never look at `up` except to pop: a frame's future depends on the
 // frame alone, which is what lets token-mask.ts cache masks by top frame.
 
-import { seenBit, MARK_END, MARK_FORBID } from './literals.js';
-import { ACCEPTED, EOS, enter, Frame, FREE_KEYS, FREE_STRING, HOLE_FED, INTEGER, JSON_WS, Kind } from './nodes.js';
+import { seenBit, MARK_END, MARK_FORBID, MARK_NONE } from './literals.js';
+import { ACCEPTED, EOS, enter, Frame, FREE_KEYS, FREE_STRING, HOLE_FED, INTEGER, JSON_WS, KEY_HAS_COLON, Kind, NO_OPEN, PY_ESCAPES, type GNode } from './nodes.js';
 
 const isWs = (b: number) => b === 0x20 || b === 0x0a || b === 0x09 || b === 0x0d;
 const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
@@ -34,7 +34,7 @@ const N_ESIGN = 7;
 const N_EXP = 8;
 const MAX_INT_DIGITS = 16;
 const MAX_FRAC_DIGITS = 16;
-const MAX_EXP_DIGITS = 3;
+const MAX_EXP_DIGITS = 2; // e99 at most: every number stays finite (16 digits × 1e99), also where a parser converts it
 
 // Obj phases (s & 7); whitespace count in s >> 3.
 const O_OPEN = 0;
@@ -154,30 +154,44 @@ export function feed(state: Frame, b: number): Frame | null {
 
 function stepString(f: Frame, b: number): Frame | null {
   const s = f.s;
+  const n = f.node;
+  const quote = n.min === 0 ? 0x22 : n.min;
+  if (s === S_START) return b === quote ? new Frame(n, S_BODY, 0, 0, f.up) : null;
+  if (s === S_BODY && b === quote) return f.up;
+  // A guarded string (n.dfa): its raw text must not contain a marker (k = the marker DFA's state).
+  let k = f.k;
+  if (n.dfa !== null && b !== EOS) {
+    k = n.dfa.next[k * 256 + b];
+    if (n.dfa.out[k] !== MARK_NONE) return null;
+  }
   if (s === S_BODY) {
-    if (b === 0x22) return f.up;
-    if (b === 0x5c) return new Frame(f.node, S_ESC, 0, 0, f.up);
-    if (b < 0x20 || b === EOS) return null; // JSON forbids raw control characters
-    if (b < 0x80) return f;
+    if (b === 0x5c) return new Frame(n, S_ESC, k, 0, f.up);
+    if (b < 0x20 || b === EOS) return null; // JSON forbids raw control characters (and Python strings get them escaped)
+    if (b < 0x80) return k === f.k ? f : new Frame(n, S_BODY, k, 0, f.up);
     // A UTF-8 lead byte: how many continuation bytes it announces.
-    if (b >= 0xc2 && b <= 0xdf) return new Frame(f.node, S_CONT1, 0, 0, f.up);
-    if (b >= 0xe0 && b <= 0xef) return new Frame(f.node, S_CONT1 + 1, 0, 0, f.up);
-    if (b >= 0xf0 && b <= 0xf4) return new Frame(f.node, S_CONT3, 0, 0, f.up);
+    if (b >= 0xc2 && b <= 0xdf) return new Frame(n, S_CONT1, k, 0, f.up);
+    if (b >= 0xe0 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, 0, f.up);
+    if (b >= 0xf0 && b <= 0xf4) return new Frame(n, S_CONT3, k, 0, f.up);
     return null;
   }
-  if (s === S_START) return b === 0x22 ? new Frame(f.node, S_BODY, 0, 0, f.up) : null;
   if (s === S_ESC) {
-    if (b === 0x75) return new Frame(f.node, S_HEX, 0, 0, f.up); // \u
-    const simple = b === 0x22 || b === 0x5c || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74;
-    return simple ? new Frame(f.node, S_BODY, 0, 0, f.up) : null;
+    if (b === 0x75) return new Frame(n, S_HEX, k, 0, f.up); // \u: four hex digits
+    let simple: boolean;
+    if ((n.flags & PY_ESCAPES) !== 0) {
+      if (b === 0x78) return new Frame(n, S_HEX + 2, k, 0, f.up); // \x: two hex digits
+      simple = b === 0x22 || b === 0x27 || b === 0x5c || b === 0x6e || b === 0x72 || b === 0x74;
+    } else {
+      simple = b === 0x22 || b === 0x5c || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74;
+    }
+    return simple ? new Frame(n, S_BODY, k, 0, f.up) : null;
   }
   if (s < S_CONT1) {
     if (!isHex(b)) return null;
-    return new Frame(f.node, s === S_HEX + 3 ? S_BODY : s + 1, 0, 0, f.up);
+    return new Frame(n, s === S_HEX + 3 ? S_BODY : s + 1, k, 0, f.up);
   }
   if (s <= S_CONT3) {
     if (b < 0x80 || b > 0xbf) return null;
-    return new Frame(f.node, s === S_CONT1 ? S_BODY : s - 1, 0, 0, f.up);
+    return new Frame(n, s === S_CONT1 ? S_BODY : s - 1, k, 0, f.up);
   }
   return null;
 }
@@ -225,17 +239,24 @@ function stepNumber(f: Frame, b: number): Frame | null | undefined {
   return null;
 }
 
+/** An object frame's phase; a frame that starts past its open bracket (NO_OPEN) is at O_FIRST. */
+function objectPhase(f: Frame): number {
+  const phase = f.s & 7;
+  return phase === O_OPEN && (f.node.flags & NO_OPEN) !== 0 ? O_FIRST : phase;
+}
+
 /** The frame for the value (or free key) that b starts, pushed above the object; null when b does not start one. */
 function objectChild(f: Frame, b: number): Frame | null {
   const n = f.node;
-  const phase = f.s & 7;
+  const phase = objectPhase(f);
   if (isWs(b)) return null;
   if (phase === O_VALUE) {
     if ((n.flags & FREE_KEYS) !== 0) return enter(n.kids[0]!, new Frame(n, O_AFTER, 0, f.m, f.up));
     return enter(n.kids[f.k]!, new Frame(n, O_AFTER, 0, f.m | seenBit(f.k), f.up));
   }
-  if ((n.flags & FREE_KEYS) !== 0 && (phase === O_FIRST || phase === O_NEXT) && b === 0x22) {
-    return enter(FREE_STRING, new Frame(n, O_COLON, 0, f.m, f.up));
+  if ((n.flags & FREE_KEYS) !== 0 && (phase === O_FIRST || phase === O_NEXT) && b !== n.bytes[1]) {
+    const key: GNode = n.kids[1] ?? FREE_STRING;
+    return enter(key, new Frame(n, (n.flags & KEY_HAS_COLON) !== 0 ? O_VALUE : O_COLON, 0, f.m, f.up));
   }
   return null;
 }
@@ -243,20 +264,21 @@ function objectChild(f: Frame, b: number): Frame | null {
 /** Next object state when b stays in the object: this object's next frame, or the parent when b closes it. */
 function stepObject(f: Frame, b: number): Frame | null {
   const n = f.node;
-  const phase = f.s & 7;
+  const phase = objectPhase(f);
   const wsCount = f.s >> 3;
   const to = (p: number, k = 0) => new Frame(n, p, k, f.m, f.up);
   if (phase !== O_OPEN && phase !== O_KEY && isWs(b)) {
     return wsCount < JSON_WS ? new Frame(n, phase | ((wsCount + 1) << 3), f.k, f.m, f.up) : null;
   }
   const t = n.trie;
+  const close = n.bytes[1];
   switch (phase) {
     case O_OPEN:
-      return b === 0x7b ? to(O_FIRST) : null;
+      return b === n.bytes[0] ? to(O_FIRST) : null;
     case O_FIRST:
     case O_NEXT: {
-      if (b === 0x7d && phase === O_FIRST) return n.required === 0 ? f.up : null;
-      if (b !== 0x22 || t === null) return null;
+      if (b === close && phase === O_FIRST) return n.required === 0 ? f.up : null;
+      if (t === null) return null;
       const c = t.child(0, b);
       return c >= 0 && (t.below[c] & ~f.m) !== 0 ? to(O_KEY, c) : null;
     }
@@ -264,14 +286,16 @@ function stepObject(f: Frame, b: number): Frame | null {
       const c = t!.child(f.k, b);
       if (c < 0 || (t!.below[c] & ~f.m) === 0) return null; // unknown or repeated key
       const p = t!.term[c];
-      return p >= 0 ? to(O_COLON, p) : to(O_KEY, c); // keys end in `"`, so none prefixes another
+      // Key literals are prefix-free (JSON keys end in `"`), so a complete one is the key.
+      if (p < 0) return to(O_KEY, c);
+      return to((n.flags & KEY_HAS_COLON) !== 0 ? O_VALUE : O_COLON, p);
     }
     case O_COLON:
       return b === 0x3a ? to(O_VALUE, f.k) : null;
     case O_AFTER:
       // A comma only when some key is left to write, so `,` never leads to a dead end.
       if (b === 0x2c) return t === null || (t.below[0] & ~f.m) !== 0 ? to(O_NEXT) : null;
-      if (b === 0x7d) return (n.required & ~f.m) === 0 ? f.up : null;
+      if (b === close) return (n.required & ~f.m) === 0 ? f.up : null;
       return null;
   }
   return null;

@@ -25,13 +25,21 @@ export const enum Kind {
   Switch,
   /** Any bytes until one of dfa's end markers; a forbidden marker rejects. s = dfa state. */
   Until,
-  /** A JSON string. s = sub-state. */
+  /**
+   * A quoted string: JSON (`"`, JSON escapes) or Python (min = the quote byte; flags & PY_ESCAPES).
+   * s = sub-state; with a dfa, k = its state (the raw text must not contain a marker).
+   */
   Str,
   /** A JSON number; flags & INTEGER for integers. s = phase | digits << 4. */
   Num,
-  /** A JSON object: keys from trie, values kids[i]; FREE_KEYS: any key, values kids[0]. */
+  /**
+   * An object: keys from trie, values kids[i]; FREE_KEYS: keys kids[1] (default a JSON string),
+   * values kids[0]. bytes = the open and close bytes (`{}`, or `()` for Python keyword arguments);
+   * KEY_HAS_COLON: each key literal (or free key) includes its `:`/`=`; NO_OPEN: the open byte was
+   * already matched (by a tool-name literal), so matching starts after it.
+   */
   Obj,
-  /** fam1 XML parameters: `<parameter=KEY>` from trie (literal 0 is the closing tag). */
+  /** XML-ish parameters (fam1, fam4_xml, glm4): opening tags from trie (literal 0 is the closing tag), values kids[i]. */
   XmlObj,
   /** A JSON array of kids[0], min..max items (max -1 = unbounded). k = items so far (capped). */
   Arr,
@@ -47,6 +55,10 @@ export const enum Kind {
 
 export const INTEGER = 1;
 export const FREE_KEYS = 2;
+export const KEY_HAS_COLON = 4;
+export const NO_OPEN = 8;
+/** Str: Python escapes (\\ \' \" \n \r \t \xHH \uHHHH) instead of JSON's. */
+export const PY_ESCAPES = 16;
 /** The pseudo-byte for end of output (an end-of-turn token). */
 export const EOS = 256;
 
@@ -153,19 +165,89 @@ export function until(dfa: MarkerDfa, shared = false): GNode {
   return n;
 }
 
+const CURLY = Uint8Array.of(0x7b, 0x7d);
+
 export function jsonObject(keys: readonly string[], values: GNode[], requiredBits: number): GNode {
+  return objectNode(
+    keys.map((k) => JSON.stringify(k)),
+    values,
+    requiredBits,
+  );
+}
+
+export interface ObjectSyntax {
+  /** Open and close characters (default `{` `}`). */
+  open?: string;
+  close?: string;
+  /** The key literals include their separator (`key:`, `key=`); else `:` follows with optional whitespace. */
+  keyHasColon?: boolean;
+}
+
+/**
+ * An object whose keys are spelled by `keyLiterals` (already quoted as the syntax wants; no
+ * literal may prefix another), values kids[i], required keys' seenBits in `requiredBits`.
+ */
+export function objectNode(keyLiterals: readonly string[], values: GNode[], requiredBits: number, syntax: ObjectSyntax = {}): GNode {
   const n = new GNode(Kind.Obj);
-  n.trie = new LiteralTrie(keys.map((k) => JSON.stringify(k)));
+  n.trie = new LiteralTrie(keyLiterals);
+  if (!n.trie.prefixFree) throw new GrammarError('grammar: an object key is a prefix of another');
   n.kids = values;
   n.required = requiredBits;
+  setObjectSyntax(n, syntax);
   return n;
 }
 
-/** An object with any keys whose values all match `value` (set kids[0] later for cycles). */
-export function freeObject(value: GNode | null, shared = false): GNode {
+/**
+ * An object with any keys whose values all match `value` (set kids[0] later for cycles); keys
+ * match `key` (default: a JSON string).
+ */
+export function freeObject(value: GNode | null, shared = false, key: GNode | null = null, syntax: ObjectSyntax = {}): GNode {
   const n = new GNode(Kind.Obj, shared);
   n.flags = FREE_KEYS;
-  n.kids = [value];
+  n.kids = key ? [value, key] : [value];
+  setObjectSyntax(n, syntax);
+  return n;
+}
+
+function setObjectSyntax(n: GNode, syntax: ObjectSyntax): void {
+  const open = syntax.open ?? '{';
+  const close = syntax.close ?? '}';
+  if (open.length !== 1 || close.length !== 1 || open.charCodeAt(0) > 0x7f || close.charCodeAt(0) > 0x7f) throw new GrammarError('grammar: object brackets must be ASCII characters');
+  n.bytes = open === '{' && close === '}' ? CURLY : Uint8Array.of(open.charCodeAt(0), close.charCodeAt(0));
+  if (syntax.keyHasColon) n.flags |= KEY_HAS_COLON;
+}
+
+/**
+ * The same object (or the object branch of a value choice) with its opening bracket already
+ * matched: for a tool-name literal that ends in `{` or `(` (which keeps names prefix-free).
+ */
+export function opened(node: GNode): GNode {
+  const obj = node.kind === Kind.Alt ? (node.kids[0x7b] ?? null) : node;
+  if (obj === null || obj.kind !== Kind.Obj) throw new GrammarError('grammar: the arguments are not an object');
+  const n = new GNode(Kind.Obj);
+  n.bytes = obj.bytes;
+  n.kids = obj.kids;
+  n.trie = obj.trie;
+  n.required = obj.required;
+  n.flags = obj.flags | NO_OPEN;
+  return n;
+}
+
+/**
+ * A JSON string whose raw text (escapes as written) never contains one of `dfa`'s markers: for
+ * JSON inside a tag-delimited value, which its parser ends at the first closing tag.
+ */
+export function guardedString(dfa: MarkerDfa, shared = false): GNode {
+  const n = new GNode(Kind.Str, shared);
+  n.dfa = dfa;
+  return n;
+}
+
+/** A quoted string with Python escapes, `quote` being `'` or `"`. */
+export function pythonString(quote: "'" | '"', shared = false): GNode {
+  const n = new GNode(Kind.Str, shared);
+  n.min = quote.charCodeAt(0);
+  n.flags = PY_ESCAPES;
   return n;
 }
 

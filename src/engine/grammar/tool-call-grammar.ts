@@ -9,8 +9,16 @@
 
 import { GrammarError } from './errors.js';
 import { feed } from './matcher.js';
+import { bareJson } from './format-bare-json.js';
 import { fam1 } from './format-fam1.js';
+import { fam2 } from './format-fam2.js';
+import { fam3 } from './format-fam3.js';
+import { fam4Xml } from './format-fam4-xml.js';
+import { glm4 } from './format-glm4.js';
 import { hermes } from './format-hermes.js';
+import { llama3Json } from './format-llama3-json.js';
+import { pythonic } from './format-pythonic.js';
+import { bounded } from './repeat.js';
 import { MarkerDfa } from './literals.js';
 import { ACCEPTED, alt, altSet, END, enter, EOS, Frame, seq, TAG_GAP, until, type GNode } from './nodes.js';
 import { applyMaskEntry, buildMaskEntry, frameKey, MaskCache } from './token-mask.js';
@@ -38,17 +46,31 @@ export interface ToolGrammarSpec {
   maxCalls?: number;
 }
 
-/** One wire format: how a single call looks. A new format is one more file and one entry in FORMATS. */
+/**
+ * One wire format. A new format is one more file and one entry in FORMATS. Most formats give
+ * `call` (one whole call, starting with `opener`): calls then follow each other, whitespace
+ * between, and the end comes after any of them. Formats whose calls share a wrapper or a separator
+ * (a list, a block, `;`) give `calls` instead: the whole output, 1..max calls (max 0 = no limit),
+ * ending in END.
+ */
 export interface ToolCallFormat {
-  /** The text every call starts with (it tells "another call" from "end of turn"). */
+  /** The text the calls start with (for `call`: it tells "another call" from "end of turn"). */
   opener: string;
-  call(tools: readonly ToolDef[]): GNode;
+  call?(tools: readonly ToolDef[]): GNode;
+  calls?(tools: readonly ToolDef[], max: number): GNode;
 }
 
 const FORMATS: Record<string, ToolCallFormat> = {
   hermes,
   fam1_coder: fam1,
   fam1_xml: fam1,
+  fam2,
+  fam3,
+  fam4_xml: fam4Xml,
+  bare_json: bareJson,
+  llama3_json: llama3Json,
+  glm4,
+  pythonic,
 };
 
 export { GrammarError };
@@ -160,24 +182,17 @@ export function hasToolGrammar(format: string): boolean {
 
 /** One call, then up to max - 1 more (unbounded when max is 0), whitespace between, then the end. */
 function calls(format: ToolCallFormat, tools: readonly ToolDef[], max: number): GNode {
-  const opener = format.opener.charCodeAt(0);
-  const call = format.call(tools); // one node graph; every use keeps its own progress in its frames
-  if (max <= 0) {
-    // "Another call or the end", decided by the next byte; the sequence's tail call loops back here.
+  if (format.calls) return format.calls(tools, max);
+  const opener = new TextEncoder().encode(format.opener)[0];
+  const call = format.call!(tools); // one node graph; every use keeps its own progress in its frames
+  return bounded(max, (again) => {
+    if (again === null) return seq([call, TAG_GAP, END]);
+    // "Another call or the end", decided by the next byte.
     const more = alt();
-    const loop = seq([call, TAG_GAP, more]);
-    altSet(more, [opener], loop);
+    altSet(more, [opener], again);
     more.kids[EOS] = END;
-    return loop;
-  }
-  let tail: GNode = END;
-  for (let i = 1; i < max; i++) {
-    const more = alt();
-    altSet(more, [opener], seq([call, TAG_GAP, tail]));
-    more.kids[EOS] = END;
-    tail = more;
-  }
-  return seq([call, TAG_GAP, tail]);
+    return seq([call, TAG_GAP, more]);
+  });
 }
 
 const reasoningNodes = new Map<string, GNode>();
