@@ -65,6 +65,9 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
   const budget = chat.maxThinkingBudget;
   return {
     stages,
+    // Mistral's [TOOL_CALLS], Gemma's <|tool_call>, Llama's <|python_tag|> … are special tokens:
+    // the parsers must see them (as vLLM keeps them for its Mistral parser). Stop tokens stay hidden.
+    keepSpecialTokens: stages.length > 0,
     toolGrammar,
     thinkingBudget: reasons && budget !== null ? thinkingBudget(tokenizer, budget, startsInside) : null,
   };

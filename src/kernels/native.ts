@@ -10,8 +10,8 @@ import type { DType } from '../model/types.js';
 import type { AttentionParams, AttentionSeq, KvDType, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
 import { BLOCK_LAYOUT } from './dequant.js';
 
-/** Kernel path: scalar C++, AVX2+FMA, or AVX-512 (F/BW/VL/VNNI). */
-export type CpuPath = 'scalar' | 'avx2' | 'avx512';
+/** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
+export type CpuPath = 'scalar' | 'avx2' | 'avx512' | 'amx';
 
 export interface NativeInfo {
   /** Path in use (SVC_CPU_FEATURES or setCpuPath may pick a slower one than bestCpuPath). */
@@ -19,7 +19,7 @@ export interface NativeInfo {
   bestCpuPath: CpuPath;
   /** Threads per op, the calling thread included (SVC_THREADS, default one per core). */
   threads: number;
-  features: Record<'avx2' | 'fma' | 'f16c' | 'avx512f' | 'avx512bw' | 'avx512vl' | 'avx512vnni' | 'avx512bf16', boolean>;
+  features: Record<'avx2' | 'fma' | 'f16c' | 'avx512f' | 'avx512bw' | 'avx512vl' | 'avx512vnni' | 'avx512bf16' | 'amxInt8', boolean>;
 }
 
 /** The raw addon surface (argument order is the C++ binding's, see native/*.cc). */

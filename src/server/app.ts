@@ -44,6 +44,8 @@ export interface ChatOutputContext {
  */
 export interface ChatOutputPlan {
   stages: OutputStage[];
+  /** Keep special tokens in the text even when the request skips them: the stages read tags that some models spell as special tokens. */
+  keepSpecialTokens?: boolean;
   toolGrammar?: GenerationRequest['toolGrammar'];
   thinkingBudget?: GenerationRequest['thinkingBudget'];
 }

@@ -131,3 +131,20 @@ describe('tool-call parser streaming', () => {
     assert.deepEqual(reasoningExits('bare_json'), []);
   });
 });
+
+describe('robustness against malformed input', () => {
+  it('pythonic: an escape beyond U+10FFFF leaves the call as text instead of throwing', () => {
+    const p = createToolCallParser('pythonic', []);
+    const text = "[f(a='\\UFFFFFFFF')]";
+    const events = [...p.push(text), ...p.finish()];
+    assert.equal(events.map((e) => (e.type === 'text' ? e.text : '')).join(''), text);
+    assert.ok(!events.some((e) => e.type === 'tool_call_start'));
+  });
+
+  it('schema-typed formats: malformed schemas (anyOf not a list, null alternatives) do not throw', () => {
+    const tools = [{ name: 'f', parameters: { type: 'object', properties: { a: { anyOf: [null] }, b: { anyOf: 'x' } } } }];
+    const p = createToolCallParser('fam1_coder', tools as never);
+    const events = [...p.push('<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nx\n</parameter>\n</function>\n</tool_call>'), ...p.finish()];
+    assert.ok(events.some((e) => e.type === 'tool_call_start'));
+  });
+});

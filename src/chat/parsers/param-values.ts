@@ -66,11 +66,14 @@ export class ParamTyper {
 }
 
 /** The JSON types a schema admits; empty when it does not say. */
+/** The JSON types a schema allows; a malformed schema (clients send them) allows nothing in particular. */
 function typesOf(s: JsonSchema): Set<string> {
   const out = new Set<string>();
+  if (s === null || typeof s !== 'object') return out;
   if (typeof s.type === 'string') out.add(s.type);
-  else if (Array.isArray(s.type)) for (const t of s.type) out.add(t);
-  for (const sub of [...(s.anyOf ?? []), ...(s.oneOf ?? [])]) for (const t of typesOf(sub)) out.add(t);
+  else if (Array.isArray(s.type)) for (const t of s.type) if (typeof t === 'string') out.add(t);
+  const subs = [...(Array.isArray(s.anyOf) ? s.anyOf : []), ...(Array.isArray(s.oneOf) ? s.oneOf : [])];
+  for (const sub of subs) for (const t of typesOf(sub)) out.add(t);
   if (s.nullable) out.add('null');
   if (out.size === 0 && Array.isArray(s.enum)) {
     for (const e of s.enum) out.add(e === null ? 'null' : Number.isInteger(e) ? 'integer' : typeof e);

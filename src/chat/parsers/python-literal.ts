@@ -93,7 +93,8 @@ function str(c: Cursor, q: string): string {
     const hex = e === 'x' ? 2 : e === 'u' ? 4 : e === 'U' ? 8 : 0;
     if (hex) {
       const code = Number.parseInt(c.s.slice(i + 1, i + 1 + hex), 16);
-      if (Number.isNaN(code)) c.fail('bad escape');
+      // Python rejects escapes past U+10FFFF too; the call then stays text.
+      if (Number.isNaN(code) || code > 0x10ffff) c.fail('bad escape');
       out += String.fromCodePoint(code);
       i += hex;
     } else {

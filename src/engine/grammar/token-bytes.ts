@@ -11,15 +11,32 @@ const utf8 = new TextEncoder();
 const lenientUtf8 = new TextDecoder('utf-8', { fatal: false });
 
 /**
- * Bytes of every token id below tokenizer.vocabSize; null for special tokens and for tokens whose
- * bytes cannot be recovered (they are never allowed by a grammar).
+ * Special tokens that some models use as tool-call or reasoning tags (Mistral, Gemma, Llama 3,
+ * GLM, MiniMax …). They stand for their own text, so a grammar can require the model's real tag
+ * token rather than make it spell the tag from ordinary pieces. (The chat pipeline keeps special
+ * tokens in the text when tools or reasoning are on, so the parsers see them too.)
+ */
+const TAG_SPECIALS = new Set([
+  '[TOOL_CALLS]', '[ARGS]', '[CALL_ID]', '[THINK]', '[/THINK]',
+  '<|tool_call>', '<tool_call|>', '<|"|>', '<|python_tag|>',
+  '<tool_call>', '</tool_call>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>',
+  '<minimax:tool_call>', '</minimax:tool_call>', '<think>', '</think>',
+]);
+
+/**
+ * Bytes of every token id below tokenizer.vocabSize; null for special tokens other than the tag
+ * ones above and for tokens whose bytes cannot be recovered (they are never allowed by a grammar).
  */
 export function tokenByteStrings(tokenizer: Tokenizer): (Uint8Array | null)[] {
   const out: (Uint8Array | null)[] = new Array(tokenizer.vocabSize).fill(null);
   const ref = referenceToken(tokenizer);
   const base = ref === null ? '' : tokenizer.decode([ref]);
   for (let id = 0; id < tokenizer.vocabSize; id++) {
-    if (tokenizer.specialTokenIds.has(id)) continue;
+    if (tokenizer.specialTokenIds.has(id)) {
+      const tag = tokenizer.idToToken(id);
+      if (tag !== undefined && TAG_SPECIALS.has(tag)) out[id] = utf8.encode(tag);
+      continue;
+    }
     if (tokenizer.idToToken(id) === undefined) continue;
     let text = tokenizer.decode([id]);
     if (ref !== null) {

@@ -146,7 +146,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
         };
         const pipeline = new OutputPipeline({
           decoder: runtime.tokenizer,
-          skipSpecialTokens: chat.skipSpecialTokens,
+          skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
           stop: chat.stop,
           stopTokenIds: job.stopTokenIds,
           stages: plan.stages,
