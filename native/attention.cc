@@ -41,7 +41,7 @@ struct Task {
   int seq, j0, j1, kv_head, h0, h1;
 };
 
-void encode_row(int dtype, double scale, const float* src, uint8_t* dst, int count) {
+void encode_row(const Kernels& K, int dtype, double scale, const float* src, uint8_t* dst, int count) {
   switch (dtype) {
     case kKvF32: std::memcpy(dst, src, (size_t)count * 4); break;
     case kKvBF16:
@@ -52,18 +52,24 @@ void encode_row(int dtype, double scale, const float* src, uint8_t* dst, int cou
       break;
     case kKvFP8:
       // Same rounding as the reference: value / scale in f64, rounded to f32, then to E4M3.
-      for (int i = 0; i < count; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
+      K.f32_to_fp8(src, dst, count, scale);
       break;
   }
 }
 
 void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const int32_t* slots) {
+  const Kernels& K = kernels();
   const int width = L.kv_heads * L.hd;
   const size_t row = (size_t)width * L.elem_bytes();
-  for (int i = 0; i < n; i++) {
-    encode_row(L.dtype, L.k_scale, k + (size_t)i * width, L.k + (size_t)slots[i] * row, width);
-    encode_row(L.dtype, L.v_scale, v + (size_t)i * width, L.v + (size_t)slots[i] * row, width);
-  }
+  auto body = [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; i++) {
+      encode_row(K, L.dtype, L.k_scale, k + (size_t)i * width, L.k + (size_t)slots[i] * row, width);
+      encode_row(K, L.dtype, L.v_scale, v + (size_t)i * width, L.v + (size_t)slots[i] * row, width);
+    }
+  };
+  // Prefill batches are worth the pool's wake-up; a decode step's few rows are not.
+  if (n >= 32) parallel_for(n, 16, body);
+  else body(0, n, 0);
 }
 
 // Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf.

@@ -10,7 +10,28 @@
 
 #include "kernels.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace svc {
+
+// AMX needs the CPU bits (CPUID.7.0:EDX[24] AMX-TILE, [25] AMX-INT8) and, on Linux, permission for
+// the 8 KiB tile data state, requested once for the whole process (arch_prctl ARCH_REQ_XCOMP_PERM);
+// the request fails where the OS does not enable it.
+static bool detect_amx() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!((d >> 24) & 1) || !((d >> 25) & 1)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 static CpuFeatures detect() {
   CpuFeatures f;
@@ -26,6 +47,7 @@ static CpuFeatures detect() {
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
 #endif
+  f.amx_int8 = f.avx512f && detect_amx();
   return f;
 }
 
@@ -41,11 +63,13 @@ static bool supported(CpuPath p) {
     case CpuPath::Avx2: return f.avx2 && f.fma && f.f16c;
     case CpuPath::Avx512:
       return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+    case CpuPath::Amx: return supported(CpuPath::Avx512) && f.amx_int8;
   }
   return false;
 }
 
 CpuPath best_cpu_path() {
+  if (supported(CpuPath::Amx)) return CpuPath::Amx;
   if (supported(CpuPath::Avx512)) return CpuPath::Avx512;
   if (supported(CpuPath::Avx2)) return CpuPath::Avx2;
   return CpuPath::Scalar;
@@ -56,6 +80,7 @@ const char* cpu_path_name(CpuPath p) {
     case CpuPath::Scalar: return "scalar";
     case CpuPath::Avx2: return "avx2";
     case CpuPath::Avx512: return "avx512";
+    case CpuPath::Amx: return "amx";
   }
   return "?";
 }
@@ -64,11 +89,13 @@ bool parse_cpu_path(const char* s, CpuPath* out) {
   if (std::strcmp(s, "scalar") == 0) { *out = CpuPath::Scalar; return true; }
   if (std::strcmp(s, "avx2") == 0) { *out = CpuPath::Avx2; return true; }
   if (std::strcmp(s, "avx512") == 0) { *out = CpuPath::Avx512; return true; }
+  if (std::strcmp(s, "amx") == 0) { *out = CpuPath::Amx; return true; }
   return false;
 }
 
 static const Kernels* table_for(CpuPath p) {
 #if defined(__x86_64__)
+  if (p == CpuPath::Amx) return &kAmxKernels;
   if (p == CpuPath::Avx512) return &kAvx512Kernels;
   if (p == CpuPath::Avx2) return &kAvx2Kernels;
 #endif
@@ -82,7 +109,7 @@ static CpuPath initial_path() {
   if (env && *env) {
     CpuPath want;
     if (!parse_cpu_path(env, &want)) {
-      std::fprintf(stderr, "svc: ignoring SVC_CPU_FEATURES=%s (expected scalar, avx2 or avx512)\n", env);
+      std::fprintf(stderr, "svc: ignoring SVC_CPU_FEATURES=%s (expected scalar, avx2, avx512 or amx)\n", env);
     } else if (!supported(want)) {
       std::fprintf(stderr, "svc: SVC_CPU_FEATURES=%s is not supported by this CPU; using %s\n", env,
                    cpu_path_name(p));

@@ -1,13 +1,16 @@
-// Runtime CPU feature detection and the choice of kernel path (scalar, AVX2, AVX-512).
+// Runtime CPU feature detection and the choice of kernel path (scalar, AVX2, AVX-512, AMX).
 #pragma once
 
 namespace svc {
 
-enum class CpuPath : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+// Amx: the AVX-512 kernels, with AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows.
+enum class CpuPath : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
+  // AMX-TILE + AMX-INT8 on the CPU, and the kernel granted this process the tile data state.
+  bool amx_int8 = false;
 };
 
 // What this CPU (and OS) supports; detected once.

@@ -30,9 +30,10 @@ using GemmFloatFn = void (*)(int n, int k, const float* x, size_t ldx, const uin
 using GemmQuantFn = void (*)(int n, const QuantActs& x, const uint8_t* w, size_t wstride,
                              int r0, int r1, float* y, size_t ldy);
 // Packed weights (packed.h): y[i * ldy + r] for i in [0, n) and the rows r < `rows` of row groups
-// [g0, g1); w is the packed matrix (group 0). x.corr is set.
+// [g0, g1); w is the packed matrix (group 0). x.corr is set. scratch: this thread's
+// packed_scratch_bytes(x.k) bytes, 64-byte aligned.
 using GemmPackedFn = void (*)(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows,
-                              float* y, size_t ldy);
+                              float* y, size_t ldy, uint8_t* scratch);
 
 struct Kernels {
   const char* name;
@@ -72,12 +73,15 @@ struct Kernels {
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int n);
   // dst[i] = e4m3(src[i]) * mult
   void (*fp8_to_f32)(const uint8_t* src, float* dst, int n, float mult);
+  // dst[i] = f32_to_fp8((float)((double)src[i] / scale)) (kv_codec.h), byte for byte.
+  void (*f32_to_fp8)(const float* src, uint8_t* dst, int n, double scale);
 };
 
 extern const Kernels kScalarKernels;
 #if defined(__x86_64__)
 extern const Kernels kAvx2Kernels;
 extern const Kernels kAvx512Kernels;
+extern const Kernels kAmxKernels;  // kAvx512Kernels with AMX-INT8 packed matmuls
 #endif
 
 // The table chosen at start-up (cpu_features.cc).

@@ -344,7 +344,8 @@ SVC_AVX2_INLINE void tile_packed(const QuantActs& x, int i0, const uint8_t* grp,
 }
 
 template <typename W>
-SVC_AVX2 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy) {
+SVC_AVX2 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
+                 uint8_t* scratch) {
   const size_t gb = group_bytes(W::kDT, x.k / 32);
   for (int g = g0; g < g1; g++) {
     const uint8_t* grp = w + (size_t)g * gb;
@@ -532,6 +533,38 @@ SVC_AVX2 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) 
   for (; i < n; i++) dst[i] = fp8_to_f32(src[i], mult);
 }
 
+// The scalar f32_to_fp8 (kv_codec.h) eight lanes at a time (see the AVX-512 version).
+SVC_AVX2 void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double scale) {
+  const __m256d sv = _mm256_set1_pd(scale);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(src + i);
+    if (scale != 1.0) {
+      const __m128 lo = _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), sv));
+      const __m128 hi = _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), sv));
+      v = _mm256_set_m128(hi, lo);
+    }
+    const __m256i bits = _mm256_castps_si256(v);
+    const __m256i abits = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+    const __m256 a = _mm256_castsi256_ps(abits);
+    const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 24), _mm256_set1_epi32(0x80));
+    const __m256i sub = _mm256_cvtps_epi32(_mm256_mul_ps(a, _mm256_set1_ps(512.0f)));
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(abits, 20), _mm256_set1_epi32(1));
+    __m256i norm = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(abits, _mm256_set1_epi32(0x7ffff)), odd), 20);
+    norm = _mm256_min_epi32(_mm256_sub_epi32(norm, _mm256_set1_epi32(120 << 3)), _mm256_set1_epi32(kFp8MaxCode));
+    __m256i code = _mm256_blendv_epi8(norm, sub, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(0.015625f), _CMP_LT_OQ)));
+    code = _mm256_blendv_epi8(code, _mm256_set1_epi32(kFp8MaxCode), _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(448.0f), _CMP_GE_OQ)));
+    code = _mm256_and_si256(_mm256_or_si256(code, sign), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+    // Every lane holds a byte value: pack 8 x int32 -> 8 bytes.
+    const __m256i b = _mm256_shuffle_epi8(code, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+    const uint32_t w0 = (uint32_t)_mm256_extract_epi32(b, 0), w1 = (uint32_t)_mm256_extract_epi32(b, 4);
+    std::memcpy(dst + i, &w0, 4);
+    std::memcpy(dst + i + 4, &w1, 4);
+  }
+  for (; i < n; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
+}
+
 }  // namespace
 
 const Kernels kAvx2Kernels = {
@@ -541,7 +574,7 @@ const Kernels kAvx2Kernels = {
   {gemm_packed<PQ8>, gemm_packed<PQ4>},
   quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
-  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
+  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row, f32_to_fp8_row,
 };
 
 }  // namespace svc

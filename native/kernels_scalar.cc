@@ -75,7 +75,8 @@ void gemm_q4_0(int n, const QuantActs& x, const uint8_t* w, size_t wstride, int 
 // Packed Q8_0x16 / Q4_0x16 (packed.h): per output, the same block-by-block sum as above, reading
 // row j of a group from lane j of each block's quads.
 template <int DT>
-void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy) {
+void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
+                 uint8_t* scratch) {
   const int nb = x.k / 32, qbytes = pack_quant_bytes(DT), zero = packed_zero(DT);
   const size_t gb = group_bytes(DT, nb);
   for (int g = g0; g < g1; g++) {
@@ -190,6 +191,10 @@ void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
   for (int i = 0; i < n; i++) dst[i] = fp8_to_f32(src[i], mult);
 }
 
+void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double scale) {
+  for (int i = 0; i < n; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
+}
+
 }  // namespace
 
 const Kernels kScalarKernels = {
@@ -199,7 +204,7 @@ const Kernels kScalarKernels = {
   {gemm_packed<kQ8_0x16>, gemm_packed<kQ4_0x16>},
   quantize_row_q8,
   sum_squares, scale_mul, silu_mul, add,
-  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row,
+  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row, f32_to_fp8_row,
 };
 
 }  // namespace svc

@@ -5,10 +5,8 @@
 // scalar path decodes K-quant rows into per-thread scratch and reuses the f32 GEMM. Packed Q8_0 /
 // Q4_0 weights (packed.h, made by prepareWeight) split their tasks by 16-row groups.
 #include <napi.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
 
 #include "dequant.h"
@@ -48,7 +46,8 @@ Plan plan(int n, int rows, size_t xrow_bytes, int nth) {
 // Packed weights: the same activation chunks, weight tasks in whole 16-row groups.
 Plan plan_packed(int n, int groups, int cols, int nth) {
   Plan p;
-  p.xchunk = (int)std::clamp<size_t>((512 * 1024 / (size_t)cols) & ~(size_t)3, 4, 64);
+  // Multiples of 16 rows when there are that many, so the AMX path fills whole tiles.
+  p.xchunk = (int)std::clamp<size_t>((512 * 1024 / (size_t)cols) & ~(size_t)15, 16, 128);
   if (p.xchunk > n) p.xchunk = n;
   p.nx = (n + p.xchunk - 1) / p.xchunk;
   const int want = nth == 1 ? 1 : nth * 4;
@@ -116,9 +115,10 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
     const int groups = pack_groups(rows);
     const Plan p = plan_packed(n, groups, cols, pool.size());
     const int nb = cols / 32;
-    for_tasks(p, n, groups, macs, [&](int i0, int i1, int g0, int g1, int) {
+    for_tasks(p, n, groups, macs, [&](int i0, int i1, int g0, int g1, int ith) {
       const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * nb, nullptr, xa.corr + (size_t)i0 * nb, cols};
-      pgemm(i1 - i0, xi, w, g0, g1, rows, y + (size_t)i0 * rows, (size_t)rows);
+      uint8_t* scratch = static_cast<uint8_t*>(pool.thread_scratch(ith, packed_scratch_bytes(cols)));
+      pgemm(i1 - i0, xi, w, g0, g1, rows, y + (size_t)i0 * rows, (size_t)rows, scratch);
       if (bias) add_bias(y, rows, i0, i1, 16 * g0, std::min(rows, 16 * g1), bias);
     });
     return;
@@ -189,10 +189,6 @@ bool weight_arg(Args& a, size_t first, WeightArg* wa) {
   return a.ok();
 }
 
-// Packed weights live in their own 2 MiB-aligned allocation with transparent huge pages requested:
-// decode streams every weight once per token, and 4 KiB pages would cost a TLB miss every 4 KiB.
-constexpr size_t kHugePage = size_t(1) << 21;
-
 // packWeight(dtype, rows, cols, data) -> ArrayBuffer holding the packed matrix (packed.h), or
 // undefined when the dtype has no packed layout.
 Napi::Value PackWeight(const Napi::CallbackInfo& info) {
@@ -202,18 +198,17 @@ Napi::Value PackWeight(const Napi::CallbackInfo& info) {
   const int pdt = wa.dt == kQ8_0 ? kQ8_0x16 : wa.dt == kQ4_0 ? kQ4_0x16 : -1;
   if (pdt < 0 || wa.rows == 0) return info.Env().Undefined();
   const size_t bytes = packed_bytes(pdt, wa.rows, wa.cols);
-  const size_t cap = round_up(bytes, kHugePage);
-  void* p = std::aligned_alloc(kHugePage, cap);
+  void* arena = nullptr;
+  uint8_t* p = packed_alloc(bytes, &arena);
   if (!p) {
-    Napi::Error::New(info.Env(), "packWeight: out of memory (" + std::to_string(cap) + " bytes)").ThrowAsJavaScriptException();
+    Napi::Error::New(info.Env(), "packWeight: out of memory (" + std::to_string(bytes) + " bytes)").ThrowAsJavaScriptException();
     return info.Env().Undefined();
   }
-  madvise(p, cap, MADV_HUGEPAGE);  // advisory: without THP the pages are simply small
   {
     std::lock_guard<std::mutex> lk(op_mutex());
-    pack_weight(pdt, wa.rows, wa.cols, wa.data, static_cast<uint8_t*>(p));
+    pack_weight(pdt, wa.rows, wa.cols, wa.data, p);
   }
-  return Napi::ArrayBuffer::New(info.Env(), p, bytes, [](Napi::Env, void* data) { std::free(data); });
+  return Napi::ArrayBuffer::New(info.Env(), p, bytes, [](Napi::Env, void*, void* hint) { packed_free(hint); }, arena);
 }
 
 // matmul(x, n, dtype, rows, cols, wdata, y, bias?)

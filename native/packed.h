@@ -11,8 +11,9 @@
 // Q8_0x16 quants (512 bytes per block): for quad q = 0..7 (columns 4q..4q+3 of the block) and row
 // j = 0..15, 4 bytes at q * 64 + j * 4 holding w + 128 as unsigned bytes. One 64-byte line is then
 // one zmm whose int32 lane j is row j's next four weights: vpdpbusd against four activation bytes
-// broadcast to every lane gives 16 rows' partial dot products at once, and a 512-byte block is
-// exactly an AMX B tile (8 rows of 64 bytes: K/4 x 16 columns x 4).
+// broadcast to every lane gives 16 rows' partial dot products at once, and a 512-byte block is laid
+// out as an AMX B tile (8 rows of 64 bytes: K/4 x 16 columns x 4; the AMX path copies it as signed
+// bytes).
 //
 // Q4_0x16 quants (256 bytes per block): for p = 0..3 and row j, 4 bytes at p * 64 + j * 4; byte t
 // holds column 4p + t in its low nibble and column 16 + 4p + t in its high nibble (the GGUF nibble
@@ -38,13 +39,25 @@ constexpr int kQ8PackZero = 128;
 constexpr int kQ4PackZero = 8;
 
 inline bool is_packed(int dt) { return dt == kQ8_0x16 || dt == kQ4_0x16; }
-// The raw dtype a packed one was made from, and back.
+// The GGUF dtype a packed one is made from.
 inline int packed_source(int dt) { return dt == kQ8_0x16 ? kQ8_0 : kQ4_0; }
 inline int packed_zero(int dt) { return dt == kQ8_0x16 ? kQ8PackZero : kQ4PackZero; }
 inline int pack_quant_bytes(int dt) { return dt == kQ8_0x16 ? kQ8PackQuantBytes : kQ4PackQuantBytes; }
 inline size_t group_bytes(int dt, int nb) { return (size_t)nb * (size_t)(pack_quant_bytes(dt) + kPackScaleBytes); }
 inline int pack_groups(int rows) { return (rows + kPackRows - 1) / kPackRows; }
 inline size_t packed_bytes(int dt, int rows, int cols) { return (size_t)pack_groups(rows) * group_bytes(dt, cols / 32); }
+
+// Per-thread scratch a packed GEMM kernel may use (the AMX path: four C tiles and one group's
+// blocks as signed bytes).
+inline size_t packed_scratch_bytes(int cols) { return 4096 + (size_t)(cols / 32) * 512; }
+
+// Memory for packed matrices: 64-byte aligned blocks carved one after another out of 2 MiB-aligned
+// arenas with transparent huge pages requested (decode streams every weight once per token, and
+// huge pages spare it a TLB miss per 4 KiB). Matrices share arenas, so a 1.1 MiB matrix does not
+// hold a 2 MiB page to itself; an arena is freed when its last matrix is. Thread-safe. Returns
+// null when out of memory; `arena` receives the handle packed_free takes.
+uint8_t* packed_alloc(size_t bytes, void** arena);
+void packed_free(void* arena);
 
 // Repacks a [rows, cols] Q8_0 / Q4_0 matrix (GGUF blocks, rows back to back) into `dst`
 // (packed_bytes(packed_dt, rows, cols) bytes). Work is split across the kernel pool.

@@ -12,7 +12,7 @@
 namespace svc {
 namespace {
 
-// info() -> { cpuPath, threads, features: { avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16 } }
+// info() -> { cpuPath, bestCpuPath, threads, features: { avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, amxInt8 } }
 Napi::Value Info(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const CpuFeatures& f = cpu_features();
@@ -25,6 +25,7 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   feats.Set("avx512vl", f.avx512vl);
   feats.Set("avx512vnni", f.avx512vnni);
   feats.Set("avx512bf16", f.avx512bf16);
+  feats.Set("amxInt8", f.amx_int8);
   Napi::Object o = Napi::Object::New(env);
   o.Set("cpuPath", cpu_path_name(current_cpu_path()));
   o.Set("bestCpuPath", cpu_path_name(best_cpu_path()));
@@ -33,12 +34,12 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// setCpuPath('scalar' | 'avx2' | 'avx512')
+// setCpuPath('scalar' | 'avx2' | 'avx512' | 'amx')
 Napi::Value SetCpuPath(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CpuPath p;
   if (info.Length() < 1 || !info[0].IsString() || !parse_cpu_path(info[0].As<Napi::String>().Utf8Value().c_str(), &p)) {
-    Napi::TypeError::New(env, "setCpuPath: expected 'scalar', 'avx2' or 'avx512'").ThrowAsJavaScriptException();
+    Napi::TypeError::New(env, "setCpuPath: expected 'scalar', 'avx2', 'avx512' or 'amx'").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   std::lock_guard<std::mutex> lk(op_mutex());

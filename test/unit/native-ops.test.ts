@@ -1,5 +1,7 @@
 // Every native op against the plain-TypeScript reference, on every kernel path this CPU has
-// (scalar, AVX2, AVX-512), with odd shapes and several thread counts.
+// (scalar, AVX2, AVX-512, AMX), with odd shapes and several thread counts. Q8_0 / Q4_0 weights are
+// checked both as loaded (GGUF blocks) and as nativeOps.prepareWeight repacks them (16-row groups,
+// native/packed.h), which every path multiplies and embeds from.
 //
 // Tolerances (relative to the reference, which sums in f64):
 //   f32 / f16 / bf16 / K-quant weights: f32 accumulation only -> max |err| <= 1e-4 * max |y|.
@@ -11,7 +13,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { nativeOps, nativeInfo, setCpuPath, setNumThreads, type CpuPath } from '../../src/kernels/native.js';
+import { isPackedWeight, nativeOps, nativeInfo, setCpuPath, setNumThreads, type CpuPath } from '../../src/kernels/native.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { BLOCK_LAYOUT, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
 import type { AttentionSeq, KvDType, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
@@ -128,7 +130,7 @@ function makeLayer(dtype: KvDType, numBlocks: number, blockSize: number, numKvHe
 // ---- the suites ----
 
 const info = nativeInfo();
-const ORDER: CpuPath[] = ['scalar', 'avx2', 'avx512'];
+const ORDER: CpuPath[] = ['scalar', 'avx2', 'avx512', 'amx'];
 const PATHS = ORDER.slice(0, ORDER.indexOf(info.bestCpuPath) + 1);
 const DEFAULT_THREADS = info.threads;
 
@@ -148,7 +150,23 @@ describe('native kernels: runtime', () => {
   });
   it('rejects a path the CPU lacks and unknown names', () => {
     assert.throws(() => setCpuPath('sse9' as CpuPath), TypeError);
-    if (info.bestCpuPath !== 'avx512') assert.throws(() => setCpuPath('avx512'));
+    for (const path of ORDER.slice(ORDER.indexOf(info.bestCpuPath) + 1)) assert.throws(() => setCpuPath(path), path);
+  });
+  it('repacks Q8_0 / Q4_0 weights once and leaves other dtypes as they are', () => {
+    const rand = rng(14);
+    for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
+      const w = makeWeight(rand, dtype, 21, 64);
+      const p = nativeOps.prepareWeight(w);
+      assert.ok(isPackedWeight(p) && !isPackedWeight(w), dtype);
+      assert.deepEqual([p.dtype, p.rows, p.cols], [w.dtype, w.rows, w.cols]);
+      // Padded to whole 16-row groups, same bytes per block.
+      assert.equal(p.data.byteLength, 32 * (64 / 32) * BLOCK_LAYOUT[dtype].bytes);
+      assert.equal(nativeOps.prepareWeight(p), p, 'preparing twice is a no-op');
+    }
+    for (const dtype of ['f32', 'bf16', 'q4_k'] as DType[]) {
+      const w = makeWeight(rand, dtype, 3, 256);
+      assert.equal(nativeOps.prepareWeight(w), w, dtype);
+    }
   });
 });
 
@@ -178,10 +196,13 @@ for (const path of PATHS) {
       }
     });
 
-    /** The int8-activation contract: close to the reference, and exact given the int8-rounded activations. */
-    function checkInt8Matmul(x: Float32Array, n: number, w: WeightMatrix, bias: Float32Array | undefined, what: string): void {
+    /**
+     * The int8-activation contract: close to the reference, and exact given the int8-rounded activations.
+     * `native` is the weight nativeOps multiplies (w itself, or w as prepareWeight packed it).
+     */
+    function checkInt8Matmul(x: Float32Array, n: number, w: WeightMatrix, bias: Float32Array | undefined, what: string, native = w): void {
       const got = new Float32Array(n * w.rows);
-      nativeOps.matmul(x, n, w, got, bias);
+      nativeOps.matmul(x, n, native, got, bias);
       const want = new Float32Array(n * w.rows);
       referenceOps.matmul(x, n, w, want, bias);
       const err = relL2(got, want);
@@ -200,6 +221,23 @@ for (const path of PATHS) {
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
             checkInt8Matmul(x, n, w, n === 17 ? randomF32(rand, rows) : undefined, `${dtype} [${rows}x${cols}] n=${n}`);
+          }
+        }
+      }
+    });
+
+    it('matmul with packed Q8_0 / Q4_0 weights: int8 activations within 1e-2, exact kernels within 1e-5', () => {
+      const rand = rng(15);
+      for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
+        // Row counts below, at and past a 16-row group; n covers single rows, VNNI tiles and remainders,
+        // and 16+ rows (AMX tiles plus leftover rows on the amx path).
+        for (const [rows, cols] of [[19, 96], [33, 256], [8, 32], [5, 2080], [64, 1024], [16, 3072]]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          const packed = nativeOps.prepareWeight(w);
+          for (const n of [1, 2, 4, 5, 16, 17, 35]) {
+            if (cols >= 2048 && n > 17) continue;  // keep the f64 reference quick
+            const x = randomF32(rand, n * cols);
+            checkInt8Matmul(x, n, w, n === 5 || n === 17 ? randomF32(rand, rows) : undefined, `packed ${dtype} [${rows}x${cols}] n=${n}`, packed);
           }
         }
       }
@@ -229,32 +267,47 @@ for (const path of PATHS) {
 
     it('matmul is batch-invariant: a row gives the same bits alone or inside a batch', () => {
       const rand = rng(13);
-      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
+      const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES].map((d) => [d as DType, false]);
+      cases.push(['q8_0', true], ['q4_0', true]);
+      for (const [dtype, pack] of cases) {
         const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 1280 : 1088;
-        const rows = 13;
-        const w = makeWeight(rand, dtype, rows, cols);
-        const n = 17;
+        const rows = pack ? 37 : 13;
+        const raw = makeWeight(rand, dtype, rows, cols);
+        const w = pack ? nativeOps.prepareWeight(raw) : raw;
+        // 37 rows: two full 16-row tiles and a remainder (AMX tiles and VNNI rows on the amx path).
+        const n = pack ? 37 : 17;
         const x = randomF32(rand, n * cols);
         const all = new Float32Array(n * rows);
         nativeOps.matmul(x, n, w, all);
-        for (const i of [0, 5, 16]) {
+        for (const i of [0, 5, 16, n - 1]) {
           const one = new Float32Array(rows);
           nativeOps.matmul(x.subarray(i * cols, (i + 1) * cols), 1, w, one);
-          assert.deepEqual(one, all.subarray(i * rows, (i + 1) * rows), `${dtype} row ${i}`);
+          assert.deepEqual(one, all.subarray(i * rows, (i + 1) * rows), `${dtype}${pack ? ' packed' : ''} row ${i}`);
+          // The same row inside a different batch (another tile position).
+          const some = new Float32Array(3 * rows);
+          const at = Math.min(i, n - 3);
+          nativeOps.matmul(x.subarray(at * cols, (at + 3) * cols), 3, w, some);
+          assert.deepEqual(some.subarray((i - at) * rows, (i - at + 1) * rows), all.subarray(i * rows, (i + 1) * rows), `${dtype}${pack ? ' packed' : ''} row ${i} in 3`);
         }
       }
     });
 
-    it('embed decodes rows of every dtype', () => {
+    it('embed decodes rows of every dtype, packed tables too', () => {
       const rand = rng(4);
       for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
         const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 512 : 64;
-        const table = makeWeight(rand, dtype, 11, cols);
-        const ids = Int32Array.from([0, 10, 3, 3, 7]);
+        const table = makeWeight(rand, dtype, 19, cols);
+        const ids = Int32Array.from([0, 10, 3, 3, 7, 15, 16, 18]);
         const want = new Float32Array(ids.length * cols), got = new Float32Array(ids.length * cols);
         referenceOps.embed(ids, table, want);
         nativeOps.embed(ids, table, got);
         assertClose(got, want, 1e-6, `embed ${dtype}`);
+        const packed = nativeOps.prepareWeight(table);
+        if (packed !== table) {
+          const fromPacked = new Float32Array(ids.length * cols);
+          nativeOps.embed(ids, packed, fromPacked);
+          assert.deepEqual(fromPacked, want, `embed packed ${dtype}`);
+        }
       }
     });
 
@@ -322,6 +375,28 @@ for (const path of PATHS) {
         nativeOps.storeKv(nat, k, v, n, slots);
         assert.deepEqual(nat.k, ref.k, `${dtype} k bytes`);
         assert.deepEqual(nat.v, ref.v, `${dtype} v bytes`);
+      }
+    });
+
+    it('storeKv encodes fp8 byte for byte across exponents, ties and specials (parallel rows, any scale)', () => {
+      const rand = rng(16);
+      const n = 40, width = 2 * 64;
+      const values = new Float32Array(n * width);
+      for (let i = 0; i < values.length; i++) {
+        // Magnitudes from 2^-14 to 2^10 (subnormals through saturation), both signs.
+        values[i] = (rand() < 0.5 ? -1 : 1) * 2 ** (rand() * 24 - 14) * (1 + rand());
+      }
+      // Exact E4M3 midpoints (ties to even) and the specials, in every lane position.
+      const specials = [NaN, Infinity, -Infinity, 448, 464, 480, -0, 0, 1.0625, 1.1875, 2 ** -7 * 1.5, 2 ** -9 * 0.5, 2 ** -9 * 1.5, 1e-40, 0.015625, 0.0155];
+      for (let i = 0; i < 16 * 17; i++) values[(i * 37) % values.length] = specials[i % specials.length];
+      const slots = Int32Array.from({ length: n }, (_, i) => (i * 7) % 48);
+      for (const [kScale, vScale] of [[1, 1], [0.37, 3.1]]) {
+        const ref = makeLayer('fp8', 12, 4, 2, 64, kScale, vScale), nat = makeLayer('fp8', 12, 4, 2, 64, kScale, vScale);
+        const v = values.map((x) => x * 0.75);
+        referenceOps.storeKv(ref, values, v, n, slots);
+        nativeOps.storeKv(nat, values, v, n, slots);
+        assert.deepEqual(nat.k, ref.k, `k bytes, scale ${kScale}`);
+        assert.deepEqual(nat.v, ref.v, `v bytes, scale ${vScale}`);
       }
     });
 
@@ -402,14 +477,17 @@ describe('native kernels: thread counts', () => {
       setNumThreads(threads);
       assert.equal(nativeInfo().threads, threads);
       const rand = rng(10);
-      for (const dtype of ['f32', 'q4_0', 'q6_k'] as DType[]) {
-        const w = makeWeight(rand, dtype, 70, 256);
-        const x = randomF32(rand, 5 * 256);
-        const a = new Float32Array(5 * 70);
-        nativeOps.matmul(x, 5, w, a);
+      for (const dtype of ['f32', 'q4_0', 'q6_k', 'q8_0'] as DType[]) {
+        const raw = makeWeight(rand, dtype, 70, 256);
+        // Q8_0 packed, and enough rows for AMX tiles.
+        const w = dtype === 'q8_0' ? nativeOps.prepareWeight(raw) : raw;
+        const n = dtype === 'q8_0' ? 37 : 5;
+        const x = randomF32(rand, n * 256);
+        const a = new Float32Array(n * 70);
+        nativeOps.matmul(x, n, w, a);
         setNumThreads(DEFAULT_THREADS);
-        const b = new Float32Array(5 * 70);
-        nativeOps.matmul(x, 5, w, b);
+        const b = new Float32Array(n * 70);
+        nativeOps.matmul(x, n, w, b);
         setNumThreads(threads);
         assert.deepEqual(a, b, `${dtype}: results depend on the thread count`);
       }
