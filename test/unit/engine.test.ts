@@ -191,9 +191,13 @@ test('no KV block leaks after requests cancelled at random moments under preempt
 
   let seed = 99;
   const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const jobs: Promise<Outcome>[] = [];
+  // ~20-token prompts + 16 tokens cross into a third block: two sequences running together need
+  // 6 of the 4 blocks, so the two submitted first (never cancelled) force a preemption whatever
+  // the timing.
+  const TOKENS = 16;
+  const jobs: Promise<Outcome>[] = [0, 1].map((i) => collect(engine.submit(request(chat(QUESTIONS[i]), { maxTokens: TOKENS, stopTokenIds: [] }))));
   for (let i = 0; i < 12; i++) {
-    const handle = engine.submit(request(chat(QUESTIONS[i % QUESTIONS.length]), { maxTokens: 8, stopTokenIds: [] }));
+    const handle = engine.submit(request(chat(QUESTIONS[i % QUESTIONS.length]), { maxTokens: TOKENS, stopTokenIds: [] }));
     const mode = rand();
     if (mode < 0.25) handle.cancel(); // before the worker even sees it
     else if (mode < 0.75) setTimeout(() => handle.cancel(), rand() * 200);
@@ -208,7 +212,7 @@ test('no KV block leaks after requests cancelled at random moments under preempt
   const reasons = new Set(outcomes.map((o) => o.done.reason));
   assert.ok(reasons.has('cancelled'), [...reasons].join());
   for (const o of outcomes) {
-    if (o.done.reason === 'length') assert.equal(o.ids.length, 8);
+    if (o.done.reason === 'length') assert.equal(o.ids.length, TOKENS);
     else assert.equal(o.done.reason, 'cancelled');
   }
   await until(engine, () => engine.stats().running === 0 && engine.stats().waiting === 0);
