@@ -38,42 +38,53 @@ export class ParamTyper {
 
   /** The JSON value of parameter `param` of tool `tool`, given as raw text. */
   convert(tool: string, param: string, raw: string): unknown {
-    // Templates put values on their own lines: one newline each side is framing.
-    let v = raw.startsWith('\r\n') ? raw.slice(2) : raw.startsWith('\n') ? raw.slice(1) : raw;
-    v = v.endsWith('\r\n') ? v.slice(0, -2) : v.endsWith('\n') ? v.slice(0, -1) : v;
     const schema = this.props.get(tool)?.[param];
-    const types = schema ? typesOf(schema) : new Set<string>();
-    const t = v.trim();
-    if (types.size === 0) {
-      const j = this.untyped === 'json' ? parseJson(t, () => true) : undefined;
-      return j === undefined ? v : j;
-    }
-    if (t === 'null' && (types.has('null') || !types.has('string'))) return null;
-    if (types.has('integer') && INTEGER.test(t)) return Number(t);
-    if (types.has('number') && NUMBER.test(t)) return Number(t);
-    if (types.has('boolean') && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
-    if (types.has('object')) {
-      const o = parseJson(t, (x) => x !== null && typeof x === 'object' && !Array.isArray(x));
-      if (o !== undefined) return o;
-    }
-    if (types.has('array')) {
-      const a = parseJson(t, Array.isArray);
-      if (a !== undefined) return a;
-    }
-    // A string parameter, or a value that does not fit its declared type: keep the text.
-    return v;
+    return convertParamText(raw, schema ? declaredTypes(schema) : new Set<string>(), this.untyped);
   }
 }
 
-/** The JSON types a schema admits; empty when it does not say. */
-/** The JSON types a schema allows; a malformed schema (clients send them) allows nothing in particular. */
-function typesOf(s: JsonSchema): Set<string> {
+/**
+ * The JSON value of a parameter given as raw text, by the types its schema declares. The tool-call
+ * grammars (src/engine/grammar/xml-values.ts) use this same function, so what they let a model
+ * write converts back exactly as they intend.
+ */
+export function convertParamText(raw: string, types: ReadonlySet<string>, untyped: UntypedValues): unknown {
+  // Templates put values on their own lines: one newline each side is framing.
+  let v = raw.startsWith('\r\n') ? raw.slice(2) : raw.startsWith('\n') ? raw.slice(1) : raw;
+  v = v.endsWith('\r\n') ? v.slice(0, -2) : v.endsWith('\n') ? v.slice(0, -1) : v;
+  const t = v.trim();
+  if (types.size === 0) {
+    const j = untyped === 'json' ? parseJson(t, () => true) : undefined;
+    return j === undefined ? v : j;
+  }
+  if (t === 'null' && (types.has('null') || !types.has('string'))) return null;
+  if (types.has('integer') && INTEGER.test(t)) return Number(t);
+  if (types.has('number') && NUMBER.test(t)) return Number(t);
+  if (types.has('boolean') && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
+  if (types.has('object')) {
+    const o = parseJson(t, (x) => x !== null && typeof x === 'object' && !Array.isArray(x));
+    if (o !== undefined) return o;
+  }
+  if (types.has('array')) {
+    const a = parseJson(t, Array.isArray);
+    if (a !== undefined) return a;
+  }
+  // A string parameter, or a value that does not fit its declared type: keep the text.
+  return v;
+}
+
+/**
+ * The JSON types a schema admits; empty when it does not say. A malformed schema (clients send
+ * them) admits nothing in particular.
+ */
+export function declaredTypes(schema: unknown): Set<string> {
   const out = new Set<string>();
-  if (s === null || typeof s !== 'object') return out;
+  if (schema === null || typeof schema !== 'object') return out;
+  const s = schema as JsonSchema;
   if (typeof s.type === 'string') out.add(s.type);
   else if (Array.isArray(s.type)) for (const t of s.type) if (typeof t === 'string') out.add(t);
   const subs = [...(Array.isArray(s.anyOf) ? s.anyOf : []), ...(Array.isArray(s.oneOf) ? s.oneOf : [])];
-  for (const sub of subs) for (const t of typesOf(sub)) out.add(t);
+  for (const sub of subs) for (const t of declaredTypes(sub)) out.add(t);
   if (s.nullable) out.add('null');
   if (out.size === 0 && Array.isArray(s.enum)) {
     for (const e of s.enum) out.add(e === null ? 'null' : Number.isInteger(e) ? 'integer' : typeof e);

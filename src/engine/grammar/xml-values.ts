@@ -9,6 +9,7 @@
 // A parameter no text can satisfy has no node (the format leaves it out, or gives up when it is
 // required).
 
+import { convertParamText as convert, declaredTypes } from '../../chat/parsers/param-values.js';
 import { GrammarError } from './errors.js';
 import { SchemaCompiler, type ValueSyntax } from './json-schema-grammar.js';
 import { MarkerDfa, seenBit } from './literals.js';
@@ -164,62 +165,6 @@ function freeTextSafe(types: ReadonlySet<string>, b: ReturnType<SchemaCompiler['
     if (!ok) return false;
   }
   return true;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The parser's conversion (src/chat/parsers/param-values.ts), mirrored.
-
-/** The types the parser reads from a parameter's schema; empty when it declares none. */
-export function declaredTypes(s: unknown): Set<string> {
-  const out = new Set<string>();
-  if (!isRecord(s)) return out;
-  if (typeof s.type === 'string') out.add(s.type);
-  else if (Array.isArray(s.type)) for (const t of s.type) out.add(t as string);
-  const subs = [...(Array.isArray(s.anyOf) ? s.anyOf : []), ...(Array.isArray(s.oneOf) ? s.oneOf : [])];
-  for (const sub of subs) for (const t of declaredTypes(sub)) out.add(t);
-  if (s.nullable) out.add('null');
-  if (out.size === 0 && Array.isArray(s.enum)) {
-    for (const e of s.enum) out.add(e === null ? 'null' : Number.isInteger(e) ? 'integer' : typeof e);
-  }
-  if (out.size === 0 && s.properties) out.add('object');
-  if (out.size === 0 && s.items) out.add('array');
-  return out;
-}
-
-const INTEGER_TEXT = /^[-+]?\d+$/;
-const NUMBER_TEXT = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
-
-/** The value the parser makes of `raw` for a parameter with these declared types. */
-export function convert(raw: string, types: ReadonlySet<string>, untyped: 'string' | 'json'): unknown {
-  let v = raw.startsWith('\r\n') ? raw.slice(2) : raw.startsWith('\n') ? raw.slice(1) : raw;
-  v = v.endsWith('\r\n') ? v.slice(0, -2) : v.endsWith('\n') ? v.slice(0, -1) : v;
-  const t = v.trim();
-  if (types.size === 0) {
-    const j = untyped === 'json' ? parseJson(t, () => true) : undefined;
-    return j === undefined ? v : j;
-  }
-  if (t === 'null' && (types.has('null') || !types.has('string'))) return null;
-  if (types.has('integer') && INTEGER_TEXT.test(t)) return Number(t);
-  if (types.has('number') && NUMBER_TEXT.test(t)) return Number(t);
-  if (types.has('boolean') && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
-  if (types.has('object')) {
-    const o = parseJson(t, isRecord);
-    if (o !== undefined) return o;
-  }
-  if (types.has('array')) {
-    const a = parseJson(t, Array.isArray);
-    if (a !== undefined) return a;
-  }
-  return v;
-}
-
-function parseJson(text: string, accept: (v: unknown) => boolean): unknown {
-  try {
-    const v: unknown = JSON.parse(text);
-    return accept(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
