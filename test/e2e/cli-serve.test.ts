@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT, TINY_CHAT } from '../helpers/paths.js';
@@ -89,4 +89,26 @@ test('an unbuilt capability is refused at start-up: exit 2, not implemented yet'
   const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--speculative']);
   assert.equal(await svc.exited, 2);
   assert.equal(svc.output().stderr.trim(), 'svc: not implemented yet: --speculative');
+});
+
+test('svc serve ORG/NAME resolves the model in the hub cache (--cache-dir) and serves it under that name', async () => {
+  // A hub cache as huggingface_hub lays it out: refs/main names the snapshot, whose files link to blobs.
+  const cache = mkdtempSync(join(tmpdir(), 'svc-hub-'));
+  const repo = join(cache, 'models--acme--tiny-chat');
+  const snapshot = join(repo, 'snapshots', 'abc123');
+  mkdirSync(snapshot, { recursive: true });
+  mkdirSync(join(repo, 'refs'));
+  writeFileSync(join(repo, 'refs', 'main'), 'abc123');
+  for (const f of readdirSync(TINY_CHAT)) symlinkSync(join(TINY_CHAT, f), join(snapshot, f));
+  const port = await freePort();
+  const svc = runSvc(['serve', 'acme/tiny-chat', '--cache-dir', cache, '--port', String(port)], /^Listening on /m);
+  try {
+    await svc.ready;
+    assert.match(svc.output().stderr, /^Listening on /m);
+    const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] };
+    assert.deepEqual(models.data.map((m) => m.id), ['acme/tiny-chat']);
+  } finally {
+    svc.child.kill('SIGTERM');
+  }
+  assert.equal(await svc.exited, 0);
 });
