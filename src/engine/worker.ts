@@ -25,6 +25,8 @@ const post = (msg: FromWorker) => port.postMessage(msg);
 class StepLoop {
   private readonly seqs = new Map<number, Sequence>();
   private readonly cancels = new Set<number>();
+  /** Jobs refused on arrival (a grammar that would not compile): ended with 'error' at the next step. */
+  private readonly refused = new Map<number, string>();
   private stepQueued = false;
   /** Token strings of the vocabulary for grammar masks: built on the first constrained job. */
   private vocab: VocabIndex | null = null;
@@ -41,9 +43,13 @@ class StepLoop {
     if (msg.type === 'submit') {
       const seq = createSequence(msg.id, msg.req, msg.submittedAt);
       if (msg.req.toolGrammar) {
-        this.vocab ??= buildVocabIndex(loadTokenizer(this.modelPath));
-        seq.grammar = compileToolGrammar(msg.req.toolGrammar, this.vocab);
-        seq.grammarState = seq.grammar?.start() ?? null;
+        try {
+          this.vocab ??= buildVocabIndex(loadTokenizer(this.modelPath));
+          seq.grammar = compileToolGrammar(msg.req.toolGrammar, this.vocab);
+          seq.grammarState = seq.grammar?.start() ?? null;
+        } catch (err) {
+          this.refused.set(seq.id, `tool-call grammar failed: ${err instanceof Error ? err.message : String(err)}`);
+        }
       }
       this.seqs.set(seq.id, seq);
       this.scheduler.add(seq);
@@ -79,6 +85,11 @@ class StepLoop {
       };
     };
 
+    for (const [id, message] of this.refused) {
+      const seq = this.seqs.get(id);
+      if (seq) end(seq, 'error', message);
+    }
+    this.refused.clear();
     for (const id of this.cancels) {
       const seq = this.seqs.get(id);
       if (seq) end(seq, 'cancelled');
