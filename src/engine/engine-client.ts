@@ -67,6 +67,10 @@ class EngineClient implements RunningEngine {
   /** Why the engine can take no more work (worker died, shut down); null while healthy. */
   private down: string | null = null;
 
+  get maxSequences(): number {
+    return this.options.maxNumSeqs;
+  }
+
   constructor(
     private readonly worker: Worker,
     readonly info: EngineInfo,

@@ -92,6 +92,8 @@ export interface EngineStats {
 }
 
 export interface Engine {
+  /** Most sequences it holds queued or running at once (--max-num-seqs). */
+  readonly maxSequences: number;
   /** Throws EngineAdmissionError when the job cannot be queued. */
   submit(req: GenerationRequest): GenerationHandle;
   stats(): EngineStats;

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
 import { runSequence, type OutputPipeline, type SequenceStep } from '../chat/pipeline.js';
 import type { GenerationOptions } from '../protocols/chat-request.js';
-import { ApiError, contextLengthExceeded, modelNotLoaded } from './errors.js';
+import { ApiError, contextLengthExceeded, invalidParam, modelNotLoaded } from './errors.js';
 import type { ModelRuntime } from './lifecycle.js';
 
 /** What the request log line says about a generation request (set on request.generation). */
@@ -92,6 +92,13 @@ export function runSequences(
 ): AsyncGenerator<IndexedStep> {
   const handles: GenerationHandle[] = [];
   const cancelAll = (): void => handles.forEach((h) => h.cancel());
+  // More sequences than the engine ever holds would be refused forever: a client error, not 503.
+  if (specs.length > runtime.engine.maxSequences) {
+    throw invalidParam(
+      'n',
+      `This request needs ${specs.length} sequences (n × prompts) but the server runs at most ${runtime.engine.maxSequences} at once (--max-num-seqs).`,
+    );
+  }
   try {
     for (const s of specs) handles.push(runtime.engine.submit(s.job));
   } catch (err) {

@@ -252,6 +252,12 @@ test('--max-num-seqs: a request beyond the queue limit gets a retriable 503; the
       assert.equal(err.code, 'server_busy');
       return true;
     });
+    // More sequences than the engine ever holds is the client's error, not a reason to retry.
+    await assert.rejects(small.client.chat.completions.create({ model: 'm', messages: MESSAGES, n: 3, max_tokens: 5 }), (err: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(err.status, 400);
+      assert.equal(err.param, 'n');
+      return true;
+    });
     for (const r of await Promise.all(running)) assert.equal(r.choices[0]!.finish_reason, 'length');
   } finally {
     await small.close();

@@ -45,6 +45,7 @@ interface Script {
 
 /** An Engine that plays back a script; records what it was asked and what was cancelled. */
 class ScriptedEngine implements Engine {
+  readonly maxSequences = 16;
   readonly jobs: { req: GenerationRequest; cancelled: boolean }[] = [];
   refuse: EngineAdmissionError | Error | null = null;
 
