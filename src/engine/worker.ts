@@ -14,8 +14,8 @@ import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { createSequence, forcedToken, noteToken, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
-import { buildVocabIndex, compileToolGrammar, maskLogits, type VocabIndex } from './grammar/index.js';
-import { loadTokenizer } from '../model/tokenizer.js';
+import { compileToolGrammar, loadVocabIndex, maskLogits, type VocabIndex } from './grammar/index.js';
+import type { GenerationRequest } from './types.js';
 import type { EngineFinishReason } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
 
@@ -28,8 +28,13 @@ class StepLoop {
   /** Jobs refused on arrival (a grammar that would not compile): ended with 'error' at the next step. */
   private readonly refused = new Map<number, string>();
   private stepQueued = false;
-  /** Token strings of the vocabulary for grammar masks: built on the first constrained job. */
+  /**
+   * Token bytes of the vocabulary for grammar masks: loaded in a background thread when the first
+   * constrained job arrives; such jobs wait outside the scheduler until it is there.
+   */
   private vocab: VocabIndex | null = null;
+  private vocabLoading = false;
+  private readonly awaitingVocab: { seq: Sequence; req: GenerationRequest }[] = [];
   private mask: Uint8Array | null = null;
 
   constructor(
@@ -42,21 +47,52 @@ class StepLoop {
   receive(msg: ToWorker): void {
     if (msg.type === 'submit') {
       const seq = createSequence(msg.id, msg.req, msg.submittedAt);
-      if (msg.req.toolGrammar) {
-        try {
-          this.vocab ??= buildVocabIndex(loadTokenizer(this.modelPath));
-          seq.grammar = compileToolGrammar(msg.req.toolGrammar, this.vocab);
-          seq.grammarState = seq.grammar?.start() ?? null;
-        } catch (err) {
-          this.refused.set(seq.id, `tool-call grammar failed: ${err instanceof Error ? err.message : String(err)}`);
-        }
-      }
       this.seqs.set(seq.id, seq);
-      this.scheduler.add(seq);
+      if (msg.req.toolGrammar && this.vocab === null) {
+        this.awaitingVocab.push({ seq, req: msg.req });
+        this.startVocabLoad();
+      } else {
+        this.admit(seq, msg.req);
+      }
     } else if (this.seqs.has(msg.id)) {
       this.cancels.add(msg.id);
     }
     this.queueStep();
+  }
+
+  /** Into the scheduler, with its tool grammar compiled (the vocabulary is loaded by now). */
+  private admit(seq: Sequence, req: GenerationRequest): void {
+    if (req.toolGrammar) {
+      try {
+        seq.grammar = compileToolGrammar(req.toolGrammar, this.vocab!);
+        seq.grammarState = seq.grammar?.start() ?? null;
+      } catch (err) {
+        this.refused.set(seq.id, `tool-call grammar failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    this.scheduler.add(seq);
+  }
+
+  private startVocabLoad(): void {
+    if (this.vocabLoading) return;
+    this.vocabLoading = true;
+    const waiting = () => this.awaitingVocab.splice(0).filter(({ seq }) => this.seqs.has(seq.id));
+    loadVocabIndex(this.modelPath).then(
+      (vocab) => {
+        this.vocab = vocab;
+        for (const { seq, req } of waiting()) this.admit(seq, req);
+        this.queueStep();
+      },
+      (err: unknown) => {
+        this.vocabLoading = false;
+        const message = `tool-call grammar failed: cannot read the vocabulary: ${err instanceof Error ? err.message : String(err)}`;
+        for (const { seq } of waiting()) {
+          this.refused.set(seq.id, message);
+          this.scheduler.add(seq);
+        }
+        this.queueStep();
+      },
+    );
   }
 
   private queueStep(): void {
@@ -110,6 +146,7 @@ class StepLoop {
     }
 
     if (updates.size > 0) post({ type: 'updates', updates: [...updates.values()], stats: this.stats() });
+    // (Jobs waiting for the vocabulary are checked for timeouts whenever a step runs; the load takes seconds.)
     if (this.scheduler.hasWork()) this.queueStep();
   }
 

@@ -227,3 +227,39 @@ test('start-up fails with the loader error or the memory advice', async () => {
     (e: Error) => /Out of memory/.test(e.message) && /--gpu-memory-utilization/.test(e.message) && /--max-seq-len 256/.test(e.message),
   );
 });
+
+test('a tool-constrained job waits for the vocabulary off the step loop: other sequences keep decoding', async () => {
+  const engine = await start({ maxSeqLen: 1024 });
+  const free = engine.submit(request(chat(QUESTIONS[1]), { maxTokens: 600, stopTokenIds: [] }));
+  const freeTokens: number[] = [];
+  let freeAtConstrainedStart = -1;
+  const iterator = free.events[Symbol.asyncIterator]();
+  // Let the free sequence get going, then submit a job whose tool grammar needs the vocabulary.
+  while (freeTokens.length < 5) {
+    const { value } = await iterator.next();
+    if ((value as EngineEvent).type === 'tokens') freeTokens.push(...(value as Extract<EngineEvent, { type: 'tokens' }>).ids);
+  }
+  const countAtSubmit = freeTokens.length;
+  const toolGrammar = {
+    format: 'hermes',
+    tools: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+    endTokenIds: [IM_END],
+    maxCalls: 1,
+  };
+  const constrained = engine.submit(request(chat('What is the weather in Prague?'), { maxTokens: 40, toolGrammar }));
+  const drainFree = (async () => {
+    for (let r = await iterator.next(); !r.done; r = await iterator.next()) {
+      const ev = r.value as EngineEvent;
+      if (ev.type === 'tokens') freeTokens.push(...ev.ids);
+    }
+  })();
+  for await (const ev of constrained.events) {
+    if (ev.type === 'tokens' && freeAtConstrainedStart < 0) freeAtConstrainedStart = freeTokens.length;
+  }
+  free.cancel();
+  await drainFree;
+  console.log(`# free sequence tokens while the vocabulary loaded: ${freeAtConstrainedStart - countAtSubmit}`);
+  // While the tokenizer was read and the token bytes worked out (seconds), the free sequence
+  // went on decoding instead of stalling.
+  assert.ok(freeAtConstrainedStart - countAtSubmit >= 10, `free sequence made ${freeAtConstrainedStart - countAtSubmit} tokens meanwhile`);
+});

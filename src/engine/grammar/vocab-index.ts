@@ -1,7 +1,8 @@
 // What grammars need to know about a model's vocabulary: each token's bytes and the byte trie over
-// them, plus the token-mask cache for nodes every grammar shares. Built once per model, in the
-// engine worker (about a second for a 152k vocabulary).
+// them, plus the token-mask cache for nodes every grammar shares. Built once per model: the token
+// bytes in a background thread (loadVocabIndex), the trie in the engine worker.
 
+import { Worker } from 'node:worker_threads';
 import type { Tokenizer } from '../../model/tokenizer.js';
 import { tokenByteStrings } from './token-bytes.js';
 import { MaskCache } from './token-mask.js';
@@ -38,7 +39,31 @@ export class VocabIndex {
   }
 }
 
-/** The vocabulary index of a model's tokenizer. */
+/** Token bytes packed: token id's bytes are bytes[offsets[id] .. offsets[id + 1]). */
+export interface PackedVocab {
+  bytes: Uint8Array;
+  offsets: Int32Array;
+}
+
+/** The vocabulary index of a model's tokenizer, built on this thread. */
 export function buildVocabIndex(tokenizer: Tokenizer): VocabIndex {
   return new VocabIndex(tokenByteStrings(tokenizer));
+}
+
+/**
+ * The vocabulary index of the model at `modelPath`: the tokenizer is read and the token bytes
+ * worked out in a background thread; only the trie is built on the calling thread.
+ */
+export function loadVocabIndex(modelPath: string): Promise<VocabIndex> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./vocab-worker.js', import.meta.url), { workerData: modelPath });
+    worker.once('message', (msg: { ok: true; packed: PackedVocab } | { ok: false; message: string }) => {
+      void worker.terminate();
+      if (!msg.ok) return reject(new Error(msg.message));
+      const { bytes, offsets } = msg.packed;
+      const tokens = Array.from({ length: offsets.length - 1 }, (_, id) => bytes.subarray(offsets[id], offsets[id + 1]));
+      resolve(new VocabIndex(tokens));
+    });
+    worker.once('error', reject);
+  });
 }
