@@ -10,6 +10,7 @@ import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { createToolCallParser, type ToolSchema } from '../../src/chat/parsers/index.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { checkMasksAgainstBruteForce } from '../helpers/grammar-masks.js';
 
 const tk = loadTokenizer(TINY_CHAT);
 const vocab = new VocabIndex(tokenByteStrings(tk));
@@ -632,22 +633,7 @@ test('masks equal a brute-force check of every token (non-JSON formats)', () => 
     [grammar('fam3', ALL), '<|tool_call>call:search{query:<|"|>a}<|"|,b<|"|>,exact:true,filters:{"k":1}}<tool_call|>'],
     [grammar('glm4', ALL), '<tool_call>search\n<arg_key>filters</arg_key><arg_value>{"a": "x </arg_val y <arg", "b": [1]}</arg_value><arg_key>query</arg_key><arg_value>q</arg_value></tool_call>'],
   ];
-  let states = 0;
-  for (const [g, text] of cases) {
-    let st = g.start();
-    const ids = tk.encode(text);
-    for (let i = 0; i <= ids.length; i++) {
-      if (i % 3 === 0 || i === ids.length) {
-        g.allowedTokens(st, mask);
-        for (let id = 0; id < ROW; id++) {
-          const ok = id < vocab.size && g.tryAdvance(st, id) !== null;
-          if ((mask[id] === 1) !== ok) assert.fail(`after ${JSON.stringify(tk.decode(ids.slice(0, i)))}: token ${id} ${JSON.stringify(tk.decode([id]))} mask ${mask[id]} vs ${ok}`);
-        }
-        states++;
-      }
-      if (i < ids.length) st = g.advance(st, ids[i]);
-    }
-  }
+  const states = checkMasksAgainstBruteForce(cases, tk, vocab, 3);
   assert.ok(states > 15);
 });
 

@@ -8,6 +8,7 @@ import { compileToolGrammar, GrammarError, VocabIndex, type GrammarState, type T
 import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { checkMasksAgainstBruteForce } from '../helpers/grammar-masks.js';
 
 const tk = loadTokenizer(TINY_CHAT);
 let started = performance.now();
@@ -355,23 +356,7 @@ test('masks equal a brute-force check of every token (cache and frontier logic)'
     [grammar({ tools: [CREATE_EVENT] }), CALL('create_event', '{"title": "a\\"b", "when": {"day": 1}, "attendees": [{"email": "x"}]}')],
     [grammar({ format: 'fam1_coder', tools: [WEATHER], afterReasoningEnd: '</think>' }), 'ok </thi</think>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nA </para\n</parameter>\n</function>\n</tool_call>'],
   ];
-  let states = 0;
-  for (const [g, text] of cases) {
-    let st = g.start();
-    const ids = tk.encode(text);
-    for (let i = 0; i <= ids.length; i++) {
-      // Every other state, plus the last: the brute force costs a full pass over the vocabulary.
-      if (i % 2 === 0 || i === ids.length) {
-        g.allowedTokens(st, mask);
-        for (let id = 0; id < ROW; id++) {
-          const ok = id < vocab.size && g.tryAdvance(st, id) !== null;
-          if ((mask[id] === 1) !== ok) assert.fail(`after ${JSON.stringify(tk.decode(ids.slice(0, i)))}: token ${id} ${JSON.stringify(tk.decode([id]))} mask ${mask[id]} vs ${ok}`);
-        }
-        states++;
-      }
-      if (i < ids.length) st = g.advance(st, ids[i]);
-    }
-  }
+  const states = checkMasksAgainstBruteForce(cases, tk, vocab, 2);
   assert.ok(states > 30);
 });
 
