@@ -2,7 +2,13 @@
 // halves of its slice of the shared buffer `passes` times, and reports back.
 import { parentPort, workerData } from 'node:worker_threads';
 
-interface Job { buffer: SharedArrayBuffer; gate: SharedArrayBuffer; start: number; length: number; passes: number }
+interface Job {
+  buffer: SharedArrayBuffer;
+  gate: SharedArrayBuffer;
+  start: number;
+  length: number;
+  passes: number;
+}
 
 const job = workerData as Job;
 const half = job.length / 2;

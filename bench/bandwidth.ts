@@ -6,7 +6,6 @@
 // the roofline): a JIT'd Float64Array sum reads ~30% as fast on one core, memchr (one stream) ~70%.
 import { Worker } from 'node:worker_threads';
 
-
 export interface Bandwidth {
   gbPerS: number;
   method: string;
@@ -21,16 +20,29 @@ export async function measureReadBandwidth(threads: number, bytes = 1 << 30, pas
   let best = 0;
   for (let t = 0; t < trials; t++) {
     const gate = new SharedArrayBuffer(4);
-    const workers = Array.from({ length: threads }, (_, i) => new Worker(new URL('./bandwidth-worker.js', import.meta.url), {
-      workerData: { buffer, gate, start: i * per, length: per, passes },
-    }));
+    const workers = Array.from(
+      { length: threads },
+      (_, i) =>
+        new Worker(new URL('./bandwidth-worker.js', import.meta.url), {
+          workerData: { buffer, gate, start: i * per, length: per, passes },
+        }),
+    );
     try {
-      const ready = workers.map((w) => new Promise<void>((ok, fail) => { w.once('message', () => ok()); w.once('error', fail); }));
+      const ready = workers.map(
+        (w) =>
+          new Promise<void>((ok, fail) => {
+            w.once('message', () => ok());
+            w.once('error', fail);
+          }),
+      );
       await Promise.all(ready);
-      const done = workers.map((w) => new Promise<void>((ok, fail) => {
-        w.once('message', (equal: boolean) => (equal ? ok() : fail(new Error('bandwidth probe: identical halves compared unequal'))));
-        w.once('error', fail);
-      }));
+      const done = workers.map(
+        (w) =>
+          new Promise<void>((ok, fail) => {
+            w.once('message', (equal: boolean) => (equal ? ok() : fail(new Error('bandwidth probe: identical halves compared unequal'))));
+            w.once('error', fail);
+          }),
+      );
       const t0 = performance.now();
       const g = new Int32Array(gate);
       Atomics.store(g, 0, 1);

@@ -59,7 +59,9 @@ export function parseArtifactId(id: string): { shapeId: string; format: Format }
       if (SHAPE_IDS.includes(shapeId)) return { shapeId, format };
     }
   }
-  throw new Error(`unknown checkpoint "${id}" (expected <shape>-<format>, shapes: ${SHAPE_IDS.join(', ')}; formats: ${FORMATS.join(', ')})`);
+  throw new Error(
+    `unknown checkpoint "${id}" (expected <shape>-<format>, shapes: ${SHAPE_IDS.join(', ')}; formats: ${FORMATS.join(', ')})`,
+  );
 }
 
 const GGML_OF: Record<Exclude<Format, 'bf16'>, number> = { q8_0: GGML_TYPE.Q8_0, q4_0: GGML_TYPE.Q4_0, 'bf16-gguf': GGML_TYPE.BF16 };
@@ -88,15 +90,19 @@ function modelSeed(shape: ModelShape): number {
 /** Encodes one f32 row into the bytes a format stores. */
 function encodeRow(row: Float32Array, type: number): Uint8Array {
   switch (type) {
-    case GGML_TYPE.Q8_0: return quantizeRowQ8_0(row, row.length);
-    case GGML_TYPE.Q4_0: return quantizeRowQ4_0(row, row.length);
-    case GGML_TYPE.F32: return new Uint8Array(row.buffer.slice(row.byteOffset, row.byteOffset + row.byteLength));
+    case GGML_TYPE.Q8_0:
+      return quantizeRowQ8_0(row, row.length);
+    case GGML_TYPE.Q4_0:
+      return quantizeRowQ4_0(row, row.length);
+    case GGML_TYPE.F32:
+      return new Uint8Array(row.buffer.slice(row.byteOffset, row.byteOffset + row.byteLength));
     case GGML_TYPE.BF16: {
       const out = new Uint16Array(row.length);
       for (let i = 0; i < row.length; i++) out[i] = f32ToBf16(row[i]);
       return new Uint8Array(out.buffer);
     }
-    default: throw new Error(`no row encoder for ggml type ${type}`);
+    default:
+      throw new Error(`no row encoder for ggml type ${type}`);
   }
 }
 
@@ -133,18 +139,33 @@ function ggufArchMetadata(shape: ModelShape, format: Exclude<Format, 'bf16'>): R
   };
 }
 
-function writeGgufArtifact(path: string, shape: ModelShape, format: Exclude<Format, 'bf16'>, tok: BenchTokenizer, progress: Progress): void {
+function writeGgufArtifact(
+  path: string,
+  shape: ModelShape,
+  format: Exclude<Format, 'bf16'>,
+  tok: BenchTokenizer,
+  progress: Progress,
+): void {
   const specs = tensorSpecs(shape);
   const metadata = { ...ggufArchMetadata(shape, format), ...tok.ggufMetadata(shape.vocabSize) };
-  const writer = new GgufStreamWriter(path, metadata, specs.map((s) => ({
-    name: s.ggufName, dims: [...s.shape].reverse(), ggmlType: ggmlTypeOf(s, format),
-  })));
+  const writer = new GgufStreamWriter(
+    path,
+    metadata,
+    specs.map((s) => ({
+      name: s.ggufName,
+      dims: [...s.shape].reverse(),
+      ggmlType: ggmlTypeOf(s, format),
+    })),
+  );
   const seed = modelSeed(shape);
   // llama.cpp's converter interleaves Q/K rows only for the llama architecture (not qwen3).
   const permute = shape.family === 'llama';
   try {
     for (const spec of specs) {
-      emitTensor(spec, seed, ggmlTypeOf(spec, format), permute, (b) => { writer.write(b); progress.add(b.byteLength); });
+      emitTensor(spec, seed, ggmlTypeOf(spec, format), permute, (b) => {
+        writer.write(b);
+        progress.add(b.byteLength);
+      });
     }
   } catch (err) {
     writer.abort();
@@ -160,10 +181,17 @@ function writeHfArtifact(dir: string, shape: ModelShape, tok: BenchTokenizer, pr
   writeFileSync(join(dir, 'generation_config.json'), json({ bos_token_id: tok.bosId, eos_token_id: tok.eosId, do_sample: false }));
   for (const f of TOKENIZER_FILES) copyFileSync(join(tok.dir, f), join(dir, f));
   const specs = tensorSpecs(shape);
-  const writer = new SafetensorsStreamWriter(join(dir, 'model.safetensors'), specs.map((s) => ({ name: s.hfName, dtype: 'BF16', shape: s.shape })));
+  const writer = new SafetensorsStreamWriter(
+    join(dir, 'model.safetensors'),
+    specs.map((s) => ({ name: s.hfName, dtype: 'BF16', shape: s.shape })),
+  );
   const seed = modelSeed(shape);
   try {
-    for (const spec of specs) emitTensor(spec, seed, GGML_TYPE.BF16, false, (b) => { writer.write(b); progress.add(b.byteLength); });
+    for (const spec of specs)
+      emitTensor(spec, seed, GGML_TYPE.BF16, false, (b) => {
+        writer.write(b);
+        progress.add(b.byteLength);
+      });
   } catch (err) {
     writer.abort();
     throw err;
@@ -176,7 +204,11 @@ class Progress {
   private done = 0;
   private nextMark = 0.1;
   private readonly start = Date.now();
-  constructor(private readonly label: string, private readonly total: number, private readonly log?: (line: string) => void) {}
+  constructor(
+    private readonly label: string,
+    private readonly total: number,
+    private readonly log?: (line: string) => void,
+  ) {}
   add(n: number): void {
     this.done += n;
     if (this.log && this.total > 64 << 20 && this.done >= this.nextMark * this.total) {
@@ -186,7 +218,11 @@ class Progress {
   }
 }
 
-interface Sidecar { generatorVersion: number; key: string; bytes: number }
+interface Sidecar {
+  generatorVersion: number;
+  key: string;
+  bytes: number;
+}
 
 /** File whose size the sidecar records: the .gguf, or the directory's model.safetensors. */
 function dataFileOf(path: string, format: Format): string {
@@ -194,7 +230,9 @@ function dataFileOf(path: string, format: Format): string {
 }
 
 function cacheKey(shape: ModelShape, format: Format, tok: BenchTokenizer): string {
-  return createHash('sha256').update(JSON.stringify({ v: GENERATOR_VERSION, shape, format, tokenizer: tok.hash })).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify({ v: GENERATOR_VERSION, shape, format, tokenizer: tok.hash }))
+    .digest('hex');
 }
 
 function isCached(path: string, format: Format, key: string): boolean {

@@ -39,7 +39,11 @@ export class GgufStreamWriter {
   private tensor = 0;
   private writtenInTensor = 0;
 
-  constructor(path: string, metadata: Record<string, GgufMetadataValue>, private readonly tensors: GgufTensorDescriptor[]) {
+  constructor(
+    path: string,
+    metadata: Record<string, GgufMetadataValue>,
+    private readonly tensors: GgufTensorDescriptor[],
+  ) {
     this.sizes = tensors.map(ggufTensorByteSize);
     const header = encodeGgufHeader(metadata, tensors);
     this.alignment = header.alignment;
@@ -52,7 +56,8 @@ export class GgufStreamWriter {
   write(bytes: Uint8Array): void {
     if (this.tensor >= this.tensors.length) throw new Error('GGUF writer: more data than tensors');
     const left = this.sizes[this.tensor] - this.writtenInTensor;
-    if (bytes.byteLength > left) throw new Error(`GGUF writer: ${this.tensors[this.tensor].name} overflows its ${this.sizes[this.tensor]} bytes`);
+    if (bytes.byteLength > left)
+      throw new Error(`GGUF writer: ${this.tensors[this.tensor].name} overflows its ${this.sizes[this.tensor]} bytes`);
     this.file.write(bytes);
     this.writtenInTensor += bytes.byteLength;
     if (this.writtenInTensor === this.sizes[this.tensor]) {

@@ -90,7 +90,11 @@ export async function measureEngine(engine: BenchEngine, s: BenchSettings, log: 
   // Warm-up: first-touch of weights, thread pools, allocator, JIT; both request shapes.
   await timed(engine, [prompts.take(s.shortPromptTokens)], 4);
   await timed(engine, [prompts.take(s.promptTokens)], 2);
-  await timed(engine, Array.from({ length: Math.max(...s.concurrency) }, () => prompts.take(s.shortPromptTokens)), 2);
+  await timed(
+    engine,
+    Array.from({ length: Math.max(...s.concurrency) }, () => prompts.take(s.shortPromptTokens)),
+    2,
+  );
 
   const first: number[] = [];
   const full: number[] = [];
@@ -108,13 +112,27 @@ export async function measureEngine(engine: BenchEngine, s: BenchSettings, log: 
     const one: number[] = [];
     const many: number[] = [];
     for (let r = 0; r < s.reps; r++) {
-      one.push(await timed(engine, Array.from({ length: k }, () => prompts.take(s.shortPromptTokens)), 1));
-      many.push(await timed(engine, Array.from({ length: k }, () => prompts.take(s.shortPromptTokens)), N));
+      one.push(
+        await timed(
+          engine,
+          Array.from({ length: k }, () => prompts.take(s.shortPromptTokens)),
+          1,
+        ),
+      );
+      many.push(
+        await timed(
+          engine,
+          Array.from({ length: k }, () => prompts.take(s.shortPromptTokens)),
+          N,
+        ),
+      );
     }
     latenciesMs[`x${k}_1`] = median(one);
     latenciesMs[`x${k}_${N}`] = median(many);
     aggregateTokS[String(k)] = rate(k * (N - 1), median(many) - median(one));
-    log(`    ${engine.name}: @${k} ${latenciesMs[`x${k}_1`].toFixed(1)} ms → ${latenciesMs[`x${k}_${N}`].toFixed(1)} ms, ${aggregateTokS[String(k)].toFixed(1)} tok/s`);
+    log(
+      `    ${engine.name}: @${k} ${latenciesMs[`x${k}_1`].toFixed(1)} ms → ${latenciesMs[`x${k}_${N}`].toFixed(1)} ms, ${aggregateTokS[String(k)].toFixed(1)} tok/s`,
+    );
   }
 
   return {

@@ -36,7 +36,12 @@ function rows(s: BenchSettings): Row[] {
     { label: `TTFT ms (${s.promptTokens}-token prompt)`, pick: (r) => r.ttftMs, lowerIsBetter: true, digits: 1 },
   ];
   for (const k of s.concurrency) {
-    out.push({ label: `aggregate decode tok/s @${k}`, pick: (r) => r.aggregateTokS[String(k)] ?? NaN, target: k === 8 ? 1.5 : undefined, digits: 1 });
+    out.push({
+      label: `aggregate decode tok/s @${k}`,
+      pick: (r) => r.aggregateTokS[String(k)] ?? NaN,
+      target: k === 8 ? 1.5 : undefined,
+      digits: 1,
+    });
   }
   return out;
 }
@@ -91,7 +96,10 @@ export function formatRun(run: CheckpointRun, s: BenchSettings, bandwidthGbS: nu
     `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
     ...body.map((r) => pad(r, widths)),
   ];
-  for (const [name, o] of [['svc', run.svc], ['llama.cpp', run.llamacpp]] as const) {
+  for (const [name, o] of [
+    ['svc', run.svc],
+    ['llama.cpp', run.llamacpp],
+  ] as const) {
     if (o && !isResult(o)) lines.push('', `${name} failed: ${o.error.split('\n')[0]}`);
   }
   return lines.join('\n');

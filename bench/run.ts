@@ -39,7 +39,10 @@ interface RunOptions {
 }
 
 function list<T extends string>(raw: string, allowed: readonly T[], what: string): T[] {
-  const items = raw.split(',').map((x) => x.trim()).filter(Boolean);
+  const items = raw
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
   for (const x of items) if (!allowed.includes(x as T)) throw new Error(`unknown ${what} "${x}" (known: ${allowed.join(', ')})`);
   return items as T[];
 }
@@ -59,7 +62,10 @@ function parseCli(argv: string[]): RunOptions {
       process.stdout.write(`${readUsage()}\n`);
       process.exit(0);
     }
-    if (a === '--quick' || a === '--small') { switches.add(a); continue; }
+    if (a === '--quick' || a === '--small') {
+      switches.add(a);
+      continue;
+    }
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
     const eq = a.indexOf('=');
     const name = eq >= 0 ? a.slice(0, eq) : a;
@@ -67,7 +73,19 @@ function parseCli(argv: string[]): RunOptions {
     if (value === undefined) throw new Error(`${name} needs a value`);
     flags.set(name, value);
   }
-  const known = ['--models', '--formats', '--engines', '--threads', '--reps', '--prompt', '--decode', '--concurrency', '--cache', '--out', '--svc-args'];
+  const known = [
+    '--models',
+    '--formats',
+    '--engines',
+    '--threads',
+    '--reps',
+    '--prompt',
+    '--decode',
+    '--concurrency',
+    '--cache',
+    '--out',
+    '--svc-args',
+  ];
   for (const f of flags.keys()) if (!known.includes(f)) throw new Error(`unknown flag ${f}`);
 
   const small = switches.has('--small');
@@ -83,7 +101,11 @@ function parseCli(argv: string[]): RunOptions {
     promptTokens: get('--prompt') ? positiveInt(get('--prompt')!, '--prompt') : base.promptTokens,
     decodeTokens: get('--decode') ? positiveInt(get('--decode')!, '--decode') : base.decodeTokens,
     shortPromptTokens: base.shortPromptTokens,
-    concurrency: get('--concurrency') ? get('--concurrency')!.split(',').map((x) => positiveInt(x, '--concurrency')) : base.concurrency,
+    concurrency: get('--concurrency')
+      ? get('--concurrency')!
+          .split(',')
+          .map((x) => positiveInt(x, '--concurrency'))
+      : base.concurrency,
     reps: get('--reps') ? positiveInt(get('--reps')!, '--reps') : base.reps,
   };
   if (settings.decodeTokens < 2) throw new Error('--decode must be at least 2 (decode rate is measured between token 1 and N)');
@@ -94,7 +116,7 @@ function parseCli(argv: string[]): RunOptions {
     engines: list(get('--engines') ?? ENGINES.join(','), ENGINES, 'engine'),
     small,
     quick,
-    threads: get('--threads') ? positiveInt(get('--threads')!, '--threads') : envThreads ?? availableParallelism(),
+    threads: get('--threads') ? positiveInt(get('--threads')!, '--threads') : (envThreads ?? availableParallelism()),
     settings,
     cacheDir: get('--cache') ? resolve(get('--cache')!) : undefined,
     out: resolve(get('--out') ?? resolve(REPO_ROOT, 'bench', 'results', small ? 'small.json' : 'latest.json')),
@@ -130,7 +152,9 @@ async function runEngine(open: () => Promise<BenchEngine>, settings: BenchSettin
 async function main(): Promise<void> {
   const opts = parseCli(process.argv.slice(2));
   const s = opts.settings;
-  log(`svc-bench: ${opts.threads} threads; prompt ${s.promptTokens}, decode ${s.decodeTokens}, concurrency ${s.concurrency.join('/')}, ${s.reps} rep(s)${opts.small ? ' (small checkpoints)' : ''}`);
+  log(
+    `svc-bench: ${opts.threads} threads; prompt ${s.promptTokens}, decode ${s.decodeTokens}, concurrency ${s.concurrency.join('/')}, ${s.reps} rep(s)${opts.small ? ' (small checkpoints)' : ''}`,
+  );
 
   // Bandwidth first, while nothing else of ours is loaded.
   const bandwidth: Bandwidth = await measureReadBandwidth(opts.threads, opts.small ? 256 << 20 : 1 << 30);
@@ -149,22 +173,26 @@ async function main(): Promise<void> {
       const llamaArtifact = format === 'bf16' ? ensureCheckpoint(`${model}-bf16-gguf`, gen) : svcArtifact;
       log(`${model} ${format}:`);
       const svc = opts.engines.includes('svc')
-        ? await runEngine(() => openSvc(svcArtifact.path, {
-          repoRoot: REPO_ROOT,
-          threads: opts.threads,
-          maxSeqLen: contextTokens,
-          maxBatchSize: maxConcurrency,
-          extraArgs: opts.svcArgs,
-          startupTimeoutMs: 10 * 60_000,
-          log,
-        }), s)
+        ? await runEngine(
+            () =>
+              openSvc(svcArtifact.path, {
+                repoRoot: REPO_ROOT,
+                threads: opts.threads,
+                maxSeqLen: contextTokens,
+                maxBatchSize: maxConcurrency,
+                extraArgs: opts.svcArgs,
+                startupTimeoutMs: 10 * 60_000,
+                log,
+              }),
+            s,
+          )
         : null;
       const llamacpp = opts.engines.includes('llamacpp')
         ? await runEngine(async () => {
-          const engine = await openLlamaCpp(llamaArtifact.path, { threads: opts.threads, contextTokens, batchTokens: s.promptTokens });
-          llamaInfo = engine.info;
-          return engine;
-        }, s)
+            const engine = await openLlamaCpp(llamaArtifact.path, { threads: opts.threads, contextTokens, batchTokens: s.promptTokens });
+            llamaInfo = engine.info;
+            return engine;
+          }, s)
         : null;
       const run: CheckpointRun = {
         model,

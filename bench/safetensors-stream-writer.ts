@@ -16,7 +16,10 @@ export class SafetensorsStreamWriter {
   private tensor = 0;
   private writtenInTensor = 0;
 
-  constructor(path: string, private readonly tensors: SafetensorsDescriptor[]) {
+  constructor(
+    path: string,
+    private readonly tensors: SafetensorsDescriptor[],
+  ) {
     this.sizes = tensors.map((t) => t.shape.reduce((a, b) => a * b, 1) * ELEMENT_BYTES[t.dtype]);
     const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
     let offset = 0;

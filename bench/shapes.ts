@@ -26,22 +26,60 @@ const QWEN_VOCAB = 151936;
 
 const FULL: Record<string, ModelShape> = {
   qwen3: {
-    id: 'qwen3', name: 'svc-bench Qwen3-0.6B shape (random weights)', family: 'qwen3',
-    hiddenSize: 1024, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128, intermediateSize: 3072,
-    vocabSize: QWEN_VOCAB, ropeTheta: 1e6, rmsNormEps: 1e-6, maxPositionEmbeddings: 40960,
+    id: 'qwen3',
+    name: 'svc-bench Qwen3-0.6B shape (random weights)',
+    family: 'qwen3',
+    hiddenSize: 1024,
+    numLayers: 28,
+    numHeads: 16,
+    numKvHeads: 8,
+    headDim: 128,
+    intermediateSize: 3072,
+    vocabSize: QWEN_VOCAB,
+    ropeTheta: 1e6,
+    rmsNormEps: 1e-6,
+    maxPositionEmbeddings: 40960,
   },
   llama: {
-    id: 'llama', name: 'svc-bench Llama-3.2-1B shape (random weights)', family: 'llama',
-    hiddenSize: 2048, numLayers: 16, numHeads: 32, numKvHeads: 8, headDim: 64, intermediateSize: 8192,
-    vocabSize: QWEN_VOCAB, ropeTheta: 5e5, rmsNormEps: 1e-5, maxPositionEmbeddings: 131072,
+    id: 'llama',
+    name: 'svc-bench Llama-3.2-1B shape (random weights)',
+    family: 'llama',
+    hiddenSize: 2048,
+    numLayers: 16,
+    numHeads: 32,
+    numKvHeads: 8,
+    headDim: 64,
+    intermediateSize: 8192,
+    vocabSize: QWEN_VOCAB,
+    ropeTheta: 5e5,
+    rmsNormEps: 1e-5,
+    maxPositionEmbeddings: 131072,
   },
 };
 
 // Tiny versions for tests: same families and quirks (Qwen3's heads·head_dim ≠ hidden, GQA),
 // rows still a whole number of 32-element quant blocks. The vocabulary stays full size.
 const SMALL: Record<string, ModelShape> = {
-  qwen3: { ...FULL.qwen3, name: 'svc-bench tiny Qwen3 shape (random weights)', hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32, intermediateSize: 96 },
-  llama: { ...FULL.llama, name: 'svc-bench tiny Llama shape (random weights)', hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 128 },
+  qwen3: {
+    ...FULL.qwen3,
+    name: 'svc-bench tiny Qwen3 shape (random weights)',
+    hiddenSize: 64,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 32,
+    intermediateSize: 96,
+  },
+  llama: {
+    ...FULL.llama,
+    name: 'svc-bench tiny Llama shape (random weights)',
+    hiddenSize: 64,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    intermediateSize: 128,
+  },
 };
 
 export const SHAPE_IDS = Object.keys(FULL);

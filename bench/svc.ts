@@ -47,12 +47,18 @@ class OutputTail {
 async function startServer(modelPath: string, opts: SvcOptions): Promise<{ child: ChildProcess; url: string; tail: OutputTail }> {
   const port = await freePort();
   const args = [
-    resolve(opts.repoRoot, 'bin', 'svc.js'), 'serve',
-    '--model-from-path', modelPath,
-    '--port', String(port),
-    '--bind', '127.0.0.1',
-    '--max-seq-len', String(opts.maxSeqLen),
-    '--max-batch-size', String(opts.maxBatchSize),
+    resolve(opts.repoRoot, 'bin', 'svc.js'),
+    'serve',
+    '--model-from-path',
+    modelPath,
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--max-seq-len',
+    String(opts.maxSeqLen),
+    '--max-batch-size',
+    String(opts.maxBatchSize),
     ...opts.extraArgs,
   ];
   opts.log(`    svc: node ${args.map((a) => (a.includes(' ') ? JSON.stringify(a) : a)).join(' ')}`);
@@ -159,7 +165,7 @@ export async function openSvc(modelPath: string, opts: SvcOptions): Promise<Benc
         return await Promise.all(prompts.map((p) => streamCompletion(url, p, maxTokens, t0)));
       } catch (err) {
         const died = child.exitCode !== null || child.signalCode !== null;
-        if (died) throw new Error(`${(err as Error).message}\nsvc exited; output:\n${tail}`);
+        if (died) throw new Error(`${(err as Error).message}\nsvc exited; output:\n${tail}`, { cause: err });
         throw err;
       }
     },

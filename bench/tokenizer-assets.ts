@@ -18,7 +18,10 @@ export function defaultTokenizerDir(): string {
 }
 
 // llama.cpp's token types (gguf.TokenType).
-const NORMAL = 1, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5;
+const NORMAL = 1,
+  CONTROL = 3,
+  USER_DEFINED = 4,
+  UNUSED = 5;
 
 export interface BenchTokenizer {
   dir: string;
@@ -31,7 +34,10 @@ export interface BenchTokenizer {
   ggufMetadata(vocabSize: number): Record<string, GgufMeta>;
 }
 
-interface AddedToken { content: string; special?: boolean }
+interface AddedToken {
+  content: string;
+  special?: boolean;
+}
 
 export function loadBenchTokenizer(dir = defaultTokenizerDir()): BenchTokenizer {
   const raw = TOKENIZER_FILES.map((f) => readFileSync(join(dir, f)));
@@ -45,7 +51,11 @@ export function loadBenchTokenizer(dir = defaultTokenizerDir()): BenchTokenizer 
     eos_token?: string;
     pad_token?: string;
   };
-  const merges = mergesBytes.toString('utf8').split('\n').map((l) => l.replace(/\r$/, '')).filter((l) => l !== '' && !l.startsWith('#version'));
+  const merges = mergesBytes
+    .toString('utf8')
+    .split('\n')
+    .map((l) => l.replace(/\r$/, ''))
+    .filter((l) => l !== '' && !l.startsWith('#version'));
   const added = new Map(Object.entries(config.added_tokens_decoder ?? {}).map(([id, t]) => [Number(id), t]));
   const idOf = (content: string | undefined): number | undefined => {
     if (content === undefined) return undefined;

@@ -59,7 +59,10 @@ export function randomInts(seed: number, length: number, bound: number): number[
 /** Produces rows of one tensor in its Hugging Face layout. */
 export class RowSource {
   private readonly tensorSeed: number;
-  constructor(private readonly spec: TensorSpec, modelSeed: number) {
+  constructor(
+    private readonly spec: TensorSpec,
+    modelSeed: number,
+  ) {
     this.tensorSeed = hashString(spec.hfName, modelSeed);
   }
 

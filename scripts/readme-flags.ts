@@ -31,10 +31,7 @@ function row(r: FlagSpec<string, unknown>): string {
 
 /** The whole generated section (what sits between BEGIN and END), ending with a newline. */
 export function renderFlagReference(): string {
-  const out = [
-    '',
-    '<!-- Generated from src/cli/flags.ts: run `node dist/scripts/readme-flags.js --write`; do not edit by hand. -->',
-  ];
+  const out = ['', '<!-- Generated from src/cli/flags.ts: run `node dist/scripts/readme-flags.js --write`; do not edit by hand. -->'];
   for (const group of GROUPS) {
     out.push('', `### ${group}`, '', '| Flag | Aliases | Default | Meaning | Status |', '|---|---|---|---|---|');
     for (const r of FLAGS as readonly FlagSpec<string, unknown>[]) if (r.group === group) out.push(row(r));

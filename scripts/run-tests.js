@@ -14,6 +14,8 @@ function collect(dir) {
   return out;
 }
 const filter = process.env.SVC_TEST_FILTER ?? '';
-const files = collect('dist/test').filter((f) => f.includes(filter)).sort();
+const files = collect('dist/test')
+  .filter((f) => f.includes(filter))
+  .sort();
 const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...files], { stdio: 'inherit' });
 process.exit(r.status ?? 1);

@@ -43,7 +43,14 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
     if (chat.disableThinking) stages.push(dropReasoning);
   }
   if (toolsOn) {
-    stages.push(toolCallStage(createToolCallParser(chat.toolCallParser, request.tools.map((t) => t.function))));
+    stages.push(
+      toolCallStage(
+        createToolCallParser(
+          chat.toolCallParser,
+          request.tools.map((t) => t.function),
+        ),
+      ),
+    );
   }
 
   let toolGrammar: ToolGrammarSpec | null = null;

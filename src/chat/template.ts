@@ -36,7 +36,11 @@ export interface ChatTemplateContext {
 
 /** A template that failed: raise_exception() (usually a conversation the model does not support), or a template error. */
 export class ChatTemplateError extends Error {
-  constructor(message: string, readonly raisedByTemplate: boolean, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly raisedByTemplate: boolean,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -112,7 +116,8 @@ const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 
 /** Python's datetime.now().strftime(format) for the directives templates use, in the C locale. */
 export function strftimeNow(format: string, now = new Date()): string {
   const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-  const dayOfYear = Math.floor((Date.UTC(now.getFullYear(), now.getMonth(), now.getDate()) - Date.UTC(now.getFullYear(), 0, 1)) / 86400000) + 1;
+  const dayOfYear =
+    Math.floor((Date.UTC(now.getFullYear(), now.getMonth(), now.getDate()) - Date.UTC(now.getFullYear(), 0, 1)) / 86400000) + 1;
   const directives: Record<string, () => string> = {
     Y: () => String(now.getFullYear()),
     y: () => pad(now.getFullYear() % 100),
@@ -176,7 +181,12 @@ function range(start: number, stop?: number, step = 1): number[] {
  * raise_exception throws a plain Error that cannot be told apart from a template bug.
  */
 const GLOBALS: Record<string, unknown> = {
-  true: true, false: false, none: null, True: true, False: false, None: null,
+  true: true,
+  false: false,
+  none: null,
+  True: true,
+  False: false,
+  None: null,
   range,
   raise_exception: (message: unknown) => {
     throw new RaisedByTemplate(String(message));

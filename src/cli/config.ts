@@ -1,13 +1,7 @@
 // The typed, frozen Config that `svc serve` runs with: its type is derived from the flag
 // table, so a new row in flags.ts is a new field here with nothing else to edit. Also the
 // rules that involve more than one flag, and the start-up check for unbuilt capabilities.
-import {
-  FLAGS,
-  SERVE_WITHOUT_MODEL_BUILT,
-  flagLabel,
-  type FlagRow,
-  type FlagSpec,
-} from './flags.js';
+import { FLAGS, SERVE_WITHOUT_MODEL_BUILT, flagLabel, type FlagRow, type FlagSpec } from './flags.js';
 
 type ValueOf<R> = R extends FlagSpec<string, infer T> ? T : never;
 
@@ -49,8 +43,7 @@ export function checkCrossFlagRules(c: Config): RuleOutcome {
     return fail(`svc: --model-from-path: cannot be combined with a positional MODEL (got "${c.model}")`);
   // Spec: --dflash is declared as conflicting with --speculative, and that is enforced.
   if (c.dflash && c.speculative) return fail('svc: --dflash: cannot be combined with --speculative');
-  if (c.rank >= c.worldSize)
-    return fail(`svc: --rank: must be below --world-size (${c.worldSize}), got ${c.rank}`);
+  if (c.rank >= c.worldSize) return fail(`svc: --rank: must be below --world-size (${c.worldSize}), got ${c.rank}`);
   // Spec: there is no accept-any-key mode, so auth without a key source cannot start.
   if (c.requireAuth && c.authToken === undefined && c.authTokensFile === undefined)
     return fail('svc: --require-auth: needs --auth-token or --auth-tokens-file');

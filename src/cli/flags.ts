@@ -82,8 +82,7 @@ export function switchFlag(whenPresent: boolean): SwitchValue<boolean> {
 
 /** A whole number within [min, max] (max defaults to the largest exact integer). */
 export function integer(min: number, max?: number, placeholder = 'n'): ArgValue<number> {
-  const expected =
-    max === undefined ? `an integer of at least ${min}` : `an integer from ${min} to ${max}`;
+  const expected = max === undefined ? `an integer of at least ${min}` : `an integer from ${min} to ${max}`;
   return {
     takesValue: true,
     placeholder,
@@ -100,10 +99,7 @@ export function integer(min: number, max?: number, placeholder = 'n'): ArgValue<
 }
 
 /** A decimal number; `min` may be exclusive (fractions like --gpu-memory-utilization are > 0). */
-export function decimal(
-  range: { min: number; minExclusive?: boolean; max?: number },
-  placeholder = 'x',
-): ArgValue<number> {
+export function decimal(range: { min: number; minExclusive?: boolean; max?: number }, placeholder = 'x'): ArgValue<number> {
   const { min, minExclusive = false, max } = range;
   const low = minExclusive ? `greater than ${min}` : `of at least ${min}`;
   const expected =
@@ -178,16 +174,7 @@ export const highPrecisionLayers: ArgValue<number | 'all'> = {
 
 /** The spec lists nine asymmetric K/V pairings but names only bf16k_turbo3v; only named values
  *  are accepted. */
-export const KV_CACHE_DTYPES = [
-  'bf16',
-  'fp8',
-  'nvfp4',
-  'turbo2',
-  'turbo3',
-  'turbo4',
-  'turbo8',
-  'bf16k_turbo3v',
-] as const;
+export const KV_CACHE_DTYPES = ['bf16', 'fp8', 'nvfp4', 'turbo2', 'turbo3', 'turbo4', 'turbo8', 'bf16k_turbo3v'] as const;
 export type KvCacheDtype = (typeof KV_CACHE_DTYPES)[number];
 
 export const TOOL_CALL_PARSERS = [
@@ -331,7 +318,7 @@ export const FLAGS = [
     group: 'Speculative decoding',
     value: switchFlag(true),
     default: false,
-    help: "Multi-token-prediction drafting; needs the prediction weights in the checkpoint.",
+    help: 'Multi-token-prediction drafting; needs the prediction weights in the checkpoint.',
     built: false,
   }),
   flag({

@@ -62,8 +62,7 @@ export function renderHelp(scope: 'top' | 'serve'): string {
       : ['svc serve: load one model and serve it over HTTP.', '', ...USAGE];
   for (const group of GROUPS) {
     lines.push('', `${group}:`);
-    for (const row of FLAGS as readonly FlagSpec<string, unknown>[])
-      if (row.group === group) lines.push(...renderRow(row));
+    for (const row of FLAGS as readonly FlagSpec<string, unknown>[]) if (row.group === group) lines.push(...renderRow(row));
   }
   return `${lines.join('\n')}\n`;
 }

@@ -28,9 +28,7 @@ const NAMED_ROWS = ROWS.filter((r) => !r.positional);
 const POSITIONAL = ROWS.find((r) => r.positional);
 
 /** Row by any of its long names (main name or alias). */
-const BY_NAME = new Map<string, Row>(
-  NAMED_ROWS.flatMap((r) => [r.name, ...(r.aliases ?? [])].map((n) => [n, r] as const)),
-);
+const BY_NAME = new Map<string, Row>(NAMED_ROWS.flatMap((r) => [r.name, ...(r.aliases ?? [])].map((n) => [n, r] as const)));
 
 interface Occurrence {
   readonly row: Row;
@@ -104,8 +102,7 @@ function buildConfig(operands: readonly string[], seen: readonly Occurrence[]): 
   const warnings: string[] = [];
   const draft = defaultConfig() as Record<string, unknown>;
 
-  if (operands.length > 1)
-    return usageError(`svc: serve: unexpected argument "${operands[1]}" (only one MODEL is accepted)`);
+  if (operands.length > 1) return usageError(`svc: serve: unexpected argument "${operands[1]}" (only one MODEL is accepted)`);
   if (POSITIONAL && operands.length === 1) {
     const result = applyValue(POSITIONAL.name, POSITIONAL.value as ArgValue<unknown>, operands[0]!);
     if ('error' in result) return usageError(result.error);
@@ -138,8 +135,7 @@ function applyValue(flag: string, type: ArgValue<unknown>, raw: string): Applied
   const parsed = type.parse(raw);
   const expected = `expected ${type.expected}, got ${JSON.stringify(raw)}`;
   if (!parsed.ok) return { error: `svc: ${flag}: ${expected}` };
-  if (parsed.warning)
-    return { value: parsed.value, warning: `svc: warning: ${flag}: ${expected}; using ${type.format(parsed.value)}` };
+  if (parsed.warning) return { value: parsed.value, warning: `svc: warning: ${flag}: ${expected}; using ${type.format(parsed.value)}` };
   return { value: parsed.value };
 }
 
@@ -151,8 +147,7 @@ function fromCommander(err: CommanderError): string {
       // `--profile=yes` on a switch: commander sees an unknown option; say what is wrong.
       const eq = quoted.indexOf('=');
       const row = eq > 2 ? BY_NAME.get(quoted.slice(2, eq)) : undefined;
-      if (row && !row.value.takesValue)
-        return `svc: ${quoted.slice(0, eq)}: takes no value, got ${JSON.stringify(quoted.slice(eq + 1))}`;
+      if (row && !row.value.takesValue) return `svc: ${quoted.slice(0, eq)}: takes no value, got ${JSON.stringify(quoted.slice(eq + 1))}`;
       const hint = /Did you mean (\S+?)\?/.exec(err.message)?.[1];
       return `svc: ${quoted}: unknown flag${hint ? ` (did you mean ${hint}?)` : ''}`;
     }

@@ -48,7 +48,13 @@ export function startEngine(options: EngineOptions): Promise<RunningEngine> {
 }
 
 function checkOptions(o: EngineOptions): void {
-  const positiveInts = { maxSeqLen: o.maxSeqLen, maxBatchSize: o.maxBatchSize, maxPrefillTokens: o.maxPrefillTokens, maxNumSeqs: o.maxNumSeqs, blockSize: o.blockSize };
+  const positiveInts = {
+    maxSeqLen: o.maxSeqLen,
+    maxBatchSize: o.maxBatchSize,
+    maxPrefillTokens: o.maxPrefillTokens,
+    maxNumSeqs: o.maxNumSeqs,
+    blockSize: o.blockSize,
+  };
   for (const [name, v] of Object.entries(positiveInts)) {
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`engine option ${name} must be a positive integer, got ${v}`);
   }
@@ -76,7 +82,14 @@ class EngineClient implements RunningEngine {
     readonly info: EngineInfo,
     private readonly options: EngineOptions,
   ) {
-    this.snapshot = { running: 0, waiting: 0, kvBlocksTotal: info.kvBlocks, kvBlocksUsed: 0, kvPoolTokens: info.kvPoolTokens, preemptions: 0 };
+    this.snapshot = {
+      running: 0,
+      waiting: 0,
+      kvBlocksTotal: info.kvBlocks,
+      kvBlocksUsed: 0,
+      kvPoolTokens: info.kvPoolTokens,
+      preemptions: 0,
+    };
     worker.on('message', (msg: FromWorker) => {
       if (msg.type === 'updates') this.apply(msg.updates, msg.stats);
     });
@@ -87,7 +100,8 @@ class EngineClient implements RunningEngine {
   submit(req: GenerationRequest): GenerationHandle {
     if (this.down !== null) throw new EngineAdmissionError('not_ready', this.down);
     if (req.promptTokens.length === 0) throw new RangeError('the prompt has no tokens');
-    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) throw new RangeError(`maxTokens must be a positive integer, got ${req.maxTokens}`);
+    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1)
+      throw new RangeError(`maxTokens must be a positive integer, got ${req.maxTokens}`);
     const total = req.promptTokens.length + req.maxTokens;
     if (total > this.options.maxSeqLen) {
       throw new EngineAdmissionError(
@@ -96,7 +110,10 @@ class EngineClient implements RunningEngine {
       );
     }
     if (this.jobs.size >= this.options.maxNumSeqs) {
-      throw new EngineAdmissionError('queue_full', `the engine is full: ${this.jobs.size} sequences queued or running (--max-num-seqs ${this.options.maxNumSeqs})`);
+      throw new EngineAdmissionError(
+        'queue_full',
+        `the engine is full: ${this.jobs.size} sequences queued or running (--max-num-seqs ${this.options.maxNumSeqs})`,
+      );
     }
     const id = this.nextId++;
     const cancel = () => this.cancel(id);

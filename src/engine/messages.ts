@@ -53,9 +53,7 @@ export interface EngineInfo {
 
 // main → worker
 
-export type ToWorker =
-  | { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number }
-  | { type: 'cancel'; id: number };
+export type ToWorker = { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number } | { type: 'cancel'; id: number };
 
 // worker → main
 

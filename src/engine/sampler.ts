@@ -273,7 +273,17 @@ export function selectTop(idx: Int32Array, len: number, k: number, logits: Float
     const a = pick();
     const b = pick();
     const c = pick();
-    const pivot = before(logits, a, b) ? (before(logits, b, c) ? b : before(logits, a, c) ? c : a) : before(logits, a, c) ? a : before(logits, b, c) ? c : b;
+    const pivot = before(logits, a, b)
+      ? before(logits, b, c)
+        ? b
+        : before(logits, a, c)
+          ? c
+          : a
+      : before(logits, a, c)
+        ? a
+        : before(logits, b, c)
+          ? c
+          : b;
     let i = lo;
     let j = hi;
     while (i <= j) {

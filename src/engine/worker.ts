@@ -150,7 +150,11 @@ class StepLoop {
     if (this.scheduler.hasWork()) this.queueStep();
   }
 
-  private runAndSample(batch: ScheduledBatch, update: (seq: Sequence) => JobUpdate, end: (seq: Sequence, r: EngineFinishReason) => void): void {
+  private runAndSample(
+    batch: ScheduledBatch,
+    update: (seq: Sequence) => JobUpdate,
+    end: (seq: Sequence, r: EngineFinishReason) => void,
+  ): void {
     const logits = this.runner.run(batch);
     const vocab = this.runner.vocabSize;
     const sampled: number[] = [];

@@ -76,13 +76,13 @@ export function f32ToF16(value: number): number {
     const half = 1 << (shift - 1);
     let r = mant >>> shift;
     const rem = mant & ((1 << shift) - 1);
-    if (rem > half || (rem === half && (r & 1))) r++;
+    if (rem > half || (rem === half && r & 1)) r++;
     return sign | r;
   }
   // A carry out of the mantissa correctly bumps the exponent (up to inf).
   let r = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (r & 1))) r++;
+  if (rem > 0x1000 || (rem === 0x1000 && r & 1)) r++;
   return sign | r;
 }
 
@@ -106,9 +106,7 @@ export function f32ToBf16(value: number): number {
  * Decode row `row` of a [rows, cols] matrix stored in `dtype` into out[outOffset .. outOffset+cols).
  * `data` holds the whole matrix (row r starts at r · bytesPerRow(dtype, cols)).
  */
-export function dequantizeRow(
-  dtype: DType, data: Uint8Array, row: number, cols: number, out: Float32Array, outOffset = 0,
-): void {
+export function dequantizeRow(dtype: DType, data: Uint8Array, row: number, cols: number, out: Float32Array, outOffset = 0): void {
   const rowBytes = bytesPerRow(dtype, cols);
   const start = row * rowBytes;
   if (start + rowBytes > data.length) {
@@ -116,16 +114,26 @@ export function dequantizeRow(
   }
   if (outOffset + cols > out.length) throw new Error(`dequantizeRow: output too short for ${cols} values at ${outOffset}`);
   switch (dtype) {
-    case 'f32': return decodeF32(data, start, cols, out, outOffset);
-    case 'f16': return decodeF16(data, start, cols, out, outOffset);
-    case 'bf16': return decodeBf16(data, start, cols, out, outOffset);
-    case 'q8_0': return decodeQ8_0(data, start, cols, out, outOffset);
-    case 'q4_0': return decodeQ4_0(data, start, cols, out, outOffset);
-    case 'q2_k': return decodeQ2K(data, start, cols, out, outOffset);
-    case 'q4_k': return decodeQ4K(data, start, cols, out, outOffset);
-    case 'q5_k': return decodeQ5K(data, start, cols, out, outOffset);
-    case 'q6_k': return decodeQ6K(data, start, cols, out, outOffset);
-    default: throw new Error(`dequantizeRow: unsupported dtype ${String(dtype)}`);
+    case 'f32':
+      return decodeF32(data, start, cols, out, outOffset);
+    case 'f16':
+      return decodeF16(data, start, cols, out, outOffset);
+    case 'bf16':
+      return decodeBf16(data, start, cols, out, outOffset);
+    case 'q8_0':
+      return decodeQ8_0(data, start, cols, out, outOffset);
+    case 'q4_0':
+      return decodeQ4_0(data, start, cols, out, outOffset);
+    case 'q2_k':
+      return decodeQ2K(data, start, cols, out, outOffset);
+    case 'q4_k':
+      return decodeQ4K(data, start, cols, out, outOffset);
+    case 'q5_k':
+      return decodeQ5K(data, start, cols, out, outOffset);
+    case 'q6_k':
+      return decodeQ6K(data, start, cols, out, outOffset);
+    default:
+      throw new Error(`dequantizeRow: unsupported dtype ${String(dtype)}`);
   }
 }
 
@@ -225,9 +233,11 @@ function decodeQ4K(data: Uint8Array, start: number, cols: number, out: Float32Ar
     let q = p + 16;
     for (let is = 0; is < 8; is += 2, q += 32) {
       scaleMinK4(data, scales, is, scaleMin);
-      const d1 = d * scaleMin[0], m1 = dmin * scaleMin[1];
+      const d1 = d * scaleMin[0],
+        m1 = dmin * scaleMin[1];
       scaleMinK4(data, scales, is + 1, scaleMin);
-      const d2 = d * scaleMin[0], m2 = dmin * scaleMin[1];
+      const d2 = d * scaleMin[0],
+        m2 = dmin * scaleMin[1];
       for (let l = 0; l < 32; l++) out[o++] = d1 * (data[q + l] & 0xf) - m1;
       for (let l = 0; l < 32; l++) out[o++] = d2 * (data[q + l] >> 4) - m2;
     }
@@ -243,12 +253,15 @@ function decodeQ5K(data: Uint8Array, start: number, cols: number, out: Float32Ar
     const scales = p + 4;
     const qh = p + 16;
     let ql = p + 48;
-    let u1 = 1, u2 = 2;
+    let u1 = 1,
+      u2 = 2;
     for (let is = 0; is < 8; is += 2, ql += 32, u1 <<= 2, u2 <<= 2) {
       scaleMinK4(data, scales, is, scaleMin);
-      const d1 = d * scaleMin[0], m1 = dmin * scaleMin[1];
+      const d1 = d * scaleMin[0],
+        m1 = dmin * scaleMin[1];
       scaleMinK4(data, scales, is + 1, scaleMin);
-      const d2 = d * scaleMin[0], m2 = dmin * scaleMin[1];
+      const d2 = d * scaleMin[0],
+        m2 = dmin * scaleMin[1];
       for (let l = 0; l < 32; l++) out[o++] = d1 * ((data[ql + l] & 0xf) + (data[qh + l] & u1 ? 16 : 0)) - m1;
       for (let l = 0; l < 32; l++) out[o++] = d2 * ((data[ql + l] >> 4) + (data[qh + l] & u2 ? 16 : 0)) - m2;
     }
@@ -306,10 +319,14 @@ export function quantizeRowQ4_0(x: Float32Array, cols: number, xOffset = 0): Uin
   const out = new Uint8Array(bytesPerRow('q4_0', cols));
   for (let b = 0; b < cols / 32; b++) {
     const base = xOffset + b * 32;
-    let amax = 0, max = 0;
+    let amax = 0,
+      max = 0;
     for (let j = 0; j < 32; j++) {
       const v = x[base + j];
-      if (Math.abs(v) > amax) { amax = Math.abs(v); max = v; }
+      if (Math.abs(v) > amax) {
+        amax = Math.abs(v);
+        max = v;
+      }
     }
     const d = Math.fround(max / -8);
     const id = d ? Math.fround(1 / d) : 0;

@@ -25,7 +25,16 @@ export interface NativeInfo {
 /** The raw addon surface (argument order is the C++ binding's, see native/*.cc). */
 export interface NativeAddon {
   mapFile(path: string): ArrayBuffer;
-  matmul(x: Float32Array, n: number, dtype: number, rows: number, cols: number, w: Uint8Array, y: Float32Array, bias: Float32Array | undefined): void;
+  matmul(
+    x: Float32Array,
+    n: number,
+    dtype: number,
+    rows: number,
+    cols: number,
+    w: Uint8Array,
+    y: Float32Array,
+    bias: Float32Array | undefined,
+  ): void;
   embed(ids: Int32Array, dtype: number, rows: number, cols: number, w: Uint8Array, out: Float32Array): void;
   /** Q8_0 / Q4_0 -> the packed layout of native/packed.h; undefined for other dtypes. */
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
@@ -34,15 +43,38 @@ export interface NativeAddon {
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
   add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
   storeKv(
-    dtype: number, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
-    k: Uint8Array, v: Uint8Array, kScale: number, vScale: number,
-    kRows: Float32Array, vRows: Float32Array, n: number, slots: Int32Array,
+    dtype: number,
+    numBlocks: number,
+    blockSize: number,
+    numKvHeads: number,
+    headDim: number,
+    k: Uint8Array,
+    v: Uint8Array,
+    kScale: number,
+    vScale: number,
+    kRows: Float32Array,
+    vRows: Float32Array,
+    n: number,
+    slots: Int32Array,
   ): void;
   attention(
-    dtype: number, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
-    k: Uint8Array, v: Uint8Array, kScale: number, vScale: number,
-    q: Float32Array, out: Float32Array, totalRows: number, numHeads: number, scale: number, slidingWindow: number,
-    seqMeta: Int32Array, blockTables: Int32Array,
+    dtype: number,
+    numBlocks: number,
+    blockSize: number,
+    numKvHeads: number,
+    headDim: number,
+    k: Uint8Array,
+    v: Uint8Array,
+    kScale: number,
+    vScale: number,
+    q: Float32Array,
+    out: Float32Array,
+    totalRows: number,
+    numHeads: number,
+    scale: number,
+    slidingWindow: number,
+    seqMeta: Int32Array,
+    blockTables: Int32Array,
   ): void;
   info(): NativeInfo;
   setCpuPath(path: CpuPath): void;
@@ -51,7 +83,15 @@ export interface NativeAddon {
 
 /** dtype numbering shared with native/quant.h (enum DType). */
 const DTYPE_CODES: Record<DType, number> = {
-  f32: 0, f16: 1, bf16: 2, q8_0: 3, q4_0: 4, q2_k: 5, q4_k: 6, q5_k: 7, q6_k: 8,
+  f32: 0,
+  f16: 1,
+  bf16: 2,
+  q8_0: 3,
+  q4_0: 4,
+  q2_k: 5,
+  q4_k: 6,
+  q5_k: 7,
+  q6_k: 8,
 };
 /**
  * Packed layouts (native/packed.h): Q8_0 / Q4_0 rows regrouped 16 at a time for the int8 kernels, made
@@ -156,7 +196,10 @@ function checkLayer(op: string, layer: KvLayer): number {
   checkCount(op, 'layer.numKvHeads', layer.numKvHeads, 1);
   checkCount(op, 'layer.headDim', layer.headDim, 1);
   const bytes = layer.numBlocks * layer.blockSize * layer.numKvHeads * layer.headDim * KV_ELEMENT_BYTES[layer.dtype];
-  for (const [name, arr] of [['layer.k', layer.k], ['layer.v', layer.v]] as const) {
+  for (const [name, arr] of [
+    ['layer.k', layer.k],
+    ['layer.v', layer.v],
+  ] as const) {
     checkKind(op, name, arr, Uint8Array);
     if (arr.byteLength < bytes) fail(op, `${name} has ${arr.byteLength} bytes, the layer needs ${bytes}`);
     if (arr.byteOffset % KV_ELEMENT_BYTES[layer.dtype] !== 0) fail(op, `${name} must be aligned to its ${layer.dtype} elements`);
@@ -257,7 +300,11 @@ export const nativeOps: Ops = {
 
   siluMul(gate, up, out, len) {
     checkCount('siluMul', 'len', len);
-    for (const [name, arr] of [['gate', gate], ['up', up], ['out', out]] as const) {
+    for (const [name, arr] of [
+      ['gate', gate],
+      ['up', up],
+      ['out', out],
+    ] as const) {
       checkKind('siluMul', name, arr, Float32Array);
       checkLength('siluMul', name, arr, len);
     }
@@ -266,7 +313,11 @@ export const nativeOps: Ops = {
 
   add(a, b, out, len) {
     checkCount('add', 'len', len);
-    for (const [name, arr] of [['a', a], ['b', b], ['out', out]] as const) {
+    for (const [name, arr] of [
+      ['a', a],
+      ['b', b],
+      ['out', out],
+    ] as const) {
       checkKind('add', name, arr, Float32Array);
       checkLength('add', name, arr, len);
     }
@@ -283,8 +334,21 @@ export const nativeOps: Ops = {
     checkLength('storeKv', 'k', k, n * width);
     checkLength('storeKv', 'v', v, n * width);
     checkLength('storeKv', 'slots', slots, n);
-    loadAddon().storeKv(code, layer.numBlocks, layer.blockSize, layer.numKvHeads, layer.headDim,
-      layer.k, layer.v, layer.kScale, layer.vScale, k, v, n, slots);
+    loadAddon().storeKv(
+      code,
+      layer.numBlocks,
+      layer.blockSize,
+      layer.numKvHeads,
+      layer.headDim,
+      layer.k,
+      layer.v,
+      layer.kScale,
+      layer.vScale,
+      k,
+      v,
+      n,
+      slots,
+    );
   },
 
   attention(q, layer, seqs, params: AttentionParams, out) {
@@ -300,8 +364,24 @@ export const nativeOps: Ops = {
     // The addon checks each sequence's rows against totalRows.
     const totalRows = Math.floor(Math.min(q.length, out.length) / (numHeads * layer.headDim));
     const { meta, tables } = marshalSeqs(seqs);
-    loadAddon().attention(code, layer.numBlocks, layer.blockSize, layer.numKvHeads, layer.headDim,
-      layer.k, layer.v, layer.kScale, layer.vScale,
-      q, out, totalRows, numHeads, scale, slidingWindow ?? 0, meta, tables);
+    loadAddon().attention(
+      code,
+      layer.numBlocks,
+      layer.blockSize,
+      layer.numKvHeads,
+      layer.headDim,
+      layer.k,
+      layer.v,
+      layer.kScale,
+      layer.vScale,
+      q,
+      out,
+      totalRows,
+      numHeads,
+      scale,
+      slidingWindow ?? 0,
+      meta,
+      tables,
+    );
   },
 };

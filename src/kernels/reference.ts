@@ -15,8 +15,14 @@ function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bi
     const b = bias ? bias[r] : 0;
     let i = 0;
     for (; i + 4 <= n; i += 4) {
-      const x0 = i * cols, x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      const x0 = i * cols,
+        x1 = x0 + cols,
+        x2 = x1 + cols,
+        x3 = x2 + cols;
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0;
       for (let c = 0; c < cols; c++) {
         const wc = row[c];
         s0 += x[x0 + c] * wc;
@@ -56,15 +62,7 @@ function rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Arra
   }
 }
 
-function rope(
-  x: Float32Array,
-  n: number,
-  numHeads: number,
-  headDim: number,
-  positions: Int32Array,
-  theta: number,
-  style: RopeStyle,
-): void {
+function rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, style: RopeStyle): void {
   const half = headDim / 2;
   // Pair k turns at theta^(-2k/headDim). HF computes inv_freq and the angle in f32; doing the same
   // keeps long positions (where f32 angle rounding shows) matching it.

@@ -19,18 +19,18 @@ interface PreTokenizerInfo {
 
 // tokenizer.ggml.pre values whose pre-tokenizer matches one of our presets, with llama.cpp's per-name defaults.
 const PRE_TOKENIZERS: Record<string, PreTokenizerInfo> = {
-  'default': { preset: 'default', cleanSpaces: true },
+  default: { preset: 'default', cleanSpaces: true },
   'gpt-2': { preset: 'gpt2', cleanSpaces: true },
   'phi-2': { preset: 'gpt2', cleanSpaces: true },
-  'mpt': { preset: 'gpt2', cleanSpaces: true },
-  'olmo': { preset: 'gpt2', cleanSpaces: true },
-  'llama3': { preset: 'llama3', ignoreMerges: true, addBos: true, cleanSpaces: true },
+  mpt: { preset: 'gpt2', cleanSpaces: true },
+  olmo: { preset: 'gpt2', cleanSpaces: true },
+  llama3: { preset: 'llama3', ignoreMerges: true, addBos: true, cleanSpaces: true },
   'llama-v3': { preset: 'llama3', ignoreMerges: true, addBos: true, cleanSpaces: true },
   'llama-bpe': { preset: 'llama3', ignoreMerges: true, addBos: true, cleanSpaces: true },
-  'falcon3': { preset: 'llama3', ignoreMerges: true, addBos: true, cleanSpaces: true },
-  'qwen2': { preset: 'qwen2', cleanSpaces: false },
+  falcon3: { preset: 'llama3', ignoreMerges: true, addBos: true, cleanSpaces: true },
+  qwen2: { preset: 'qwen2', cleanSpaces: false },
   'deepseek-r1-qwen': { preset: 'qwen2', cleanSpaces: false },
-  'smollm': { preset: 'smollm', cleanSpaces: false },
+  smollm: { preset: 'smollm', cleanSpaces: false },
 };
 
 /** GGUF's "no token" id (LLAMA_TOKEN_NULL written as u32). */
@@ -38,7 +38,8 @@ const NULL_ID = 0xffffffff;
 
 function stringArray(metadata: Record<string, unknown>, key: string): string[] {
   const v = metadata[key];
-  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new GgufTokenizerError(`GGUF metadata ${key} is missing or not a string array`);
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string'))
+    throw new GgufTokenizerError(`GGUF metadata ${key} is missing or not a string array`);
   return v as string[];
 }
 
@@ -56,7 +57,8 @@ function tokenId(metadata: Record<string, unknown>, key: string, nTokens: number
   return typeof v === 'number' && v !== NULL_ID && v >= 0 && v < nTokens ? v : null;
 }
 
-const flag = (metadata: Record<string, unknown>, key: string) => (typeof metadata[key] === 'boolean' ? (metadata[key] as boolean) : undefined);
+const flag = (metadata: Record<string, unknown>, key: string) =>
+  typeof metadata[key] === 'boolean' ? (metadata[key] as boolean) : undefined;
 
 /** Build the tokenizer described by a GGUF file's metadata (as readGgufHeader returns it). */
 export function tokenizerFromGguf(metadata: Record<string, unknown>): Tokenizer {
@@ -91,7 +93,10 @@ export function tokenizerFromGguf(metadata: Record<string, unknown>): Tokenizer 
   if (model === 'gpt2') {
     const preName = typeof metadata['tokenizer.ggml.pre'] === 'string' ? (metadata['tokenizer.ggml.pre'] as string) : 'default';
     const pre = PRE_TOKENIZERS[preName];
-    if (!pre) throw new GgufTokenizerError(`GGUF pre-tokenizer "${preName}" is not supported (supported: ${Object.keys(PRE_TOKENIZERS).join(', ')})`);
+    if (!pre)
+      throw new GgufTokenizerError(
+        `GGUF pre-tokenizer "${preName}" is not supported (supported: ${Object.keys(PRE_TOKENIZERS).join(', ')})`,
+      );
     const vocab: Record<string, number> = {};
     const addedTokens: AddedTokenJson[] = [];
     tokens.forEach((token, i) => {
@@ -100,7 +105,15 @@ export function tokenizerFromGguf(metadata: Record<string, unknown>): Tokenizer 
       if (t === PIECE_TYPE.UNUSED || token in vocab) return;
       vocab[token] = i;
       if (t === PIECE_TYPE.CONTROL || t === PIECE_TYPE.UNKNOWN || t === PIECE_TYPE.USER_DEFINED) {
-        addedTokens.push({ id: i, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t !== PIECE_TYPE.USER_DEFINED });
+        addedTokens.push({
+          id: i,
+          content: token,
+          single_word: false,
+          lstrip: false,
+          rstrip: false,
+          normalized: false,
+          special: t !== PIECE_TYPE.USER_DEFINED,
+        });
       }
     });
     const json = byteLevelBpeTokenizerJson({

@@ -32,9 +32,7 @@ function isSmolLm(...names: Array<string | null | undefined>): boolean {
 }
 
 function unsupported(kind: string, where: string): ModelConfigError {
-  return new ModelConfigError(
-    `unsupported model architecture "${kind}" (${where}); supported: ${SUPPORTED.join(', ')}`,
-  );
+  return new ModelConfigError(`unsupported model architecture "${kind}" (${where}); supported: ${SUPPORTED.join(', ')}`);
 }
 
 export interface HfConfigOptions {
@@ -125,7 +123,9 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const headDim = num('attention.key_length', hiddenSize / numHeads);
   const ropeDims = scalarOf(meta[`${arch}.rope.dimension_count`], 'rope.dimension_count', where);
   if (ropeDims !== undefined && ropeDims !== headDim) {
-    throw new ModelConfigError(`${where}: partial rotary embeddings (${arch}.rope.dimension_count ${ropeDims} of head size ${headDim}) are not supported`);
+    throw new ModelConfigError(
+      `${where}: partial rotary embeddings (${arch}.rope.dimension_count ${ropeDims} of head size ${headDim}) are not supported`,
+    );
   }
   const tokens = meta['tokenizer.ggml.tokens'];
   const vocabFallback = Array.isArray(tokens) ? tokens.length : opts.embeddingRows;

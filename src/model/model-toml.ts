@@ -48,7 +48,7 @@ export function parseModelToml(text: string, source: string): ModelToml {
   try {
     doc = parseToml(text) as Record<string, unknown>;
   } catch (e) {
-    throw new Error(`${source}: invalid TOML: ${(e as Error).message}`);
+    throw new Error(`${source}: invalid TOML: ${(e as Error).message}`, { cause: e });
   }
   const m = asRecord(doc.model, `${source}: [model]`);
   const where = `${source}: [model]`;

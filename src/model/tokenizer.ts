@@ -107,7 +107,8 @@ function specialTokenSettings(files: TokenizerSideFiles, idToToken: (id: number)
   const bosToken = pick('bos_token') ?? (unnamed('bos_token') ? fromModelConfig('bos_token_id') : null);
   const eosToken = pick('eos_token') ?? (unnamed('eos_token') ? fromModelConfig('eos_token_id') : null);
   const extraSpecial = [pick('unk_token'), pick('pad_token'), bosToken, eosToken];
-  for (const t of (config?.additional_special_tokens ?? map.additional_special_tokens ?? []) as unknown[]) extraSpecial.push(tokenContent(t));
+  for (const t of (config?.additional_special_tokens ?? map.additional_special_tokens ?? []) as unknown[])
+    extraSpecial.push(tokenContent(t));
   return {
     bosToken,
     eosToken,
@@ -131,11 +132,17 @@ function tokenOfId(tokenizerJson: Json, id: number): string | undefined {
 }
 
 function fromTokenizerJson(tokenizerJson: Json, files: TokenizerSideFiles): Tokenizer {
-  return new HfTokenizer(tokenizerJson, specialTokenSettings(files, (id) => tokenOfId(tokenizerJson, id)));
+  return new HfTokenizer(
+    tokenizerJson,
+    specialTokenSettings(files, (id) => tokenOfId(tokenizerJson, id)),
+  );
 }
 
 /** A tokenizer from a tokenizer.json object and, when there is one, the tokenizer_config.json object beside it. */
-export function tokenizerFromHfJson(tokenizerJson: Record<string, unknown>, tokenizerConfig: Record<string, unknown> | null = null): Tokenizer {
+export function tokenizerFromHfJson(
+  tokenizerJson: Record<string, unknown>,
+  tokenizerConfig: Record<string, unknown> | null = null,
+): Tokenizer {
   return fromTokenizerJson(tokenizerJson, { config: tokenizerConfig });
 }
 
@@ -149,7 +156,10 @@ export function tokenizerJsonFromVocabMerges(dir: string): TokenizerJson {
   let preset: 'qwen2' | 'gpt2';
   if (tokenizerClass === 'Qwen2Tokenizer') preset = 'qwen2';
   else if (tokenizerClass === 'GPT2Tokenizer') preset = 'gpt2';
-  else throw new TokenizerLoadError(`${dir}: cannot build a tokenizer for ${tokenizerClass} from vocab.json/merges.txt (supported: Qwen2Tokenizer, GPT2Tokenizer)`);
+  else
+    throw new TokenizerLoadError(
+      `${dir}: cannot build a tokenizer for ${tokenizerClass} from vocab.json/merges.txt (supported: Qwen2Tokenizer, GPT2Tokenizer)`,
+    );
   return byteLevelBpeTokenizerJson({
     vocab: readJson(join(dir, 'vocab.json')) as Record<string, number>,
     merges: readMergesTxt(readFileSync(join(dir, 'merges.txt'), 'utf8')),

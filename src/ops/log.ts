@@ -16,8 +16,5 @@ export function formatRecord(json: string): string {
 }
 
 export function createLogger(level = process.env.SVC_LOG_LEVEL ?? 'info', write = (s: string) => process.stderr.write(s)): Logger {
-  return pino(
-    { level, base: null, timestamp: false },
-    { write: (line: string) => void write(formatRecord(line)) },
-  );
+  return pino({ level, base: null, timestamp: false }, { write: (line: string) => void write(formatRecord(line)) });
 }

@@ -5,15 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { SamplingParams, TokenLogprob } from '../engine/types.js';
 import type { FinishReason, OutputEvent } from '../chat/events.js';
 import { invalidParam, unsupportedParam } from '../server/errors.js';
-import type {
-  ChatMessage,
-  ChatRequest,
-  ChatRole,
-  ChatToolCall,
-  GenerationOptions,
-  ToolChoice,
-  ToolDefinition,
-} from './chat-request.js';
+import type { ChatMessage, ChatRequest, ChatRole, ChatToolCall, GenerationOptions, ToolChoice, ToolDefinition } from './chat-request.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire request
@@ -371,9 +363,13 @@ export class ChatChunkEncoder {
         case 'tool_call_start':
           flush();
           out.push(
-            this.chunk(index, {
-              tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }],
-            }, null),
+            this.chunk(
+              index,
+              {
+                tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }],
+              },
+              null,
+            ),
           );
           break;
         case 'tool_call_args':

@@ -125,14 +125,20 @@ export function fromSchemaErrors(errors: readonly SchemaError[], context: string
   const param = paramPath(best.instancePath) || (context ?? 'body');
   switch (best.keyword) {
     case 'type':
-      return invalidParam(param, `Invalid type for '${param}': expected ${expected(best.params.type)}, but got ${describe(best.data)} instead.`);
+      return invalidParam(
+        param,
+        `Invalid type for '${param}': expected ${expected(best.params.type)}, but got ${describe(best.data)} instead.`,
+      );
     case 'anyOf':
     case 'oneOf':
       return invalidParam(param, `Invalid type for '${param}': got ${describe(best.data)}, which none of the accepted forms matches.`);
     case 'enum':
     case 'const': {
       const allowed = (best.params.allowedValues as unknown[] | undefined) ?? [best.params.allowedValue];
-      return invalidParam(param, `Invalid value for '${param}': expected one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}, but got ${JSON.stringify(best.data)}.`);
+      return invalidParam(
+        param,
+        `Invalid value for '${param}': expected one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}, but got ${JSON.stringify(best.data)}.`,
+      );
     }
     default:
       return invalidParam(param, `Invalid value for '${param}': ${best.message ?? 'not accepted'}.`);
@@ -154,7 +160,7 @@ export function bodyTooLarge(limit: number): ApiError {
 
 /** A generation cut off by --request-timeout. */
 export function requestTimedOut(): ApiError {
-  return new ApiError(408, 'The request ran past the server\'s time limit (--request-timeout) and was stopped.', {
+  return new ApiError(408, "The request ran past the server's time limit (--request-timeout) and was stopped.", {
     type: 'server_error',
     code: 'request_timeout',
   });

@@ -66,7 +66,11 @@ export async function serve(config: Config): Promise<void> {
     });
     try {
       // Bound now so /health answers 503 while the model loads; ready only at "Listening on".
-      await app.listen({ host: config.bind, port: config.port, listenTextResolver: (address) => `Socket bound at ${address}; loading the model` });
+      await app.listen({
+        host: config.bind,
+        port: config.port,
+        listenTextResolver: (address) => `Socket bound at ${address}; loading the model`,
+      });
     } catch (err) {
       throw new StartupError(`cannot listen on ${config.bind}:${config.port}: ${(err as Error).message}`);
     }
@@ -104,10 +108,14 @@ export async function serve(config: Config): Promise<void> {
         `${(info.kvPoolBytes / 2 ** 20).toFixed(1)} MiB; limited by ${info.kvPoolLimitedBy === 'memory' ? 'the memory budget' : '--max-seq-len × --max-num-seqs'})`,
     );
     if (modelToml) log.info(`MODEL.toml: ${modelToml.source}`);
-    log.info(`Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`);
+    log.info(
+      `Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`,
+    );
     if (runtime.chatTemplate === null) log.warn('the model has no chat template: /v1/chat/completions will refuse requests');
     if (config.bind === '0.0.0.0' || config.bind === '::') {
-      log.warn(`the server is exposed on all interfaces (${config.bind}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`);
+      log.warn(
+        `the server is exposed on all interfaces (${config.bind}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`,
+      );
     } else if (config.bind === '127.0.0.1' || config.bind === 'localhost' || config.bind === '::1') {
       log.info('Bound to loopback only: other machines cannot connect (use --bind 0.0.0.0 to expose it)');
     }

@@ -28,7 +28,11 @@ describe('reasoning splitter conformance', () => {
           ...c.tags,
         });
         const pieces = [...chunks.flatMap((ch) => s.push(ch)), ...s.finish()];
-        assert.deepEqual({ reasoning: join(pieces, 'reasoning'), text: join(pieces, 'text') }, { reasoning: c.reasoning, text: c.text }, label);
+        assert.deepEqual(
+          { reasoning: join(pieces, 'reasoning'), text: join(pieces, 'text') },
+          { reasoning: c.reasoning, text: c.text },
+          label,
+        );
       }
     });
   }

@@ -65,7 +65,7 @@ describe('tool-call parser conformance', () => {
             try {
               got = collect(feed(parser, c, chunks));
             } catch (e) {
-              throw new Error(`${label}: ${(e as Error).message}`);
+              throw new Error(`${label}: ${(e as Error).message}`, { cause: e });
             }
             assert.deepEqual(got, { content: c.content, calls: c.calls }, label);
           }
@@ -112,7 +112,13 @@ describe('tool-call parser streaming', () => {
     const p = createToolCallParser('fam2');
     const ev = p.push('[TOOL_CALLS]search[ARGS]{"query": "long que');
     assert.deepEqual(ev[0], { type: 'tool_call_start', index: 0, name: 'search' });
-    assert.equal(ev.slice(1).map((e) => (e.type === 'tool_call_args' ? e.fragment : '')).join(''), '{"query": "long que');
+    assert.equal(
+      ev
+        .slice(1)
+        .map((e) => (e.type === 'tool_call_args' ? e.fragment : ''))
+        .join(''),
+      '{"query": "long que',
+    );
   });
 
   it('XML formats stream each parameter when it closes', () => {
@@ -144,7 +150,10 @@ describe('robustness against malformed input', () => {
   it('schema-typed formats: malformed schemas (anyOf not a list, null alternatives) do not throw', () => {
     const tools = [{ name: 'f', parameters: { type: 'object', properties: { a: { anyOf: [null] }, b: { anyOf: 'x' } } } }];
     const p = createToolCallParser('fam1_coder', tools as never);
-    const events = [...p.push('<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nx\n</parameter>\n</function>\n</tool_call>'), ...p.finish()];
+    const events = [
+      ...p.push('<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nx\n</parameter>\n</function>\n</tool_call>'),
+      ...p.finish(),
+    ];
     assert.ok(events.some((e) => e.type === 'tool_call_start'));
   });
 });

@@ -51,7 +51,10 @@ test('svc serve --model-from-path: ready line, loopback note, health, models, a 
     const base = `http://127.0.0.1:${port}`;
     assert.equal((await fetch(`${base}/health`)).status, 200);
     const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
-    assert.deepEqual(models.data.map((m) => m.id), ['tiny']);
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      ['tiny'],
+    );
     const res = await fetch(`${base}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -106,7 +109,10 @@ test('svc serve ORG/NAME resolves the model in the hub cache (--cache-dir) and s
     await svc.ready;
     assert.match(svc.output().stderr, /^Listening on /m);
     const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] };
-    assert.deepEqual(models.data.map((m) => m.id), ['acme/tiny-chat']);
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      ['acme/tiny-chat'],
+    );
   } finally {
     svc.child.kill('SIGTERM');
   }

@@ -128,7 +128,10 @@ test('same seed and temperature 0.8 → identical text', async () => {
 
 test('n=2: two choices, usage adds both up', async () => {
   const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, n: 2, temperature: 0.8, seed: 7, max_tokens: 40 });
-  assert.deepEqual(res.choices.map((c) => c.index), [0, 1]);
+  assert.deepEqual(
+    res.choices.map((c) => c.index),
+    [0, 1],
+  );
   for (const c of res.choices) assert.ok(['stop', 'length'].includes(c.finish_reason));
   assert.equal(res.usage!.prompt_tokens, promptTokens(MESSAGES));
   assert.ok(res.usage!.completion_tokens >= 2);
@@ -179,7 +182,10 @@ test('raw HTTP errors: bad JSON, wrong types, unknown route, body too large', as
   assert.equal(unknown.status, 404);
   assert.ok(((await unknown.json()) as { error: unknown }).error);
 
-  const big = await postRaw('/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(OPTIONS.maxBodyBytes) }] }));
+  const big = await postRaw(
+    '/v1/chat/completions',
+    JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(OPTIONS.maxBodyBytes) }] }),
+  );
   assert.equal(big.status, 413);
   assert.equal(((await big.json()) as { error: { code: string } }).error.code, 'request_too_large');
 
@@ -221,7 +227,17 @@ function streamAndHangUp(frames: number, maxTokens: number): Promise<void> {
       res.on('end', () => resolve());
     });
     // ignore_eos: unless cancelled, each would run all maxTokens, far past the wait below.
-    req.end(JSON.stringify({ model: 'm', messages: MESSAGES, stream: true, max_tokens: maxTokens, ignore_eos: true, temperature: 1, seed: frames }));
+    req.end(
+      JSON.stringify({
+        model: 'm',
+        messages: MESSAGES,
+        stream: true,
+        max_tokens: maxTokens,
+        ignore_eos: true,
+        temperature: 1,
+        seed: frames,
+      }),
+    );
   });
 }
 
@@ -234,7 +250,10 @@ test('many clients hanging up mid-stream: every sequence and KV block is freed',
     await new Promise((r) => setTimeout(r, 20));
     stats = server.engine.stats();
   }
-  assert.deepEqual({ running: stats.running, waiting: stats.waiting, kvBlocksUsed: stats.kvBlocksUsed }, { running: 0, waiting: 0, kvBlocksUsed: 0 });
+  assert.deepEqual(
+    { running: stats.running, waiting: stats.waiting, kvBlocksUsed: stats.kvBlocksUsed },
+    { running: 0, waiting: 0, kvBlocksUsed: 0 },
+  );
   // And the server still answers.
   const res = await client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 3 });
   assert.equal(res.choices.length, 1);
@@ -246,18 +265,25 @@ test('--max-num-seqs: a request beyond the queue limit gets a retriable 503; the
     const long = { model: 'm', messages: MESSAGES, max_tokens: 300, ignore_eos: true, temperature: 0 } as never;
     const running = [small.client.chat.completions.create(long), small.client.chat.completions.create(long)];
     // Wait until both are admitted, then one more is refused.
-    for (let t = 0; t < 100 && small.engine.stats().running + small.engine.stats().waiting < 2; t++) await new Promise((r) => setTimeout(r, 10));
-    await assert.rejects(small.client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 5 }), (err: InstanceType<typeof OpenAI.APIError>) => {
-      assert.equal(err.status, 503);
-      assert.equal(err.code, 'server_busy');
-      return true;
-    });
+    for (let t = 0; t < 100 && small.engine.stats().running + small.engine.stats().waiting < 2; t++)
+      await new Promise((r) => setTimeout(r, 10));
+    await assert.rejects(
+      small.client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 5 }),
+      (err: InstanceType<typeof OpenAI.APIError>) => {
+        assert.equal(err.status, 503);
+        assert.equal(err.code, 'server_busy');
+        return true;
+      },
+    );
     // More sequences than the engine ever holds is the client's error, not a reason to retry.
-    await assert.rejects(small.client.chat.completions.create({ model: 'm', messages: MESSAGES, n: 3, max_tokens: 5 }), (err: InstanceType<typeof OpenAI.APIError>) => {
-      assert.equal(err.status, 400);
-      assert.equal(err.param, 'n');
-      return true;
-    });
+    await assert.rejects(
+      small.client.chat.completions.create({ model: 'm', messages: MESSAGES, n: 3, max_tokens: 5 }),
+      (err: InstanceType<typeof OpenAI.APIError>) => {
+        assert.equal(err.status, 400);
+        assert.equal(err.param, 'n');
+        return true;
+      },
+    );
     for (const r of await Promise.all(running)) assert.equal(r.choices[0]!.finish_reason, 'length');
   } finally {
     await small.close();
@@ -290,7 +316,10 @@ test('--request-timeout: non-streamed → 408 request_timeout; streamed → a fi
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ ...long, stream: true }),
     });
-    const frames = (await res.text()).split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+    const frames = (await res.text())
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: '))
+      .map((f) => f.slice(6));
     assert.equal(frames.at(-1), '[DONE]');
     const last = JSON.parse(frames.at(-2)!) as { error?: { code: string } };
     assert.equal(last.error?.code, 'request_timeout');

@@ -89,7 +89,13 @@ test('a weather question with tools returns a get_weather call with the city fro
 });
 
 test('streamed tool call: id, type and name first with empty arguments, then argument fragments only', async () => {
-  const stream = await client.chat.completions.create({ model: 'm', messages: WEATHER_QUESTION, tools: TOOLS, temperature: 0, stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'm',
+    messages: WEATHER_QUESTION,
+    tools: TOOLS,
+    temperature: 0,
+    stream: true,
+  });
   const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
   for await (const c of stream) chunks.push(c);
   assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
@@ -118,7 +124,11 @@ test('streamed tool call: id, type and name first with empty arguments, then arg
 test('after a tool result the model answers in text', async () => {
   const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
     { role: 'user', content: 'Can you start a timer for 25 minutes?' },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'set_timer', arguments: '{"minutes": 25}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'set_timer', arguments: '{"minutes": 25}' } }],
+    },
     { role: 'tool', tool_call_id: 'call_1', content: '{"status": "ok", "minutes": 25}' },
   ];
   const res = await client.chat.completions.create({ model: 'm', messages, tools: TOOLS, temperature: 0 });
@@ -135,7 +145,12 @@ test('thinking on: reasoning is separate; enable_thinking false: none', async ()
   assert.ok(on.reasoning && on.reasoning.length > 0);
   assert.ok(on.content && !on.content.includes('think>'));
   const off = (
-    await client.chat.completions.create({ model: 'm', messages: q, temperature: 0, chat_template_kwargs: { enable_thinking: false } } as never)
+    await client.chat.completions.create({
+      model: 'm',
+      messages: q,
+      temperature: 0,
+      chat_template_kwargs: { enable_thinking: false },
+    } as never)
   ).choices[0]!.message as Message;
   assert.equal(off.reasoning, undefined);
   assert.ok(off.content && !off.content.includes('think>'));
@@ -177,13 +192,24 @@ test('a named tool_choice forces that tool, with valid arguments', async () => {
 });
 
 test('tool_choice none returns text; an unknown forced tool is a 400', async () => {
-  const res = await client.chat.completions.create({ model: 'm', messages: WEATHER_QUESTION, tools: TOOLS, tool_choice: 'none', temperature: 0 });
+  const res = await client.chat.completions.create({
+    model: 'm',
+    messages: WEATHER_QUESTION,
+    tools: TOOLS,
+    tool_choice: 'none',
+    temperature: 0,
+  });
   const choice = res.choices[0]!;
   assert.equal(choice.finish_reason, 'stop');
   assert.ok(!choice.message.tool_calls || choice.message.tool_calls.length === 0);
   assert.ok(choice.message.content && !choice.message.content.includes('<tool_call>'));
   await assert.rejects(
-    client.chat.completions.create({ model: 'm', messages: WEATHER_QUESTION, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    client.chat.completions.create({
+      model: 'm',
+      messages: WEATHER_QUESTION,
+      tools: TOOLS,
+      tool_choice: { type: 'function', function: { name: 'nope' } },
+    }),
     (err: { status?: number }) => err.status === 400,
   );
 });
@@ -193,7 +219,12 @@ test('--disable-thinking: no reasoning comes back, even when the request asks fo
   try {
     const q = [{ role: 'user' as const, content: 'What city is the capital of Mexico?' }];
     const m = (
-      await off.client.chat.completions.create({ model: 'm', messages: q, temperature: 0, chat_template_kwargs: { enable_thinking: true } } as never)
+      await off.client.chat.completions.create({
+        model: 'm',
+        messages: q,
+        temperature: 0,
+        chat_template_kwargs: { enable_thinking: true },
+      } as never)
     ).choices[0]!.message as Message;
     assert.equal(m.reasoning, undefined);
     assert.ok(m.content && !m.content.includes('think>'));

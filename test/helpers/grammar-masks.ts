@@ -20,7 +20,10 @@ export function checkMasksAgainstBruteForce(cases: [ToolGrammar, string][], tk: 
         g.allowedTokens(st, mask);
         for (let id = 0; id < LOGITS_ROW; id++) {
           const ok = id < vocab.size && g.tryAdvance(st, id) !== null;
-          if ((mask[id] === 1) !== ok) assert.fail(`after ${JSON.stringify(tk.decode(ids.slice(0, i)))}: token ${id} ${JSON.stringify(tk.decode([id]))} mask ${mask[id]} vs ${ok}`);
+          if ((mask[id] === 1) !== ok)
+            assert.fail(
+              `after ${JSON.stringify(tk.decode(ids.slice(0, i)))}: token ${id} ${JSON.stringify(tk.decode([id]))} mask ${mask[id]} vs ${ok}`,
+            );
         }
         states++;
       }

@@ -107,7 +107,10 @@ function fixtureErrors(model: Model, name: string): { prefill: number; decode: n
 
   // Prefill: every sequence whole, all in one batch, logits for every row.
   let prefill = 0;
-  const whole = new PagedRun(model, lens, 4).step(ref.sequences.map((tokens, seq) => ({ seq, tokens })), true);
+  const whole = new PagedRun(model, lens, 4).step(
+    ref.sequences.map((tokens, seq) => ({ seq, tokens })),
+    true,
+  );
   let row = 0;
   ref.sequences.forEach((seq, s) => seq.forEach((_, pos) => (prefill = maxErr(whole, row++, s, pos, prefill))));
 
@@ -144,7 +147,9 @@ for (const kernels of [referenceOps, nativeOps]) {
       const model = createModel(loadFixture(c.name, c.files), kernels);
       assert.equal(model.config.architecture, c.name);
       const { prefill, decode } = fixtureErrors(model, c.name);
-      console.log(`# ${c.label} (${kernels.name}): max abs logit error prefill ${prefill.toExponential(2)}, decode ${decode.toExponential(2)}`);
+      console.log(
+        `# ${c.label} (${kernels.name}): max abs logit error prefill ${prefill.toExponential(2)}, decode ${decode.toExponential(2)}`,
+      );
       assert.ok(prefill < tol, `prefill error ${prefill}`);
       assert.ok(decode < tol, `decode error ${decode}`);
     });
@@ -154,10 +159,16 @@ for (const kernels of [referenceOps, nativeOps]) {
 test('tiny llama GGUF Q8_0 (no HF logits): native int8 kernels match the reference ops on the same weights', () => {
   const checkpoint = loadCheckpoint(resolve(FIXTURES, 'tiny_llama_q8.gguf'), { fastLoad: true });
   assert.equal(checkpoint.tensors.get('model.layers.0.self_attn.q_proj.weight')?.dtype, 'q8_0');
-  const seqs = [[1, 2, 3, 4, 5, 6, 7], [7, 0, 3, 3, 1]];
+  const seqs = [
+    [1, 2, 3, 4, 5, 6, 7],
+    [7, 0, 3, 3, 1],
+  ];
   const lens = seqs.map((q) => q.length);
   const run = (kernels: typeof referenceOps) =>
-    new PagedRun(createModel(checkpoint, kernels), lens, 4).step(seqs.map((tokens, seq) => ({ seq, tokens })), true);
+    new PagedRun(createModel(checkpoint, kernels), lens, 4).step(
+      seqs.map((tokens, seq) => ({ seq, tokens })),
+      true,
+    );
   const ref = run(referenceOps);
   const nat = run(nativeOps);
   let err = 0;
@@ -169,7 +180,9 @@ test('tiny llama GGUF Q8_0 (no HF logits): native int8 kernels match the referen
   const vocab = checkpoint.config.vocabSize;
   let sameTop = 0;
   for (let r = 0; r < ref.length / vocab; r++) if (argmax(ref, r * vocab, vocab) === argmax(nat, r * vocab, vocab)) sameTop++;
-  console.log(`# tiny llama Q8_0: max abs logit difference native vs reference ${err.toExponential(2)} (max |logit| ${scale.toFixed(3)}), same top-1 in ${sameTop}/${ref.length / vocab} rows`);
+  console.log(
+    `# tiny llama Q8_0: max abs logit difference native vs reference ${err.toExponential(2)} (max |logit| ${scale.toFixed(3)}), same top-1 in ${sameTop}/${ref.length / vocab} rows`,
+  );
   // The native path quantizes activations to int8 per 32-element block (as llama.cpp does), which
   // the f32 reference does not: a few percent of the logit scale on this 32-wide model.
   assert.ok(err < 0.05 * scale, `difference ${err}`);
@@ -228,7 +241,11 @@ test('svc-tiny-chat: top-5 logits at the first 3 generated positions match the r
       assert.equal(top5[0].id, c.generated_ids[step]);
       for (const { id, logit } of top5) maxErr = Math.max(maxErr, Math.abs(row[id] - logit));
       const ours = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
-      assert.deepEqual(ours, top5.map((t) => t.id), `case ${c.case_id} step ${step}: top-5 order`);
+      assert.deepEqual(
+        ours,
+        top5.map((t) => t.id),
+        `case ${c.case_id} step ${step}: top-5 order`,
+      );
     });
   }
   console.log(`# svc-tiny-chat f32 KV: max abs error on reference top-5 logits ${maxErr.toExponential(2)}`);
@@ -252,7 +269,10 @@ test('svc-tiny-chat on the native kernels (bf16 weights, bf16 KV, as served): re
 // The three shortest prompts (16, 164, 171 tokens) keep these two runs of the reference ops short.
 const KV_DTYPE_CASES = new Set([28, 24, 0]);
 
-for (const [dtype, tol] of [['bf16', 0.1], ['fp8', 1.0]] as const) {
+for (const [dtype, tol] of [
+  ['bf16', 0.1],
+  ['fp8', 1.0],
+] as const) {
   test(`svc-tiny-chat with ${dtype} KV: same top-1 at the reference positions, logits within ${tol} of f32 KV`, () => {
     let maxErr = 0;
     for (const c of chatRef.cases.filter((c) => KV_DTYPE_CASES.has(c.case_id))) {
@@ -298,7 +318,9 @@ test('TinyStories-656K: greedy continuation of "Once upon a time" is determinist
   const words: string[] = text.toLowerCase().match(/[a-z]+/g) ?? [];
   assert.ok(words.length >= 15, `too few words: ${text}`);
   const common = new Set(
-    'a an the and was there little girl boy named she he her his they it to in on with of play played day one time upon who big very saw said loved liked happy went friend friends had is wanted lily tim ben sue mom dad sun park ball tree toy that so but not be see can'.split(' '),
+    'a an the and was there little girl boy named she he her his they it to in on with of play played day one time upon who big very saw said loved liked happy went friend friends had is wanted lily tim ben sue mom dad sun park ball tree toy that so but not be see can'.split(
+      ' ',
+    ),
   );
   const known = words.filter((w) => common.has(w)).length;
   assert.ok(known / words.length > 0.5, `mostly unfamiliar words: ${text}`);

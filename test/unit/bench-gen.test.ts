@@ -60,7 +60,18 @@ test('qwen3 Q8_0 GGUF: header, config, tensor shapes and dtypes', () => {
   const c = ck.config;
   assert.equal(c.architecture, 'qwen3');
   assert.deepEqual(
-    [c.hiddenSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.intermediateSize, c.vocabSize, c.ropeTheta, c.qkNorm, c.tieWordEmbeddings],
+    [
+      c.hiddenSize,
+      c.numLayers,
+      c.numHeads,
+      c.numKvHeads,
+      c.headDim,
+      c.intermediateSize,
+      c.vocabSize,
+      c.ropeTheta,
+      c.qkNorm,
+      c.tieWordEmbeddings,
+    ],
     [shape.hiddenSize, shape.numLayers, shape.numHeads, shape.numKvHeads, shape.headDim, shape.intermediateSize, 151936, 1e6, true, true],
   );
   const q = ck.tensors.get('model.layers.1.self_attn.q_proj.weight')!;
@@ -73,7 +84,10 @@ test('qwen3 Q8_0 GGUF: header, config, tensor shapes and dtypes', () => {
 
 test('llama Q4_0 GGUF and BF16 safetensors load with the llama config', () => {
   const shape = shapeOf('llama', true);
-  for (const [id, dtype] of [['llama-q4_0', 'q4_0'], ['llama-bf16', 'bf16']] as const) {
+  for (const [id, dtype] of [
+    ['llama-q4_0', 'q4_0'],
+    ['llama-bf16', 'bf16'],
+  ] as const) {
     const ck = load(small(id));
     assert.equal(ck.config.architecture, 'llama', id);
     assert.equal(ck.config.numKvHeads, shape.numKvHeads, id);
@@ -91,14 +105,19 @@ test('llama Q4_0 GGUF and BF16 safetensors load with the llama config', () => {
 test('every format holds the same weights (llama Q/K rows un-interleaved by the loader)', () => {
   const q8 = load(small('llama-q8_0'));
   const bf16 = load(small('llama-bf16'));
-  for (const name of ['model.layers.0.self_attn.q_proj.weight', 'model.layers.1.self_attn.k_proj.weight', 'model.layers.0.mlp.up_proj.weight']) {
+  for (const name of [
+    'model.layers.0.self_attn.q_proj.weight',
+    'model.layers.1.self_attn.k_proj.weight',
+    'model.layers.0.mlp.up_proj.weight',
+  ]) {
     const a = q8.tensors.get(name)!;
     const b = bf16.tensors.get(name)!;
     const rows = a.shape[0];
     const cols = a.shape[1];
     const x = dequantize(a.dtype, a.data, rows, cols);
     const y = dequantize(b.dtype, b.data, rows, cols);
-    let maxErr = 0, sumSq = 0;
+    let maxErr = 0,
+      sumSq = 0;
     for (let i = 0; i < x.length; i++) {
       maxErr = Math.max(maxErr, Math.abs(x[i] - y[i]));
       sumSq += y[i] * y[i];

@@ -46,7 +46,11 @@ test('table: every field is the camelCase of its flag, unique names, every group
     // A negated flag (--no-x) sets the positive field x to false.
     assert.equal(row.key, camel(row.name.replace(/^no-/, '')), row.name);
   }
-  for (const g of GROUPS) assert.ok(ROWS.some((r) => r.group === g), `group ${g} has no flag`);
+  for (const g of GROUPS)
+    assert.ok(
+      ROWS.some((r) => r.group === g),
+      `group ${g} has no flag`,
+    );
 });
 
 test('table: every written default is itself an accepted value', () => {
@@ -177,10 +181,7 @@ test('usage errors name the flag in one line with exit code 2', () => {
   assert.match(error('serve', 'm', '--gpu-memory-utilization', '1.01'), /^svc: --gpu-memory-utilization: /);
   assert.match(error('serve', 'm', '--auto-compact', 'NaN'), /^svc: --auto-compact: expected a number/);
   assert.match(error('serve', 'm', '--default-min-p', 'Infinity'), /^svc: --default-min-p: /);
-  assert.equal(
-    error('serve', 'm', '--scheduling-policy', 'lifo'),
-    'svc: --scheduling-policy: expected one of fifo, slai, got "lifo"',
-  );
+  assert.equal(error('serve', 'm', '--scheduling-policy', 'lifo'), 'svc: --scheduling-policy: expected one of fifo, slai, got "lifo"');
   assert.match(error('serve', 'm', '--kv-cache-dtype', 'fp16'), /^svc: --kv-cache-dtype: expected one of bf16, fp8, .*got "fp16"$/);
   assert.equal(error('serve', 'm', '--bind', ''), 'svc: --bind: expected a non-empty address, got ""');
   // An alias is named as typed.

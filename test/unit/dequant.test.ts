@@ -4,8 +4,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  bf16ToF32, bytesPerRow, dequantize, dequantizeRow, f16ToF32, f32ToBf16, f32ToF16,
-  quantizeRowQ4_0, quantizeRowQ8_0,
+  bf16ToF32,
+  bytesPerRow,
+  dequantize,
+  dequantizeRow,
+  f16ToF32,
+  f32ToBf16,
+  f32ToF16,
+  quantizeRowQ4_0,
+  quantizeRowQ8_0,
 } from '../../src/kernels/dequant.js';
 import { readGgufHeader, GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
 import type { DType } from '../../src/model/types.js';
@@ -61,7 +68,7 @@ test('bf16 known values and round to nearest even', () => {
   assert.equal(f32ToBf16(NaN), 0x7fc0);
   assert.equal(f32ToBf16(-Infinity), 0xff80);
   for (let h = 0; h < 65536; h += 7) {
-    if ((h & 0x7f80) === 0x7f80 && (h & 0x7f)) continue; // NaN payloads are not preserved
+    if ((h & 0x7f80) === 0x7f80 && h & 0x7f) continue; // NaN payloads are not preserved
     assert.equal(f32ToBf16(bf16ToF32(h)), h);
   }
 });
@@ -73,9 +80,11 @@ test('plain-float rows decode at any row and output offset', () => {
   const bf16 = new Uint8Array(48);
   for (let i = 0; i < 24; i++) {
     const h = f32ToF16(values[i]);
-    f16[2 * i] = h & 0xff; f16[2 * i + 1] = h >> 8;
+    f16[2 * i] = h & 0xff;
+    f16[2 * i + 1] = h >> 8;
     const b = f32ToBf16(values[i]);
-    bf16[2 * i] = b & 0xff; bf16[2 * i + 1] = b >> 8;
+    bf16[2 * i] = b & 0xff;
+    bf16[2 * i + 1] = b >> 8;
   }
   const out = new Float32Array(10);
   dequantizeRow('f32', f32, 2, 8, out, 2);
@@ -93,18 +102,25 @@ test('plain-float rows decode at any row and output offset', () => {
 
 test('Q8_0 hand-built block decodes to d·q', () => {
   const block = new Uint8Array(34);
-  block[0] = 0x00; block[1] = 0x38; // d = 0.5 as f16 (0x3800)
+  block[0] = 0x00;
+  block[1] = 0x38; // d = 0.5 as f16 (0x3800)
   const qs = [-128, -127, -1, 0, 1, 2, 127];
-  qs.forEach((q, j) => { block[2 + j] = q & 0xff; });
+  qs.forEach((q, j) => {
+    block[2 + j] = q & 0xff;
+  });
   const out = new Float32Array(32);
   dequantizeRow('q8_0', block, 0, 32, out);
-  assert.deepEqual(Array.from(out.subarray(0, 7)), qs.map((q) => q * 0.5));
+  assert.deepEqual(
+    Array.from(out.subarray(0, 7)),
+    qs.map((q) => q * 0.5),
+  );
   assert.equal(out[31], 0);
 });
 
 test('Q4_0 hand-built block: low nibbles first, then high nibbles, offset by 8', () => {
   const block = new Uint8Array(18);
-  block[0] = 0x00; block[1] = 0x40; // d = 2
+  block[0] = 0x00;
+  block[1] = 0x40; // d = 2
   for (let j = 0; j < 16; j++) block[2 + j] = (j & 0xf) | ((15 - j) << 4);
   const out = new Float32Array(32);
   dequantizeRow('q4_0', block, 0, 32, out);

@@ -32,7 +32,10 @@ function pieces(ids: number[], groups: number[], skipSpecialTokens = true): stri
 
 test('the test texts really split characters across tokens', () => {
   const ids = qwen.encode(TEXTS[0]!);
-  assert.ok(ids.some((id) => qwen.decode([id]).includes('\uFFFD')), 'some single token decodes to a partial character');
+  assert.ok(
+    ids.some((id) => qwen.decode([id]).includes('\uFFFD')),
+    'some single token decodes to a partial character',
+  );
 });
 
 for (const text of TEXTS) {

@@ -6,7 +6,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
-import { EngineAdmissionError, type EngineEvent, type GenerationHandle, type GenerationRequest, type SamplingParams, type TokenLogprob } from '../../src/engine/types.js';
+import {
+  EngineAdmissionError,
+  type EngineEvent,
+  type GenerationHandle,
+  type GenerationRequest,
+  type SamplingParams,
+  type TokenLogprob,
+} from '../../src/engine/types.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const IM_END = 151645;
@@ -115,7 +122,9 @@ test('greedy tokens are identical alone and among 7 concurrent requests', async 
 });
 
 test('a prompt prefilled in 16-token chunks gives the same greedy tokens as in one piece', async () => {
-  const prompt = chat('Repeat this list in reverse order: apple, banana, cherry, date, elderberry, fig, grape, honeydew, kiwi, lemon, mango, nectarine, orange, papaya.');
+  const prompt = chat(
+    'Repeat this list in reverse order: apple, banana, cherry, date, elderberry, fig, grape, honeydew, kiwi, lemon, mango, nectarine, orange, papaya.',
+  );
   assert.ok(prompt.length > 40);
   const whole = await start({ maxPrefillTokens: 2048 });
   const chunked = await start({ maxPrefillTokens: 16 });
@@ -126,7 +135,10 @@ test('a prompt prefilled in 16-token chunks gives the same greedy tokens as in o
 
 test('seeded sampling is reproducible, alone or batched, and reports logprobs', async () => {
   const engine = await start();
-  const sampled = request(chat(QUESTIONS[2]), { sampling: { temperature: 1, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: 1234 }, logprobs: 3 });
+  const sampled = request(chat(QUESTIONS[2]), {
+    sampling: { temperature: 1, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: 1234 },
+    logprobs: 3,
+  });
   const first = await collect(engine.submit(sampled));
   const [second] = await Promise.all([collect(engine.submit(sampled)), collect(engine.submit(request(chat(QUESTIONS[3]))))]);
   assert.deepEqual(second.ids, first.ids);
@@ -186,20 +198,30 @@ test('no KV block leaks after requests cancelled at random moments under preempt
   const probe = await start({ maxSeqLen: 64 });
   const weightBytes = probe.info.weightBytes;
   const kvPerBlock = probe.info.kvPoolBytes / probe.info.kvBlocks;
-  const engine = await start({ maxSeqLen: 64, maxBatchSize: 4, maxPrefillTokens: 24, oomGuardMb: 0, gpuMemoryUtilization: 1, memoryBytes: weightBytes + 4.5 * kvPerBlock });
+  const engine = await start({
+    maxSeqLen: 64,
+    maxBatchSize: 4,
+    maxPrefillTokens: 24,
+    oomGuardMb: 0,
+    gpuMemoryUtilization: 1,
+    memoryBytes: weightBytes + 4.5 * kvPerBlock,
+  });
   assert.equal(engine.info.kvBlocks, 4);
 
   let seed = 99;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   // ~20-token prompts + 16 tokens cross into a third block: two sequences running together need
   // 6 of the 4 blocks, so the two submitted first (never cancelled) force a preemption whatever
   // the timing.
   const TOKENS = 16;
-  const jobs: Promise<Outcome>[] = [0, 1].map((i) => collect(engine.submit(request(chat(QUESTIONS[i]), { maxTokens: TOKENS, stopTokenIds: [] }))));
+  const jobs: Promise<Outcome>[] = [0, 1].map((i) =>
+    collect(engine.submit(request(chat(QUESTIONS[i]), { maxTokens: TOKENS, stopTokenIds: [] }))),
+  );
   for (let i = 0; i < 12; i++) {
     const handle = engine.submit(request(chat(QUESTIONS[i % QUESTIONS.length]), { maxTokens: TOKENS, stopTokenIds: [] }));
     const mode = rand();
-    if (mode < 0.25) handle.cancel(); // before the worker even sees it
+    if (mode < 0.25)
+      handle.cancel(); // before the worker even sees it
     else if (mode < 0.75) setTimeout(() => handle.cancel(), rand() * 200);
     jobs.push(collect(handle));
     if (i % 3 === 2) await sleep(rand() * 200);

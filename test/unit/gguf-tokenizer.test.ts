@@ -76,14 +76,20 @@ test('stories260K: BOS/EOS and special tokens from the metadata', () => {
   assert.equal(stories.eosToken, '</s>');
   assert.equal(stories.addBosToken, true); // llama vocabularies add BOS unless add_bos_token says otherwise
   assert.equal(stories.vocabSize, 512);
-  assert.deepEqual([...stories.specialTokenIds].sort((a, b) => a - b), [0, 1, 2]);
+  assert.deepEqual(
+    [...stories.specialTokenIds].sort((a, b) => a - b),
+    [0, 1, 2],
+  );
   assert.deepEqual(stories.encode('Once upon a time', { addSpecialTokens: true }), [1, 403, 407, 261, 378]);
 });
 
 test('stories260K: the space prefix and byte fallback', () => {
   assert.equal(stories.idToToken(stories.encode('Once')[0]), '▁Once');
   const ids = stories.encode('你');
-  assert.deepEqual(ids.map((id) => stories.idToToken(id)), ['▁', '<0xE4>', '<0xBD>', '<0xA0>']);
+  assert.deepEqual(
+    ids.map((id) => stories.idToToken(id)),
+    ['▁', '<0xE4>', '<0xBD>', '<0xA0>'],
+  );
   assert.equal(stories.decode(ids), '你');
 });
 
@@ -109,7 +115,15 @@ function withTempDir<T>(fn: (dir: string) => T): T {
 }
 
 /** Write a vocabulary-only GGUF the way llama.cpp's converter lays out a gpt2 vocabulary, and load it back. */
-function writeAndLoadBpeGguf(opts: { tokens: string[]; types: Int32Array; merges: string[]; pre: string; bos: number; eos: number; addBos: boolean }): Tokenizer {
+function writeAndLoadBpeGguf(opts: {
+  tokens: string[];
+  types: Int32Array;
+  merges: string[];
+  pre: string;
+  bos: number;
+  eos: number;
+  addBos: boolean;
+}): Tokenizer {
   return withTempDir((dir) => {
     const path = join(dir, 'vocab.gguf');
     writeGguf(path, {
@@ -129,13 +143,21 @@ function writeAndLoadBpeGguf(opts: { tokens: string[]; types: Int32Array; merges
   });
 }
 
-const NORMAL = 1, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5;
+const NORMAL = 1,
+  CONTROL = 3,
+  USER_DEFINED = 4,
+  UNUSED = 5;
 
 test('qwen2 GGUF from vocab.json + merges.txt encodes like the HF Qwen3 tokenizer', () => {
   const dir = join(MODELS, 'qwen2.5-0.5b-instruct-tokenizer');
   const vocab = JSON.parse(readFileSync(join(dir, 'vocab.json'), 'utf8')) as Record<string, number>;
-  const merges = readFileSync(join(dir, 'merges.txt'), 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('#version'));
-  const added = JSON.parse(readFileSync(join(TINY_CHAT, 'tokenizer_config.json'), 'utf8')).added_tokens_decoder as Record<string, { content: string; special: boolean }>;
+  const merges = readFileSync(join(dir, 'merges.txt'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('#version'));
+  const added = JSON.parse(readFileSync(join(TINY_CHAT, 'tokenizer_config.json'), 'utf8')).added_tokens_decoder as Record<
+    string,
+    { content: string; special: boolean }
+  >;
   // As convert_hf_to_gguf.py does: the embedding table's 151936 rows, special added tokens as CONTROL,
   // the others as USER_DEFINED, unfilled rows as [PADn] UNUSED.
   const n = 151936;
@@ -147,7 +169,8 @@ test('qwen2 GGUF from vocab.json + merges.txt encodes like the HF Qwen3 tokenize
 
   const gguf = writeAndLoadBpeGguf({ tokens, types, merges, pre: 'qwen2', bos: 151643, eos: 151645, addBos: false });
   const hf = loadTokenizer(TINY_CHAT);
-  const chat = '<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>';
+  const chat =
+    '<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>';
   for (const text of [...INP_TEXTS, ...EXTRA_TEXTS, chat]) {
     const ids = gguf.encode(text);
     assert.deepEqual(ids, hf.encode(text), JSON.stringify(text));
@@ -163,12 +186,23 @@ test('qwen2 GGUF from vocab.json + merges.txt encodes like the HF Qwen3 tokenize
 
 test('smollm GGUF from the SmolLM2 tokenizer.json vocabulary encodes like the HF tokenizer', () => {
   const dir = join(MODELS, 'smollm2-135m-instruct-tokenizer');
-  const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number>; merges: (string | [string, string])[] }; added_tokens: { id: number; special: boolean }[] };
+  const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as {
+    model: { vocab: Record<string, number>; merges: (string | [string, string])[] };
+    added_tokens: { id: number; special: boolean }[];
+  };
   const tokens: string[] = [];
   const types = new Int32Array(Object.keys(json.model.vocab).length).fill(NORMAL);
   for (const [token, id] of Object.entries(json.model.vocab)) tokens[id] = token;
   for (const t of json.added_tokens) types[t.id] = t.special ? CONTROL : USER_DEFINED;
-  const gguf = writeAndLoadBpeGguf({ tokens, types, merges: json.model.merges.map((m) => (typeof m === 'string' ? m : m.join(' '))), pre: 'smollm', bos: 1, eos: 2, addBos: false });
+  const gguf = writeAndLoadBpeGguf({
+    tokens,
+    types,
+    merges: json.model.merges.map((m) => (typeof m === 'string' ? m : m.join(' '))),
+    pre: 'smollm',
+    bos: 1,
+    eos: 2,
+    addBos: false,
+  });
   const hf = loadTokenizer(dir);
   for (const text of [...INP_TEXTS, ...EXTRA_TEXTS, '<|im_start|>user\nHi<|im_end|>']) {
     assert.deepEqual(gguf.encode(text), hf.encode(text), JSON.stringify(text));
@@ -212,8 +246,13 @@ test('tokenizer.ggml.pre picks the pre-tokenizer: digit grouping and ignore_merg
 
 test('BOS policy: llama-bpe adds BOS by default, tokenizer.ggml.add_bos_token overrides', () => {
   const metadata = (extra: Record<string, unknown>) => ({
-    'tokenizer.ggml.model': 'gpt2', 'tokenizer.ggml.pre': 'llama-bpe', 'tokenizer.ggml.tokens': ['a', 'b', '<s>'],
-    'tokenizer.ggml.token_type': new Int32Array([NORMAL, NORMAL, CONTROL]), 'tokenizer.ggml.merges': [], 'tokenizer.ggml.bos_token_id': 2, ...extra,
+    'tokenizer.ggml.model': 'gpt2',
+    'tokenizer.ggml.pre': 'llama-bpe',
+    'tokenizer.ggml.tokens': ['a', 'b', '<s>'],
+    'tokenizer.ggml.token_type': new Int32Array([NORMAL, NORMAL, CONTROL]),
+    'tokenizer.ggml.merges': [],
+    'tokenizer.ggml.bos_token_id': 2,
+    ...extra,
   });
   assert.deepEqual(tokenizerFromGguf(metadata({})).encode('ab', { addSpecialTokens: true }), [2, 0, 1]);
   assert.deepEqual(tokenizerFromGguf(metadata({ 'tokenizer.ggml.add_bos_token': false })).encode('ab', { addSpecialTokens: true }), [0, 1]);

@@ -34,11 +34,25 @@ test('gguf-writer: metadata of every value type reads back', () => {
     const path = join(dir, 'meta.gguf');
     writeGguf(path, {
       metadata: {
-        'v.u8': typed('u8', 200), 'v.i8': typed('i8', -100), 'v.u16': typed('u16', 60000), 'v.i16': typed('i16', -30000),
-        'v.u32': 4000000000, 'v.i32': -5, 'v.f32': 0.5, 'v.f32.whole': typed('f32', 10000), 'v.f64': typed('f64', Math.PI),
-        'v.bool': true, 'v.string': 'héllo ▁ 世界', 'v.u64': typed('u64', 2 ** 40), 'v.i64': typed('i64', -(2 ** 40)),
-        'a.strings': ['a', '', 'ü'], 'a.i32': [1, -2, 3], 'a.f32': new Float32Array([0.25, -1.5]),
-        'a.u8': typedArray('u8', [1, 2, 255]), 'a.bool': [true, false], 'a.empty': [] as string[],
+        'v.u8': typed('u8', 200),
+        'v.i8': typed('i8', -100),
+        'v.u16': typed('u16', 60000),
+        'v.i16': typed('i16', -30000),
+        'v.u32': 4000000000,
+        'v.i32': -5,
+        'v.f32': 0.5,
+        'v.f32.whole': typed('f32', 10000),
+        'v.f64': typed('f64', Math.PI),
+        'v.bool': true,
+        'v.string': 'héllo ▁ 世界',
+        'v.u64': typed('u64', 2 ** 40),
+        'v.i64': typed('i64', -(2 ** 40)),
+        'a.strings': ['a', '', 'ü'],
+        'a.i32': [1, -2, 3],
+        'a.f32': new Float32Array([0.25, -1.5]),
+        'a.u8': typedArray('u8', [1, 2, 255]),
+        'a.bool': [true, false],
+        'a.empty': [] as string[],
       },
     });
     const h = readGgufHeader(path);
@@ -85,7 +99,14 @@ test('gguf-writer: tensors land at aligned offsets with their bytes intact', () 
     const h = readGgufHeader(path);
     assert.equal(h.alignment, 64);
     assert.equal(h.metadata['general.alignment'], 64);
-    assert.deepEqual(h.tensors.map((t) => [t.name, t.dims, t.ggmlType]), [['a', [3, 2], GGML_TYPE.F32], ['b', [64], GGML_TYPE.Q8_0], ['c', [1], GGML_TYPE.F32]]);
+    assert.deepEqual(
+      h.tensors.map((t) => [t.name, t.dims, t.ggmlType]),
+      [
+        ['a', [3, 2], GGML_TYPE.F32],
+        ['b', [64], GGML_TYPE.Q8_0],
+        ['c', [1], GGML_TYPE.F32],
+      ],
+    );
     for (const t of h.tensors) assert.equal((t.offset - h.dataOffset) % 64, 0, `${t.name} aligned`);
     assert.deepEqual(readTensorBytes(path, h.tensors[0], f32.length), f32);
     assert.deepEqual(readTensorBytes(path, h.tensors[1], q8.length), q8);
@@ -96,17 +117,30 @@ test('gguf-writer: tensors land at aligned offsets with their bytes intact', () 
 
 test('gguf-writer: rejects data that does not match the dims', () => {
   withTempDir((dir) => {
-    assert.throws(() => writeGguf(join(dir, 'bad.gguf'), {
-      metadata: {}, tensors: [{ name: 'x', dims: [4], ggmlType: GGML_TYPE.F32, data: new Uint8Array(12) }],
-    }), /need 16/);
-    assert.throws(() => writeGguf(join(dir, 'bad2.gguf'), {
-      metadata: {}, tensors: [{ name: 'x', dims: [16], ggmlType: GGML_TYPE.Q8_0, data: new Uint8Array(34) }],
-    }), /blocks/);
+    assert.throws(
+      () =>
+        writeGguf(join(dir, 'bad.gguf'), {
+          metadata: {},
+          tensors: [{ name: 'x', dims: [4], ggmlType: GGML_TYPE.F32, data: new Uint8Array(12) }],
+        }),
+      /need 16/,
+    );
+    assert.throws(
+      () =>
+        writeGguf(join(dir, 'bad2.gguf'), {
+          metadata: {},
+          tensors: [{ name: 'x', dims: [16], ggmlType: GGML_TYPE.Q8_0, data: new Uint8Array(34) }],
+        }),
+      /blocks/,
+    );
   });
 });
 
 test('gguf-writer: tensorToGguf reverses the Hugging Face shape into ggml dims', () => {
-  const t = tensorToGguf({ name: 'model.embed_tokens.weight', dtype: 'q8_0', shape: [10, 64], data: new Uint8Array(10 * 2 * 34) }, 'token_embd.weight');
+  const t = tensorToGguf(
+    { name: 'model.embed_tokens.weight', dtype: 'q8_0', shape: [10, 64], data: new Uint8Array(10 * 2 * 34) },
+    'token_embd.weight',
+  );
   assert.deepEqual([t.name, t.dims, t.ggmlType], ['token_embd.weight', [64, 10], GGML_TYPE.Q8_0]);
 });
 

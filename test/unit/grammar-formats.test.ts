@@ -5,7 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rng } from '../../src/engine/sampler.js';
-import { compileToolGrammar, VocabIndex, type GrammarState, type ToolDef, type ToolGrammar, type ToolGrammarSpec } from '../../src/engine/grammar/index.js';
+import {
+  compileToolGrammar,
+  VocabIndex,
+  type GrammarState,
+  type ToolDef,
+  type ToolGrammar,
+  type ToolGrammarSpec,
+} from '../../src/engine/grammar/index.js';
 import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { createToolCallParser, type ToolSchema } from '../../src/chat/parsers/index.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
@@ -33,7 +40,12 @@ const CALCULATOR = {
   name: 'calculate',
   parameters: {
     type: 'object',
-    properties: { a: { type: 'number' }, b: { type: 'number' }, op: { enum: ['add', 'sub', 'mul', 'div'] }, precision: { type: ['integer', 'null'] } },
+    properties: {
+      a: { type: 'number' },
+      b: { type: 'number' },
+      op: { enum: ['add', 'sub', 'mul', 'div'] },
+      precision: { type: ['integer', 'null'] },
+    },
     required: ['a', 'b', 'op'],
   },
 };
@@ -46,7 +58,11 @@ const SEARCH = {
       exact: { type: 'boolean' },
       filters: { type: 'object' },
       tags: { type: 'array', items: { type: 'string' }, maxItems: 3 },
-      when: { type: 'object', properties: { day: { type: 'integer' }, hour: { anyOf: [{ type: 'integer' }, { type: 'string' }] } }, required: ['day'] },
+      when: {
+        type: 'object',
+        properties: { day: { type: 'integer' }, hour: { anyOf: [{ type: 'integer' }, { type: 'string' }] } },
+        required: ['day'],
+      },
     },
     required: ['query'],
   },
@@ -113,7 +129,11 @@ function validate(v: unknown, s: Schema, root: Schema, path = '$'): void {
   if (typeof s.$ref === 'string') return validate(v, (root.$defs as Record<string, Schema>)[s.$ref.replace('#/$defs/', '')], root, path);
   if ('const' in s) return assert.equal(JSON.stringify(v), JSON.stringify(s.const), `${path}: ${JSON.stringify(v)} is not the const`);
   if (Array.isArray(s.allOf)) return s.allOf.forEach((x) => validate(v, x as Schema, root, path));
-  if (Array.isArray(s.enum)) return assert.ok(s.enum.some((e) => JSON.stringify(e) === JSON.stringify(v)), `${path}: ${JSON.stringify(v)} not in enum`);
+  if (Array.isArray(s.enum))
+    return assert.ok(
+      s.enum.some((e) => JSON.stringify(e) === JSON.stringify(v)),
+      `${path}: ${JSON.stringify(v)} not in enum`,
+    );
   if (Array.isArray(s.anyOf)) {
     const ok = s.anyOf.some((alt) => {
       try {
@@ -202,7 +222,12 @@ const VALID: [Format, string, Call[]][] = [
   [
     'fam3',
     `<|tool_call>call:search{query:"say \\"hi\\"",when:{day:3,hour:<|"|>noon<|"|>},tags:[<|"|>a<|"|>, "b"],filters:{"k":[1,{"x":<|"|>y<|"|>}]},exact:false}<tool_call|>`,
-    [{ name: 'search', arguments: { query: 'say "hi"', when: { day: 3, hour: 'noon' }, tags: ['a', 'b'], filters: { k: [1, { x: 'y' }] }, exact: false } }],
+    [
+      {
+        name: 'search',
+        arguments: { query: 'say "hi"', when: { day: 3, hour: 'noon' }, tags: ['a', 'b'], filters: { k: [1, { x: 'y' }] }, exact: false },
+      },
+    ],
   ],
   [
     'fam4_xml',
@@ -262,7 +287,12 @@ const VALID: [Format, string, Call[]][] = [
   [
     'pythonic',
     `[search(query='it\\'s\\n\\x41', when={'day': 3, 'hour': 'noon'}, tags=['a', "b"], filters={'k': [1, True, None]}, exact=False)]`,
-    [{ name: 'search', arguments: { query: "it's\nA", when: { day: 3, hour: 'noon' }, tags: ['a', 'b'], filters: { k: [1, true, null] }, exact: false } }],
+    [
+      {
+        name: 'search',
+        arguments: { query: "it's\nA", when: { day: 3, hour: 'noon' }, tags: ['a', 'b'], filters: { k: [1, true, null] }, exact: false },
+      },
+    ],
   ],
 ];
 
@@ -279,7 +309,8 @@ for (const [format, text, expected] of VALID) {
 }
 
 test('every format has a grammar; an unknown format and an empty tool list have none', () => {
-  for (const f of [...FORMATS, 'hermes', 'fam1_coder', 'fam1_xml']) assert.ok(compileToolGrammar({ format: f, tools: [WEATHER], endTokenIds: END_IDS }, vocab), f);
+  for (const f of [...FORMATS, 'hermes', 'fam1_coder', 'fam1_xml'])
+    assert.ok(compileToolGrammar({ format: f, tools: [WEATHER], endTokenIds: END_IDS }, vocab), f);
   assert.equal(compileToolGrammar({ format: 'nonesuch', tools: [WEATHER], endTokenIds: END_IDS }, vocab), null);
   assert.equal(compileToolGrammar({ format: 'pythonic', tools: [], endTokenIds: END_IDS }, vocab), null);
 });
@@ -309,7 +340,13 @@ const CONTINUATIONS: [Format, string, string, boolean, string][] = [
   ['fam4_xml', '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="days">', '12', true, 'an integer'],
   ['fam4_xml', '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="unit">', 'kelvin', false, 'a value outside the enum'],
   ['fam4_xml', '<minimax:tool_call>\n<invoke name="get_weather">\n', '</invoke>', false, 'required city missing'],
-  ['fam4_xml', '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">a</parameter>\n', '<parameter name="city">', false, 'a repeated parameter'],
+  [
+    'fam4_xml',
+    '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">a</parameter>\n',
+    '<parameter name="city">',
+    false,
+    'a repeated parameter',
+  ],
   ['bare_json', '', 'The', false, 'text before the call'],
   ['bare_json', '{"name": "', 'lookup', false, 'a tool that is not offered'],
   ['bare_json', '{"name": "calculate", "arguments": {"a": ', '"', false, 'a string for a number'],
@@ -467,16 +504,48 @@ function accepts(format: Format, tools: ToolDef[], text: string, maxCalls = 0): 
 const f = (properties: Schema, required: string[] = []): ToolDef[] => [{ name: 'f', parameters: { type: 'object', properties, required } }];
 
 test('pythonic: Python strings, literals and keyword arguments', () => {
-  const tools = f({ s: { type: 'string' }, n: { type: ['integer', 'null'] }, d: { type: 'object', additionalProperties: { type: 'boolean' } }, l: { type: 'array', items: { type: 'number' } } });
-  const good = ["[f(s='a\\'b\\\\c\\x41\\u00e9\\n\"')]", '[f(s="it\'s")]', '[f(n=None)]', '[f(n=-12)]', "[f(d={'x': True, \"y\": False})]", '[f(l=[1, -2.5e3])]', '[f()]', '[ f(s="a") , f() ]'];
-  const bad = ["[f(s='a\\qb')]", "[f(s='raw\nnewline')]", "[f(s='\\x4')]", '[f(n=1.5)]', '[f(n=null)]', "[f(d={'x': 1})]", '[f(x=1)]', '[f(s="a", s="b")]', '[f(s="a",)]', '[]', '[f(1)]'];
+  const tools = f({
+    s: { type: 'string' },
+    n: { type: ['integer', 'null'] },
+    d: { type: 'object', additionalProperties: { type: 'boolean' } },
+    l: { type: 'array', items: { type: 'number' } },
+  });
+  const good = [
+    "[f(s='a\\'b\\\\c\\x41\\u00e9\\n\"')]",
+    '[f(s="it\'s")]',
+    '[f(n=None)]',
+    '[f(n=-12)]',
+    '[f(d={\'x\': True, "y": False})]',
+    '[f(l=[1, -2.5e3])]',
+    '[f()]',
+    '[ f(s="a") , f() ]',
+  ];
+  const bad = [
+    "[f(s='a\\qb')]",
+    "[f(s='raw\nnewline')]",
+    "[f(s='\\x4')]",
+    '[f(n=1.5)]',
+    '[f(n=null)]',
+    "[f(d={'x': 1})]",
+    '[f(x=1)]',
+    '[f(s="a", s="b")]',
+    '[f(s="a",)]',
+    '[]',
+    '[f(1)]',
+  ];
   for (const t of good) assert.ok(accepts('pythonic', tools, t), `${t} should be accepted`);
   for (const t of bad) assert.ok(!accepts('pythonic', tools, t), `${t} should be rejected`);
   for (const t of good) checkCalls('pythonic', tools, t);
   // Keyword names that are not identifiers: left out when optional; a required one leaves no grammar.
   const odd = f({ 'odd-key': { type: 'string' }, ok: { type: 'string' } });
   assert.ok(accepts('pythonic', odd, '[f(ok="x")]'));
-  assert.equal(compileToolGrammar({ format: 'pythonic', tools: f({ 'odd-key': { type: 'string' } }, ['odd-key']), endTokenIds: [BYTE_END] }, byteVocab), null);
+  assert.equal(
+    compileToolGrammar(
+      { format: 'pythonic', tools: f({ 'odd-key': { type: 'string' } }, ['odd-key']), endTokenIds: [BYTE_END] },
+      byteVocab,
+    ),
+    null,
+  );
   // No listed properties: any keyword arguments.
   assert.ok(accepts('pythonic', [{ name: 'g' }], "[g(any_name=[1, 'x'], _b={'k': None})]"));
   assert.ok(!accepts('pythonic', [{ name: 'g' }], '[g(1x=2)]'));
@@ -491,8 +560,15 @@ test('pythonic: Python strings, literals and keyword arguments', () => {
 
 test('fam3: Gemma strings, bare and quoted keys, words', () => {
   const Q = '<|"|>';
-  const tools = f({ s: { type: 'string' }, 'odd key:': { type: 'integer' }, n: { type: 'number' }, b: { type: 'boolean' }, o: { type: 'object' } }, ['s']);
-  const good = [`{s:${Q}any "text" {}, <tool_call|>${Q}}`, '{s:"json \\"quoted\\""}', `{s:${Q}${Q},"odd key:":3,n:-1.5e2,b:true,o:{"k":[1,${Q}x${Q},null]}}`];
+  const tools = f(
+    { s: { type: 'string' }, 'odd key:': { type: 'integer' }, n: { type: 'number' }, b: { type: 'boolean' }, o: { type: 'object' } },
+    ['s'],
+  );
+  const good = [
+    `{s:${Q}any "text" {}, <tool_call|>${Q}}`,
+    '{s:"json \\"quoted\\""}',
+    `{s:${Q}${Q},"odd key:":3,n:-1.5e2,b:true,o:{"k":[1,${Q}x${Q},null]}}`,
+  ];
   const bad = ['{s:bare}', `{s:${Q}x${Q},odd key::3}`, `{s:${Q}x${Q},n:"1"}`, `{s:${Q}x${Q},b:True}`, `{n:1}`];
   for (const body of good) {
     const text = `<|tool_call>call:f${body}<tool_call|>`;
@@ -619,7 +695,11 @@ test('tool names each format cannot write leave no grammar', () => {
     ['bare_json', ''],
   ];
   for (const [format, name] of cases) {
-    assert.equal(compileToolGrammar({ format, tools: [{ name }], endTokenIds: [BYTE_END] }, byteVocab), null, `${format}: ${JSON.stringify(name)}`);
+    assert.equal(
+      compileToolGrammar({ format, tools: [{ name }], endTokenIds: [BYTE_END] }, byteVocab),
+      null,
+      `${format}: ${JSON.stringify(name)}`,
+    );
   }
 });
 
@@ -631,7 +711,10 @@ test('masks equal a brute-force check of every token (non-JSON formats)', () => 
   const cases: [ToolGrammar, string][] = [
     [grammar('pythonic', ALL), `[search(query='a\\'b "c" \\x41', when={'day': 3}, tags=["x"]), get_weather(city='Oslo')]`],
     [grammar('fam3', ALL), '<|tool_call>call:search{query:<|"|>a}<|"|,b<|"|>,exact:true,filters:{"k":1}}<tool_call|>'],
-    [grammar('glm4', ALL), '<tool_call>search\n<arg_key>filters</arg_key><arg_value>{"a": "x </arg_val y <arg", "b": [1]}</arg_value><arg_key>query</arg_key><arg_value>q</arg_value></tool_call>'],
+    [
+      grammar('glm4', ALL),
+      '<tool_call>search\n<arg_key>filters</arg_key><arg_value>{"a": "x </arg_val y <arg", "b": [1]}</arg_value><arg_key>query</arg_key><arg_value>q</arg_value></tool_call>',
+    ],
   ];
   const states = checkMasksAgainstBruteForce(cases, tk, vocab, 3);
   assert.ok(states > 15);
@@ -669,7 +752,9 @@ test('mask time per token, pythonic, fam3 and glm4 on the 152k vocabulary', () =
     const warm = (performance.now() - t) / reps;
     let allowed = 0;
     for (let id = 0; id < ROW; id++) allowed += mask[id];
-    lines.push(`  ${format.padEnd(9)} ${label.padEnd(20)} first ${cold.toFixed(2).padStart(7)} ms, then ${warm.toFixed(3).padStart(6)} ms  (${allowed} tokens allowed)`);
+    lines.push(
+      `  ${format.padEnd(9)} ${label.padEnd(20)} first ${cold.toFixed(2).padStart(7)} ms, then ${warm.toFixed(3).padStart(6)} ms  (${allowed} tokens allowed)`,
+    );
     assert.ok(allowed > 0);
   }
   console.log(`mask time, ${vocab.size} tokens (first = cache miss, then cached):\n${lines.join('\n')}`);

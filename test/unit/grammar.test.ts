@@ -4,7 +4,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rng } from '../../src/engine/sampler.js';
-import { compileToolGrammar, GrammarError, VocabIndex, type GrammarState, type ToolGrammar, type ToolGrammarSpec } from '../../src/engine/grammar/index.js';
+import {
+  compileToolGrammar,
+  GrammarError,
+  VocabIndex,
+  type GrammarState,
+  type ToolGrammar,
+  type ToolGrammarSpec,
+} from '../../src/engine/grammar/index.js';
 import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
@@ -36,7 +43,12 @@ const CALCULATOR = {
   name: 'calculate',
   parameters: {
     type: 'object',
-    properties: { a: { type: 'number' }, b: { type: 'number' }, op: { enum: ['add', 'sub', 'mul', 'div'] }, precision: { type: ['integer', 'null'] } },
+    properties: {
+      a: { type: 'number' },
+      b: { type: 'number' },
+      op: { enum: ['add', 'sub', 'mul', 'div'] },
+      precision: { type: ['integer', 'null'] },
+    },
     required: ['a', 'b', 'op'],
   },
 };
@@ -46,8 +58,16 @@ const CREATE_EVENT = {
     type: 'object',
     properties: {
       title: { type: 'string' },
-      attendees: { type: 'array', items: { type: 'object', properties: { email: { type: 'string' }, optional: { type: 'boolean' } }, required: ['email'] }, maxItems: 3 },
-      when: { type: 'object', properties: { day: { type: 'integer' }, hour: { anyOf: [{ type: 'integer' }, { type: 'string' }] } }, required: ['day'] },
+      attendees: {
+        type: 'array',
+        items: { type: 'object', properties: { email: { type: 'string' }, optional: { type: 'boolean' } }, required: ['email'] },
+        maxItems: 3,
+      },
+      when: {
+        type: 'object',
+        properties: { day: { type: 'integer' }, hour: { anyOf: [{ type: 'integer' }, { type: 'string' }] } },
+        required: ['day'],
+      },
       tags: { type: 'array', items: { type: 'string' } },
     },
     required: ['title', 'when'],
@@ -114,7 +134,8 @@ test('several calls (required) and a forced single call (maxCalls 1)', () => {
 
 test('nested objects and arrays are accepted', () => {
   const g = grammar({ tools: [CREATE_EVENT] });
-  const args = '{"title": "Sync", "attendees": [{"email": "a@b.c", "optional": true}, {"email": "d@e.f"}], "when": {"day": 3, "hour": "noon"}, "tags": []}';
+  const args =
+    '{"title": "Sync", "attendees": [{"email": "a@b.c", "optional": true}, {"email": "d@e.f"}], "when": {"day": 3, "hour": "noon"}, "tags": []}';
   assert.ok(g.isComplete(feedText(g, g.start(), CALL('create_event', args))));
 });
 
@@ -168,7 +189,11 @@ test('invalid continuations are masked, valid ones are not', () => {
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x", "', 'city'), false, 'a repeated property');
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "line', '\n'), false, 'a raw newline inside a string');
   assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x"}}', '\n</tool_call>'), true);
-  assert.equal(firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x"}', '</tool_call>'), false, 'the call object is not closed yet');
+  assert.equal(
+    firstTokenAllowed(g, open + 'get_weather", "arguments": {"city": "x"}', '</tool_call>'),
+    false,
+    'the call object is not closed yet',
+  );
   g.allowedTokens(g.start(), mask);
   assert.equal(mask[IM_END], 0, 'the turn cannot end before a call');
   assert.equal(mask[ENDOFTEXT], 0);
@@ -354,7 +379,10 @@ test('masks equal a brute-force check of every token (cache and frontier logic)'
   const cases: [ToolGrammar, string][] = [
     [grammar({ tools: [WEATHER, CALCULATOR] }), CALL('calculate', '{"a": 12, "b": 3.5e-2, "op": "add"}')],
     [grammar({ tools: [CREATE_EVENT] }), CALL('create_event', '{"title": "a\\"b", "when": {"day": 1}, "attendees": [{"email": "x"}]}')],
-    [grammar({ format: 'fam1_coder', tools: [WEATHER], afterReasoningEnd: '</think>' }), 'ok </thi</think>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nA </para\n</parameter>\n</function>\n</tool_call>'],
+    [
+      grammar({ format: 'fam1_coder', tools: [WEATHER], afterReasoningEnd: '</think>' }),
+      'ok </thi</think>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nA </para\n</parameter>\n</function>\n</tool_call>',
+    ],
   ];
   const states = checkMasksAgainstBruteForce(cases, tk, vocab, 2);
   assert.ok(states > 30);
@@ -365,14 +393,28 @@ test('a byte-level vocabulary: partial UTF-8 tokens are usable inside strings on
   const prefix = new TextEncoder().encode('<tool_call>{"name": "f", "arguments": {"s": "');
   const n = prefix.length;
   const [lead, cont1, cont2, close, empty, end] = [n, n + 1, n + 2, n + 3, n + 4, n + 5];
-  const tokens = [...[...prefix].map((b) => Uint8Array.of(b)), Uint8Array.of(0xe4), Uint8Array.of(0xb8), Uint8Array.of(0xad), new TextEncoder().encode('"}}</tool_call>'), new Uint8Array(0)];
+  const tokens = [
+    ...[...prefix].map((b) => Uint8Array.of(b)),
+    Uint8Array.of(0xe4),
+    Uint8Array.of(0xb8),
+    Uint8Array.of(0xad),
+    new TextEncoder().encode('"}}</tool_call>'),
+    new Uint8Array(0),
+  ];
   const small = new VocabIndex(tokens);
-  const g = compileToolGrammar({ format: 'hermes', tools: [{ name: 'f', parameters: { type: 'object', properties: { s: { type: 'string' } } } }], endTokenIds: [end] }, small)!;
+  const g = compileToolGrammar(
+    { format: 'hermes', tools: [{ name: 'f', parameters: { type: 'object', properties: { s: { type: 'string' } } } }], endTokenIds: [end] },
+    small,
+  )!;
   let st = g.start();
   for (let id = 0; id < n; id++) st = g.advance(st, id);
   const out = new Uint8Array(end + 1);
   g.allowedTokens(st, out);
-  assert.deepEqual([out[lead], out[cont1], out[close], out[empty], out[end]], [1, 0, 1, 0, 0], 'a continuation byte cannot start a character');
+  assert.deepEqual(
+    [out[lead], out[cont1], out[close], out[empty], out[end]],
+    [1, 0, 1, 0, 0],
+    'a continuation byte cannot start a character',
+  );
   st = g.advance(st, lead); // 0xE4: two continuation bytes due
   g.allowedTokens(st, out);
   assert.deepEqual([out[lead], out[cont1], out[cont2], out[close]], [0, 1, 1, 0], 'only continuation bytes');
@@ -411,18 +453,64 @@ test('JSON-schema subset: the values each construct admits', () => {
     ['enum of numbers (one a prefix of another)', { enum: [1, 12, 'x'] }, ['1', '12', '"x"'], ['2', '123', '"y"', '12.0']],
     ['const', { const: 'on' }, ['"on"'], ['"off"', '"o"']],
     ['string escapes', { type: 'string' }, ['"a\\"b\\\\c\\u00e9\\n"', '"中"'], ['"\\x"', '"\\u12"', '"a\tb"']],
-    ['array bounds', { type: 'array', items: { type: 'integer' }, minItems: 1, maxItems: 2 }, ['[1]', '[1, 2]', '[ 1 ,2 ]'], ['[]', '[1, 2, 3]', '[1,]', '["a"]']],
+    [
+      'array bounds',
+      { type: 'array', items: { type: 'integer' }, minItems: 1, maxItems: 2 },
+      ['[1]', '[1, 2]', '[ 1 ,2 ]'],
+      ['[]', '[1, 2, 3]', '[1,]', '["a"]'],
+    ],
     ['unknown construct: any JSON', { not: { type: 'string' } }, ['"s"', '[1, {"y": null}]'], ['', '{"a"}']],
   ];
   // [label, parameters schema, accepted arguments, rejected arguments]
   const objects: [string, unknown, string[], string[]][] = [
-    ['additionalProperties', { type: 'object', additionalProperties: { type: 'boolean' } }, ['{}', '{"any": true, "k": false}'], ['{"k": 1}']],
-    ['listed properties only', { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } }, required: ['b'] }, ['{"b": ""}', '{"a": 1, "b": "x"}', '{"b": "x", "a": 1}'], ['{}', '{"a": 1}', '{"b": "x", "c": 1}', '{"b": "x", "b": "y"}', '{"b": "x",}']],
-    ['allOf', { allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, { properties: { b: { type: 'boolean' } } }] }, ['{"a": 1, "b": true}', '{"a": 2}'], ['{"b": true}']],
-    ['local $ref, recursive', { type: 'object', properties: { node: { $ref: '#/$defs/tree' } }, $defs: { tree: { type: 'object', properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#/$defs/tree' } } }, required: ['v'] } } }, ['{"node": {"v": 1, "kids": [{"v": 2, "kids": []}]}}'], ['{"node": {"v": 1, "kids": [{"kids": []}]}}']],
+    [
+      'additionalProperties',
+      { type: 'object', additionalProperties: { type: 'boolean' } },
+      ['{}', '{"any": true, "k": false}'],
+      ['{"k": 1}'],
+    ],
+    [
+      'listed properties only',
+      { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } }, required: ['b'] },
+      ['{"b": ""}', '{"a": 1, "b": "x"}', '{"b": "x", "a": 1}'],
+      ['{}', '{"a": 1}', '{"b": "x", "c": 1}', '{"b": "x", "b": "y"}', '{"b": "x",}'],
+    ],
+    [
+      'allOf',
+      { allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, { properties: { b: { type: 'boolean' } } }] },
+      ['{"a": 1, "b": true}', '{"a": 2}'],
+      ['{"b": true}'],
+    ],
+    [
+      'local $ref, recursive',
+      {
+        type: 'object',
+        properties: { node: { $ref: '#/$defs/tree' } },
+        $defs: {
+          tree: {
+            type: 'object',
+            properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#/$defs/tree' } } },
+            required: ['v'],
+          },
+        },
+      },
+      ['{"node": {"v": 1, "kids": [{"v": 2, "kids": []}]}}'],
+      ['{"node": {"v": 1, "kids": [{"kids": []}]}}'],
+    ],
     ['no schema: any object', undefined, ['{}', '{"x": [true]}'], ['[]', '1']],
   ];
-  const cases = [...values.map(([l, s, good, bad]) => [l, { type: 'object', properties: { v: s }, required: ['v'] }, good.map((v) => `{"v": ${v}}`), bad.map((v) => `{"v": ${v}}`)] as const), ...objects];
+  const cases = [
+    ...values.map(
+      ([l, s, good, bad]) =>
+        [
+          l,
+          { type: 'object', properties: { v: s }, required: ['v'] },
+          good.map((v) => `{"v": ${v}}`),
+          bad.map((v) => `{"v": ${v}}`),
+        ] as const,
+    ),
+    ...objects,
+  ];
   for (const [label, schema, good, bad] of cases) {
     for (const v of good) assert.ok(argsAccepted(schema, v), `${label}: ${v} should be accepted`);
     for (const v of bad) assert.ok(!argsAccepted(schema, v), `${label}: ${v} should be rejected`);
@@ -441,7 +529,10 @@ test('tools a format cannot tell apart compile to null instead of throwing', () 
 test('mask time per token on the 152k vocabulary', () => {
   // A fresh index, so "first" is a real cache miss (the other tests warmed the shared one).
   const fresh = new VocabIndex(tokenBytes);
-  const g = compileToolGrammar({ format: 'hermes', tools: [WEATHER, CALCULATOR, CREATE_EVENT], endTokenIds: END_IDS, afterReasoningEnd: '</think>' }, fresh)!;
+  const g = compileToolGrammar(
+    { format: 'hermes', tools: [WEATHER, CALCULATOR, CREATE_EVENT], endTokenIds: END_IDS, afterReasoningEnd: '</think>' },
+    fresh,
+  )!;
   const points: [string, string][] = [
     ['reasoning (free text)', 'Let me think about the weather'],
     ['before <tool_call>', 'x</think>\n\n'],
@@ -464,7 +555,9 @@ test('mask time per token on the 152k vocabulary', () => {
     const warm = (performance.now() - t) / reps;
     let allowed = 0;
     for (let id = 0; id < ROW; id++) allowed += mask[id];
-    lines.push(`  ${label.padEnd(24)} first ${cold.toFixed(2).padStart(7)} ms, then ${warm.toFixed(3).padStart(6)} ms  (${allowed} tokens allowed)`);
+    lines.push(
+      `  ${label.padEnd(24)} first ${cold.toFixed(2).padStart(7)} ms, then ${warm.toFixed(3).padStart(6)} ms  (${allowed} tokens allowed)`,
+    );
     assert.ok(allowed > 0);
   }
   console.log(

@@ -61,8 +61,14 @@ test('cache root precedence: explicit dir, HF_HUB_CACHE, HF_HOME/hub, ~/.cache/h
     try {
       // HF_HOME points at a cache whose hub/ is our tree (via a symlink).
       symlinkSync(root, join(home, 'hub'));
-      assert.equal(resolveModel('acme/tiny-llm', undefined, { HF_HOME: home }), join(home, 'hub', 'models--acme--tiny-llm', 'snapshots', '1111aaaa'));
-      assert.equal(resolveModel('acme/tiny-llm', undefined, { HF_HUB_CACHE: root, HF_HOME: '/nonexistent' }), join(root, 'models--acme--tiny-llm', 'snapshots', '1111aaaa'));
+      assert.equal(
+        resolveModel('acme/tiny-llm', undefined, { HF_HOME: home }),
+        join(home, 'hub', 'models--acme--tiny-llm', 'snapshots', '1111aaaa'),
+      );
+      assert.equal(
+        resolveModel('acme/tiny-llm', undefined, { HF_HUB_CACHE: root, HF_HOME: '/nonexistent' }),
+        join(root, 'models--acme--tiny-llm', 'snapshots', '1111aaaa'),
+      );
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

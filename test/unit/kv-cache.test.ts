@@ -59,7 +59,11 @@ function nearestCode(x: number): number {
 }
 
 test('allocateKvCache: one layer per model layer, sized [blocks][blockSize][kvHeads][headDim]', () => {
-  for (const [dtype, bytes] of [['f32', 4], ['bf16', 2], ['fp8', 1]] as const) {
+  for (const [dtype, bytes] of [
+    ['f32', 4],
+    ['bf16', 2],
+    ['fp8', 1],
+  ] as const) {
     const layers = allocateKvCache(config, 5, 4, dtype);
     assert.equal(layers.length, 3);
     for (const layer of layers) {
@@ -111,7 +115,7 @@ test('fp8: midpoints round to the even code, neighbours of midpoints round to th
 
 test('fp8: matches the brute-force nearest-code oracle on a sweep of values', () => {
   let seed = 12345;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   for (let i = 0; i < 20000; i++) {
     const x = (rand() - 0.5) * 2 * 2 ** (rand() * 20 - 11);
     assert.equal(encodeFp8(x), nearestCode(x), `x = ${x}`);

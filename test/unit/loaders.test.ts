@@ -59,7 +59,14 @@ test('tiny llama safetensors: names, shapes, raw f32 bytes, config', () => {
   assert.notDeepEqual(Array.from(head.data), Array.from(embed.data));
   assert.equal(ck.config.tieWordEmbeddings, false);
   assert.deepEqual(
-    { arch: ck.config.architecture, h: ck.config.hiddenSize, l: ck.config.numLayers, kv: ck.config.numKvHeads, hd: ck.config.headDim, v: ck.config.vocabSize },
+    {
+      arch: ck.config.architecture,
+      h: ck.config.hiddenSize,
+      l: ck.config.numLayers,
+      kv: ck.config.numKvHeads,
+      hd: ck.config.headDim,
+      v: ck.config.vocabSize,
+    },
     { arch: 'llama', h: 8, l: 2, kv: 1, hd: 4, v: 11 },
   );
   // Bytes are the file's own (no conversion at load).
@@ -146,7 +153,10 @@ test('config normalization: mistral window, qwen2 bias, qwen3 head_dim, eos unio
   assert.equal(chat.slidingWindow, null);
   assert.equal(chat.tieWordEmbeddings, true);
 
-  assert.equal(configFromHf({ ...read(fixture('tiny_llama_config.json')), _name_or_path: 'HuggingFaceTB/SmolLM2-135M' }).architecture, 'smollm2');
+  assert.equal(
+    configFromHf({ ...read(fixture('tiny_llama_config.json')), _name_or_path: 'HuggingFaceTB/SmolLM2-135M' }).architecture,
+    'smollm2',
+  );
   assert.throws(() => configFromHf(read(fixture('tiny_mixtral_config.json'))), /"mixtral".*supported: llama/);
   assert.throws(() => configFromHf({ model_type: 'llama', hidden_size: 8 }), /num_attention_heads/);
 });
@@ -156,7 +166,16 @@ test('GGUF stories260K: metadata, HF names, row-major shapes, tokenizer metadata
   const ck = loadCheckpoint(path, { fastLoad: true });
   assert.equal(ck.format, 'gguf');
   assert.deepEqual(
-    [ck.config.architecture, ck.config.hiddenSize, ck.config.numLayers, ck.config.numHeads, ck.config.numKvHeads, ck.config.headDim, ck.config.intermediateSize, ck.config.vocabSize],
+    [
+      ck.config.architecture,
+      ck.config.hiddenSize,
+      ck.config.numLayers,
+      ck.config.numHeads,
+      ck.config.numKvHeads,
+      ck.config.headDim,
+      ck.config.intermediateSize,
+      ck.config.vocabSize,
+    ],
     ['llama', 64, 5, 8, 4, 8, 172, 512],
   );
   assert.equal(ck.config.bosTokenId, 1);
@@ -183,7 +202,8 @@ test('GGUF tiny llama f32 equals the safetensors tiny llama once Q/K rows are un
     assert.deepEqual(t.shape, ref.shape, name);
     assert.ok(Buffer.from(t.data).equals(Buffer.from(ref.data)), `${name} bytes equal`);
     const half = g16.tensors.get(name)!;
-    const a = toF32(ref), b = toF32(half);
+    const a = toF32(ref),
+      b = toF32(half);
     for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) <= Math.abs(a[i]) * 2 ** -11 + 1e-7, `${name}[${i}]`);
   }
   assert.equal(g16.tensors.get('model.layers.0.self_attn.q_proj.weight')!.dtype, 'f16');
@@ -222,7 +242,11 @@ test('unpermuteRows inverts the converter permutation for each head', () => {
 test('broken safetensors files give errors naming the file and the problem', () => {
   const dir = tempDir();
   try {
-    const write = (name: string, bytes: Uint8Array) => { const p = join(dir, name); writeFileSync(p, bytes); return p; };
+    const write = (name: string, bytes: Uint8Array) => {
+      const p = join(dir, name);
+      writeFileSync(p, bytes);
+      return p;
+    };
     const ok = { w: { dtype: 'F32', shape: [2, 2], data_offsets: [0, 16] } };
     const tooShort = write('short.safetensors', Uint8Array.from([1, 2, 3]));
     assert.throws(() => parseSafetensors(readFileSync(tooShort), tooShort), /short\.safetensors: truncated safetensors header/);
@@ -237,7 +261,10 @@ test('broken safetensors files give errors naming the file and the problem', () 
     assert.throws(() => parseSafetensors(readFileSync(bad), bad), /bad\.safetensors: bad safetensors JSON header/);
     const int8 = write('int8.safetensors', safetensorsBytes({ w: { dtype: 'I8', shape: [4], data_offsets: [0, 4] } }, new Uint8Array(4)));
     assert.throws(() => parseSafetensors(readFileSync(int8), int8), /int8\.safetensors: tensor w has unsupported dtype I8/);
-    const wrongLen = write('len.safetensors', safetensorsBytes({ w: { dtype: 'F32', shape: [3], data_offsets: [0, 16] } }, new Uint8Array(16)));
+    const wrongLen = write(
+      'len.safetensors',
+      safetensorsBytes({ w: { dtype: 'F32', shape: [3], data_offsets: [0, 16] } }, new Uint8Array(16)),
+    );
     assert.throws(() => parseSafetensors(readFileSync(wrongLen), wrongLen), /len\.safetensors: tensor w data_offsets/);
 
     // Through the directory loader, with the memory-mapped path too.
@@ -283,7 +310,10 @@ test('broken GGUF files give errors naming the file and the problem', () => {
 test('unaligned safetensors data is copied so f32 tensors can be viewed as Float32Array', () => {
   const values = Float32Array.from([1.5, -2, 3.25]);
   // A 2-byte JSON padding pushes the data section off 4-byte alignment.
-  const bytes = safetensorsBytes({ w: { dtype: 'F32', shape: [3], data_offsets: [0, 12] }, p: { dtype: 'F16', shape: [1], data_offsets: [12, 14] } }, new Uint8Array(14));
+  const bytes = safetensorsBytes(
+    { w: { dtype: 'F32', shape: [3], data_offsets: [0, 12] }, p: { dtype: 'F16', shape: [1], data_offsets: [12, 14] } },
+    new Uint8Array(14),
+  );
   const headerLen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
   const shift = (8 + headerLen) % 4 === 0 ? 1 : 0;
   const padded = new Uint8Array(bytes.length + shift);
@@ -301,17 +331,33 @@ test('unaligned safetensors data is copied so f32 tensors can be viewed as Float
 test('GGUF metadata normalization: qwen families, eos/eot union, unset ids, errors', () => {
   const base = (arch: string): Record<string, unknown> => ({
     'general.architecture': arch,
-    [`${arch}.embedding_length`]: 64, [`${arch}.block_count`]: 2, [`${arch}.feed_forward_length`]: 128,
-    [`${arch}.attention.head_count`]: 4, [`${arch}.attention.head_count_kv`]: 2,
-    [`${arch}.context_length`]: 4096, [`${arch}.rope.freq_base`]: 1000000,
+    [`${arch}.embedding_length`]: 64,
+    [`${arch}.block_count`]: 2,
+    [`${arch}.feed_forward_length`]: 128,
+    [`${arch}.attention.head_count`]: 4,
+    [`${arch}.attention.head_count_kv`]: 2,
+    [`${arch}.context_length`]: 4096,
+    [`${arch}.rope.freq_base`]: 1000000,
     [`${arch}.attention.layer_norm_rms_epsilon`]: 1e-6,
     'tokenizer.ggml.tokens': ['a', 'b', 'c'],
     'tokenizer.ggml.bos_token_id': 0xffffffff,
-    'tokenizer.ggml.eos_token_id': 2, 'tokenizer.ggml.eot_token_id': 1,
+    'tokenizer.ggml.eos_token_id': 2,
+    'tokenizer.ggml.eot_token_id': 1,
   });
   const q3 = configFromGguf({ ...base('qwen3'), 'qwen3.attention.key_length': 32 }, { hasOutputWeight: true });
   assert.deepEqual(
-    [q3.architecture, q3.qkNorm, q3.attentionBias, q3.headDim, q3.vocabSize, q3.bosTokenId, q3.eosTokenIds, q3.ropeTheta, q3.maxPositionEmbeddings, q3.tieWordEmbeddings],
+    [
+      q3.architecture,
+      q3.qkNorm,
+      q3.attentionBias,
+      q3.headDim,
+      q3.vocabSize,
+      q3.bosTokenId,
+      q3.eosTokenIds,
+      q3.ropeTheta,
+      q3.maxPositionEmbeddings,
+      q3.tieWordEmbeddings,
+    ],
     ['qwen3', true, false, 32, 3, null, [2, 1], 1000000, 4096, false],
   );
   const q2 = configFromGguf({ ...base('qwen2'), 'qwen2.vocab_size': 10 }, { hasOutputWeight: false });

@@ -30,7 +30,10 @@ test('longest name pattern wins over architecture', () => {
 
 test('a MODEL.toml beside the checkpoint wins and is validated', () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-modeltoml-'));
-  writeFileSync(join(dir, 'MODEL.toml'), '[model]\nfamily = "custom"\ntool_call_parser = "pythonic"\nreasoning = false\n[recipes.fast]\nmax-batch-size = 4\n');
+  writeFileSync(
+    join(dir, 'MODEL.toml'),
+    '[model]\nfamily = "custom"\ntool_call_parser = "pythonic"\nreasoning = false\n[recipes.fast]\nmax-batch-size = 4\n',
+  );
   const t = findModelToml(dir, 'qwen3', 'Qwen3-8B');
   assert.equal(t?.model.family, 'custom');
   assert.equal(t?.model.toolCallParser, 'pythonic');

@@ -52,16 +52,24 @@ function maxAbs(a: Float32Array): number {
 function assertClose(actual: Float32Array, expected: Float32Array, tol: number, what: string): void {
   assert.equal(actual.length, expected.length, `${what}: length`);
   const scale = Math.max(maxAbs(expected), 1e-30);
-  let worst = 0, at = -1;
+  let worst = 0,
+    at = -1;
   for (let i = 0; i < actual.length; i++) {
     const e = Math.abs(actual[i] - expected[i]);
-    if (!(e <= worst)) { worst = e; at = i; }
+    if (!(e <= worst)) {
+      worst = e;
+      at = i;
+    }
   }
-  assert.ok(worst <= tol * scale, `${what}: max error ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol} * ${scale}`);
+  assert.ok(
+    worst <= tol * scale,
+    `${what}: max error ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol} * ${scale}`,
+  );
 }
 
 function relL2(actual: Float32Array, expected: Float32Array): number {
-  let num = 0, den = 0;
+  let num = 0,
+    den = 0;
   for (let i = 0; i < actual.length; i++) {
     num += (actual[i] - expected[i]) ** 2;
     den += expected[i] ** 2;
@@ -73,12 +81,23 @@ function relL2(actual: Float32Array, expected: Float32Array): number {
 function makeWeight(rand: () => number, dtype: DType, rows: number, cols: number): WeightMatrix {
   const { elements, bytes } = BLOCK_LAYOUT[dtype];
   const data = new Uint8Array(rows * (cols / elements) * bytes);
-  const put16 = (p: number, h: number) => { data[p] = h & 0xff; data[p + 1] = h >> 8; };
+  const put16 = (p: number, h: number) => {
+    data[p] = h & 0xff;
+    data[p + 1] = h >> 8;
+  };
   const src = randomF32(rand, rows * cols);
   switch (dtype) {
-    case 'f32': new Uint8Array(src.buffer).forEach((b, i) => { data[i] = b; }); break;
-    case 'f16': for (let i = 0; i < src.length; i++) put16(2 * i, f32ToF16(src[i])); break;
-    case 'bf16': for (let i = 0; i < src.length; i++) put16(2 * i, f32ToBf16(src[i])); break;
+    case 'f32':
+      new Uint8Array(src.buffer).forEach((b, i) => {
+        data[i] = b;
+      });
+      break;
+    case 'f16':
+      for (let i = 0; i < src.length; i++) put16(2 * i, f32ToF16(src[i]));
+      break;
+    case 'bf16':
+      for (let i = 0; i < src.length; i++) put16(2 * i, f32ToBf16(src[i]));
+      break;
     case 'q8_0':
     case 'q4_0': {
       const rowBytes = (cols / 32) * bytes;
@@ -95,9 +114,14 @@ function makeWeight(rand: () => number, dtype: DType, rows: number, cols: number
       for (let b = 0; b < nblocks; b++) {
         const p = b * bytes;
         const d = () => f32ToF16(0.002 + rand() * 0.01);
-        if (dtype === 'q2_k') { put16(p + 80, d()); put16(p + 82, d()); }
-        else if (dtype === 'q6_k') put16(p + 208, d());
-        else { put16(p, d()); put16(p + 2, d()); }
+        if (dtype === 'q2_k') {
+          put16(p + 80, d());
+          put16(p + 82, d());
+        } else if (dtype === 'q6_k') put16(p + 208, d());
+        else {
+          put16(p, d());
+          put16(p + 2, d());
+        }
       }
     }
   }
@@ -122,7 +146,15 @@ function roundActivations(x: Float32Array): Float32Array {
   return out;
 }
 
-function makeLayer(dtype: KvDType, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number, kScale = 1, vScale = 1): KvLayer {
+function makeLayer(
+  dtype: KvDType,
+  numBlocks: number,
+  blockSize: number,
+  numKvHeads: number,
+  headDim: number,
+  kScale = 1,
+  vScale = 1,
+): KvLayer {
   const bytes = numBlocks * blockSize * numKvHeads * headDim * { f32: 4, bf16: 2, fp8: 1 }[dtype];
   return { dtype, numBlocks, blockSize, numKvHeads, headDim, k: new Uint8Array(bytes), v: new Uint8Array(bytes), kScale, vScale };
 }
@@ -142,7 +174,10 @@ describe('native kernels: runtime', () => {
   });
   it('honours SVC_CPU_FEATURES and SVC_THREADS at start-up', () => {
     const script = `import('${new URL('../../src/kernels/native.js', import.meta.url).href}').then((m) => console.log(JSON.stringify(m.nativeInfo())))`;
-    const r = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, SVC_CPU_FEATURES: 'scalar', SVC_THREADS: '3' }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['-e', script], {
+      env: { ...process.env, SVC_CPU_FEATURES: 'scalar', SVC_THREADS: '3' },
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     const child = JSON.parse(r.stdout) as { cpuPath: string; threads: number };
     assert.equal(child.cpuPath, 'scalar');
@@ -182,12 +217,18 @@ for (const path of PATHS) {
       const rand = rng(1);
       for (const dtype of FLOAT_DTYPES) {
         // 2100 columns span three 1024-column blocks with a ragged end.
-        for (const [rows, cols] of [[19, 37], [64, 128], [5, 200], [9, 2100]]) {
+        for (const [rows, cols] of [
+          [19, 37],
+          [64, 128],
+          [5, 200],
+          [9, 2100],
+        ]) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
             const bias = n === 3 ? randomF32(rand, rows) : undefined;
-            const want = new Float32Array(n * rows), got = new Float32Array(n * rows);
+            const want = new Float32Array(n * rows),
+              got = new Float32Array(n * rows);
             referenceOps.matmul(x, n, w, want, bias);
             nativeOps.matmul(x, n, w, got, bias);
             assertClose(got, want, 1e-4, `${dtype} [${rows}x${cols}] n=${n}`);
@@ -216,7 +257,12 @@ for (const path of PATHS) {
       const rand = rng(2);
       for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
         // 96 columns = 3 blocks: an odd block count takes the single-block tail.
-        for (const [rows, cols] of [[19, 96], [33, 256], [8, 32], [5, 2080]]) {
+        for (const [rows, cols] of [
+          [19, 96],
+          [33, 256],
+          [8, 32],
+          [5, 2080],
+        ]) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
@@ -231,13 +277,27 @@ for (const path of PATHS) {
       for (const dtype of ['q8_0', 'q4_0'] as DType[]) {
         // Row counts below, at and past a 16-row group; n covers single rows, VNNI tiles and remainders,
         // and 16+ rows (AMX tiles plus leftover rows on the amx path).
-        for (const [rows, cols] of [[19, 96], [33, 256], [8, 32], [5, 2080], [64, 1024], [16, 3072]]) {
+        for (const [rows, cols] of [
+          [19, 96],
+          [33, 256],
+          [8, 32],
+          [5, 2080],
+          [64, 1024],
+          [16, 3072],
+        ]) {
           const w = makeWeight(rand, dtype, rows, cols);
           const packed = nativeOps.prepareWeight(w);
           for (const n of [1, 2, 4, 5, 16, 17, 35]) {
-            if (cols >= 2048 && n > 17) continue;  // keep the f64 reference quick
+            if (cols >= 2048 && n > 17) continue; // keep the f64 reference quick
             const x = randomF32(rand, n * cols);
-            checkInt8Matmul(x, n, w, n === 5 || n === 17 ? randomF32(rand, rows) : undefined, `packed ${dtype} [${rows}x${cols}] n=${n}`, packed);
+            checkInt8Matmul(
+              x,
+              n,
+              w,
+              n === 5 || n === 17 ? randomF32(rand, rows) : undefined,
+              `packed ${dtype} [${rows}x${cols}] n=${n}`,
+              packed,
+            );
           }
         }
       }
@@ -246,7 +306,11 @@ for (const path of PATHS) {
     it('matmul with K-quant weights matches the reference (int8 activations on SIMD paths, f32 on scalar)', () => {
       const rand = rng(3);
       for (const dtype of K_DTYPES) {
-        for (const [rows, cols] of [[7, 256], [21, 512], [3, 2304]]) {
+        for (const [rows, cols] of [
+          [7, 256],
+          [21, 512],
+          [3, 2304],
+        ]) {
           const w = makeWeight(rand, dtype, rows, cols);
           for (const n of [1, 3, 17]) {
             const x = randomF32(rand, n * cols);
@@ -256,7 +320,8 @@ for (const path of PATHS) {
               checkInt8Matmul(x, n, w, bias, what);
               continue;
             }
-            const want = new Float32Array(n * rows), got = new Float32Array(n * rows);
+            const want = new Float32Array(n * rows),
+              got = new Float32Array(n * rows);
             referenceOps.matmul(x, n, w, want, bias);
             nativeOps.matmul(x, n, w, got, bias);
             assertClose(got, want, 1e-4, what);
@@ -287,7 +352,11 @@ for (const path of PATHS) {
           const some = new Float32Array(3 * rows);
           const at = Math.min(i, n - 3);
           nativeOps.matmul(x.subarray(at * cols, (at + 3) * cols), 3, w, some);
-          assert.deepEqual(some.subarray((i - at) * rows, (i - at + 1) * rows), all.subarray(i * rows, (i + 1) * rows), `${dtype}${pack ? ' packed' : ''} row ${i} in 3`);
+          assert.deepEqual(
+            some.subarray((i - at) * rows, (i - at + 1) * rows),
+            all.subarray(i * rows, (i + 1) * rows),
+            `${dtype}${pack ? ' packed' : ''} row ${i} in 3`,
+          );
         }
       }
     });
@@ -298,7 +367,8 @@ for (const path of PATHS) {
         const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 512 : 64;
         const table = makeWeight(rand, dtype, 19, cols);
         const ids = Int32Array.from([0, 10, 3, 3, 7, 15, 16, 18]);
-        const want = new Float32Array(ids.length * cols), got = new Float32Array(ids.length * cols);
+        const want = new Float32Array(ids.length * cols),
+          got = new Float32Array(ids.length * cols);
         referenceOps.embed(ids, table, want);
         nativeOps.embed(ids, table, got);
         assertClose(got, want, 1e-6, `embed ${dtype}`);
@@ -313,10 +383,15 @@ for (const path of PATHS) {
 
     it('rmsnorm matches, in place too', () => {
       const rand = rng(5);
-      for (const [rows, dim] of [[3, 37], [5, 896], [40, 2048]]) {
+      for (const [rows, dim] of [
+        [3, 37],
+        [5, 896],
+        [40, 2048],
+      ]) {
         const x = randomF32(rand, rows * dim, 3);
         const w = randomF32(rand, dim);
-        const want = new Float32Array(rows * dim), got = new Float32Array(rows * dim);
+        const want = new Float32Array(rows * dim),
+          got = new Float32Array(rows * dim);
         referenceOps.rmsnorm(x, rows, dim, w, 1e-6, want);
         nativeOps.rmsnorm(x, rows, dim, w, 1e-6, got);
         assertClose(got, want, 1e-5, `rmsnorm ${rows}x${dim}`);
@@ -328,10 +403,15 @@ for (const path of PATHS) {
     it('rope (neox and normal) matches at far positions', () => {
       const rand = rng(6);
       for (const style of ['neox', 'normal'] as const) {
-        for (const [n, heads, hd, theta] of [[5, 3, 16, 10000], [9, 2, 64, 1000000], [300, 4, 64, 10000]]) {
+        for (const [n, heads, hd, theta] of [
+          [5, 3, 16, 10000],
+          [9, 2, 64, 1000000],
+          [300, 4, 64, 10000],
+        ]) {
           const x = randomF32(rand, n * heads * hd);
           const pos = Int32Array.from({ length: n }, (_, i) => (i % 2 ? i : Math.floor(rand() * 30000)));
-          const want = x.slice(), got = x.slice();
+          const want = x.slice(),
+            got = x.slice();
           referenceOps.rope(want, n, heads, hd, pos, theta, style);
           nativeOps.rope(got, n, heads, hd, pos, theta, style);
           assertClose(got, want, 1e-5, `rope ${style} n=${n} hd=${hd}`);
@@ -346,9 +426,11 @@ for (const path of PATHS) {
     it('siluMul and add match (tails, large values, parallel lengths, in place)', () => {
       const rand = rng(7);
       for (const len of [1, 15, 1000, 300001]) {
-        const g = randomF32(rand, len, 30), u = randomF32(rand, len, 2);
+        const g = randomF32(rand, len, 30),
+          u = randomF32(rand, len, 2);
         g[0] = -200;
-        const want = new Float32Array(len), got = new Float32Array(len);
+        const want = new Float32Array(len),
+          got = new Float32Array(len);
         referenceOps.siluMul(g, u, want, len);
         nativeOps.siluMul(g, u, got, len);
         assertClose(got, want, 1e-5, `siluMul len=${len}`);
@@ -365,9 +447,12 @@ for (const path of PATHS) {
       const rand = rng(8);
       for (const dtype of ['f32', 'bf16', 'fp8'] as KvDType[]) {
         const mk = () => makeLayer(dtype, 6, 4, 2, 24, 0.5, 2);
-        const ref = mk(), nat = mk();
-        const n = 9, width = 2 * 24;
-        const k = randomF32(rand, n * width, 300), v = randomF32(rand, n * width, 1000);
+        const ref = mk(),
+          nat = mk();
+        const n = 9,
+          width = 2 * 24;
+        const k = randomF32(rand, n * width, 300),
+          v = randomF32(rand, n * width, 1000);
         // Specials: NaN, infinities, saturation, signed zero, fp8 subnormals and rounding ties.
         k.set([NaN, Infinity, -Infinity, 500, -0, 1e-3, 2 ** -10, 3 * 2 ** -10, 1e-40, 17]);
         const slots = Int32Array.from([0, 5, 23, 7, 8, 12, 13, 2, 19]);
@@ -380,18 +465,40 @@ for (const path of PATHS) {
 
     it('storeKv encodes fp8 byte for byte across exponents, ties and specials (parallel rows, any scale)', () => {
       const rand = rng(16);
-      const n = 40, width = 2 * 64;
+      const n = 40,
+        width = 2 * 64;
       const values = new Float32Array(n * width);
       for (let i = 0; i < values.length; i++) {
         // Magnitudes from 2^-14 to 2^10 (subnormals through saturation), both signs.
         values[i] = (rand() < 0.5 ? -1 : 1) * 2 ** (rand() * 24 - 14) * (1 + rand());
       }
       // Exact E4M3 midpoints (ties to even) and the specials, in every lane position.
-      const specials = [NaN, Infinity, -Infinity, 448, 464, 480, -0, 0, 1.0625, 1.1875, 2 ** -7 * 1.5, 2 ** -9 * 0.5, 2 ** -9 * 1.5, 1e-40, 0.015625, 0.0155];
+      const specials = [
+        NaN,
+        Infinity,
+        -Infinity,
+        448,
+        464,
+        480,
+        -0,
+        0,
+        1.0625,
+        1.1875,
+        2 ** -7 * 1.5,
+        2 ** -9 * 0.5,
+        2 ** -9 * 1.5,
+        1e-40,
+        0.015625,
+        0.0155,
+      ];
       for (let i = 0; i < 16 * 17; i++) values[(i * 37) % values.length] = specials[i % specials.length];
       const slots = Int32Array.from({ length: n }, (_, i) => (i * 7) % 48);
-      for (const [kScale, vScale] of [[1, 1], [0.37, 3.1]]) {
-        const ref = makeLayer('fp8', 12, 4, 2, 64, kScale, vScale), nat = makeLayer('fp8', 12, 4, 2, 64, kScale, vScale);
+      for (const [kScale, vScale] of [
+        [1, 1],
+        [0.37, 3.1],
+      ]) {
+        const ref = makeLayer('fp8', 12, 4, 2, 64, kScale, vScale),
+          nat = makeLayer('fp8', 12, 4, 2, 64, kScale, vScale);
         const v = values.map((x) => x * 0.75);
         referenceOps.storeKv(ref, values, v, n, slots);
         nativeOps.storeKv(nat, values, v, n, slots);
@@ -403,16 +510,53 @@ for (const path of PATHS) {
     it('attention over the paged cache matches (GQA, block crossings, prefill + decode, windows, every KV dtype)', () => {
       const rand = rng(9);
       const cases = [
-        { blockSize: 4, numKvHeads: 2, numHeads: 6, headDim: 32, lens: [[1, 9], [7, 7], [5, 13]] },
-        { blockSize: 16, numKvHeads: 1, numHeads: 4, headDim: 20, lens: [[40, 100], [1, 33]] },
+        {
+          blockSize: 4,
+          numKvHeads: 2,
+          numHeads: 6,
+          headDim: 32,
+          lens: [
+            [1, 9],
+            [7, 7],
+            [5, 13],
+          ],
+        },
+        {
+          blockSize: 16,
+          numKvHeads: 1,
+          numHeads: 4,
+          headDim: 20,
+          lens: [
+            [40, 100],
+            [1, 33],
+          ],
+        },
         { blockSize: 8, numKvHeads: 2, numHeads: 2, headDim: 64, lens: [[1, 70]] },
-        { blockSize: 3, numKvHeads: 4, numHeads: 8, headDim: 72, lens: [[17, 17], [3, 5], [1, 1]] },
+        {
+          blockSize: 3,
+          numKvHeads: 4,
+          numHeads: 8,
+          headDim: 72,
+          lens: [
+            [17, 17],
+            [3, 5],
+            [1, 1],
+          ],
+        },
       ];
       for (const dtype of ['f32', 'bf16', 'fp8'] as KvDType[]) {
         for (const c of cases) {
           const blocksPer = c.lens.map(([, kv]) => Math.ceil(kv / c.blockSize));
           const numBlocks = blocksPer.reduce((a, b) => a + b, 0) + 3;
-          const layer = makeLayer(dtype, numBlocks, c.blockSize, c.numKvHeads, c.headDim, dtype === 'fp8' ? 0.25 : 1, dtype === 'fp8' ? 0.5 : 1);
+          const layer = makeLayer(
+            dtype,
+            numBlocks,
+            c.blockSize,
+            c.numKvHeads,
+            c.headDim,
+            dtype === 'fp8' ? 0.25 : 1,
+            dtype === 'fp8' ? 0.5 : 1,
+          );
           // Physical blocks in shuffled order, so sequences interleave in the pool.
           const free = Array.from({ length: numBlocks }, (_, i) => i).sort(() => rand() - 0.5);
           const width = c.numKvHeads * c.headDim;
@@ -420,7 +564,10 @@ for (const path of PATHS) {
           let qStart = 0;
           c.lens.forEach(([qLen, kvLen], s) => {
             const blockTable = Int32Array.from(free.splice(0, blocksPer[s]));
-            const slots = Int32Array.from({ length: kvLen }, (_, t) => blockTable[Math.floor(t / c.blockSize)] * c.blockSize + (t % c.blockSize));
+            const slots = Int32Array.from(
+              { length: kvLen },
+              (_, t) => blockTable[Math.floor(t / c.blockSize)] * c.blockSize + (t % c.blockSize),
+            );
             referenceOps.storeKv(layer, randomF32(rand, kvLen * width), randomF32(rand, kvLen * width, 2), kvLen, slots);
             seqs.push({ qStart, qLen, kvLen, blockTable });
             qStart += qLen;
@@ -428,7 +575,8 @@ for (const path of PATHS) {
           const q = randomF32(rand, qStart * c.numHeads * c.headDim, 2);
           for (const slidingWindow of [null, 5]) {
             const params = { numHeads: c.numHeads, scale: 1 / Math.sqrt(c.headDim), slidingWindow };
-            const want = new Float32Array(q.length), got = new Float32Array(q.length);
+            const want = new Float32Array(q.length),
+              got = new Float32Array(q.length);
             referenceOps.attention(q, layer, seqs, params, want);
             nativeOps.attention(q, layer, seqs, params, got);
             assertClose(got, want, 2e-5, `attention ${dtype} bs=${c.blockSize} hd=${c.headDim} window=${slidingWindow}`);
@@ -450,9 +598,15 @@ describe('native kernels on real GGUF K-quant blocks (tiny_kquant.gguf)', () => 
       const dtype = GGML_TO_DTYPE[t.ggmlType];
       if (!dtype) continue;
       // 1024 elements as a [4, 256] matrix.
-      const w: WeightMatrix = { dtype, rows: 4, cols: 256, data: new Uint8Array(bytes.buffer, bytes.byteOffset + t.offset, 4 * BLOCK_LAYOUT[dtype].bytes) };
+      const w: WeightMatrix = {
+        dtype,
+        rows: 4,
+        cols: 256,
+        data: new Uint8Array(bytes.buffer, bytes.byteOffset + t.offset, 4 * BLOCK_LAYOUT[dtype].bytes),
+      };
       const ids = Int32Array.from([3, 0, 2, 1]);
-      const want = new Float32Array(4 * 256), got = new Float32Array(4 * 256);
+      const want = new Float32Array(4 * 256),
+        got = new Float32Array(4 * 256);
       referenceOps.embed(ids, w, want);
       nativeOps.embed(ids, w, got);
       assertClose(got, want, 1e-6, `embed ${t.name}`);
@@ -505,7 +659,7 @@ describe('native kernels: pool restarts', () => {
     nativeOps.matmul(x, 2, w, want);
     for (let i = 0; i < 60; i++) {
       setNumThreads(1 + (i % 4));
-      if (i % 3 === 0) continue;  // back-to-back resizes with no op between
+      if (i % 3 === 0) continue; // back-to-back resizes with no op between
       const got = new Float32Array(2 * 64);
       nativeOps.matmul(x, 2, w, got);
       assert.deepEqual(got, want);
@@ -527,15 +681,24 @@ describe('native kernels: argument checks', () => {
     assert.throws(() => nativeOps.rope(new Float32Array(12), 1, 2, 6, new Int32Array(0), 1e4, 'neox'), TypeError);
     assert.throws(() => nativeOps.siluMul(new Float32Array(4), new Float32Array(3), new Float32Array(4), 4), TypeError);
     // The raw addon checks bounds too, for callers that skip the TypeScript face.
-    assert.throws(() => nativeOps.storeKv(makeLayer('f32', 2, 4, 1, 8), new Float32Array(8), new Float32Array(4), 1, new Int32Array([0])), TypeError);
+    assert.throws(
+      () => nativeOps.storeKv(makeLayer('f32', 2, 4, 1, 8), new Float32Array(8), new Float32Array(4), 1, new Int32Array([0])),
+      TypeError,
+    );
   });
   it('throws RangeError for ids, slots and block ids outside their tables', () => {
     assert.throws(() => nativeOps.embed(Int32Array.from([4]), w, new Float32Array(64)), RangeError);
     const layer = makeLayer('bf16', 2, 4, 1, 8);
     assert.throws(() => nativeOps.storeKv(layer, new Float32Array(8), new Float32Array(8), 1, Int32Array.from([8])), RangeError);
     const seq = { qStart: 0, qLen: 1, kvLen: 5, blockTable: Int32Array.from([0, 2]) };
-    assert.throws(() => nativeOps.attention(new Float32Array(8), layer, [seq], { numHeads: 1, scale: 1, slidingWindow: null }, new Float32Array(8)), RangeError);
+    assert.throws(
+      () => nativeOps.attention(new Float32Array(8), layer, [seq], { numHeads: 1, scale: 1, slidingWindow: null }, new Float32Array(8)),
+      RangeError,
+    );
     const short = { qStart: 0, qLen: 1, kvLen: 5, blockTable: Int32Array.from([0]) };
-    assert.throws(() => nativeOps.attention(new Float32Array(8), layer, [short], { numHeads: 1, scale: 1, slidingWindow: null }, new Float32Array(8)), RangeError);
+    assert.throws(
+      () => nativeOps.attention(new Float32Array(8), layer, [short], { numHeads: 1, scale: 1, slidingWindow: null }, new Float32Array(8)),
+      RangeError,
+    );
   });
 });

@@ -68,7 +68,14 @@ class ScriptedEngine implements Engine {
         }
         const part = ids.slice(i, i + chunk);
         sent += part.length;
-        const logprobs = part.map((id) => ({ id, logprob: -0.25, top: [{ id, logprob: -0.25 }, { id: 9707, logprob: -3 }] }));
+        const logprobs = part.map((id) => ({
+          id,
+          logprob: -0.25,
+          top: [
+            { id, logprob: -0.25 },
+            { id: 9707, logprob: -3 },
+          ],
+        }));
         yield req.logprobs > 0 ? { type: 'tokens', ids: part, logprobs } : { type: 'tokens', ids: part };
       }
       const reason = s.reason ?? (ids.length < s.ids.length ? 'length' : 'stop');
@@ -128,16 +135,24 @@ function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, 
 const USER = [{ role: 'user', content: 'What is the capital of France?' }];
 
 async function post(app: ReturnType<typeof setup>['app'], url: string, body: unknown) {
-  const res = await app.inject({ method: 'POST', url, payload: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const res = await app.inject({
+    method: 'POST',
+    url,
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) };
 }
 
 function sseFrames(body: string): string[] {
   assert.ok(body.endsWith('\n\n'), 'frames end with a blank line');
-  return body.split('\n\n').filter(Boolean).map((f) => {
-    assert.ok(f.startsWith('data: '), f);
-    return f.slice(6);
-  });
+  return body
+    .split('\n\n')
+    .filter(Boolean)
+    .map((f) => {
+      assert.ok(f.startsWith('data: '), f);
+      return f.slice(6);
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,7 +165,11 @@ const chatCases: [string, unknown, string | null][] = [
   ['unknown role', { messages: [{ role: 'wizard', content: 'hi' }] }, 'messages[0].role'],
   ['role missing', { messages: [{ content: 'hi' }] }, 'messages[0].role'],
   ['content of a wrong type', { messages: [USER[0], { role: 'user', content: 5 }] }, 'messages[1].content'],
-  ['content part text of a wrong type', { messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] }, 'messages[0].content[0].text'],
+  [
+    'content part text of a wrong type',
+    { messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] },
+    'messages[0].content[0].text',
+  ],
   ['max_tokens as a string', { messages: USER, max_tokens: '5' }, 'max_tokens'],
   ['max_tokens zero', { messages: USER, max_tokens: 0 }, 'max_tokens'],
   ['temperature above 2', { messages: USER, temperature: 3 }, 'temperature'],
@@ -162,7 +181,11 @@ const chatCases: [string, unknown, string | null][] = [
   ['tool_choice required without tools', { messages: USER, tool_choice: 'required' }, 'tool_choice'],
   ['tool message without tool_call_id', { messages: [USER[0], { role: 'tool', content: '{}' }] }, 'messages[1].tool_call_id'],
   ['user message with null content', { messages: [{ role: 'user', content: null }] }, 'messages[0].content'],
-  ['image input', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }, 'messages[0].content[0]'],
+  [
+    'image input',
+    { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] },
+    'messages[0].content[0]',
+  ],
   ['top_logprobs without logprobs', { messages: USER, top_logprobs: 2 }, 'top_logprobs'],
   ['body is an array', [1, 2], 'body'],
   ['tool without a name', { messages: USER, tools: [{ type: 'function', function: { description: 'x' } }] }, 'tools[0].function.name'],
@@ -230,7 +253,9 @@ test('404 for an unknown route, 405 for a known one with the wrong method', asyn
   const { app } = setup();
   const res = await app.inject({ method: 'POST', url: '/v1/nope' });
   assert.equal(res.statusCode, 404);
-  assert.deepEqual(res.json(), { error: { message: 'Invalid URL (POST /v1/nope)', type: 'invalid_request_error', code: 'not_found', param: null } });
+  assert.deepEqual(res.json(), {
+    error: { message: 'Invalid URL (POST /v1/nope)', type: 'invalid_request_error', code: 'not_found', param: null },
+  });
   const wrong = await app.inject({ method: 'GET', url: '/v1/chat/completions' });
   assert.equal(wrong.statusCode, 405);
   assert.equal(wrong.headers.allow, 'POST');
@@ -263,7 +288,12 @@ for (const [name, body, param] of completionCases) {
 
 test('before a model is ready: 503 model_not_loaded on /health, /v1/models and the protocol routes', async () => {
   const { app, lifecycle, runtime } = setup(undefined, false);
-  for (const [method, url] of [['GET', '/health'], ['GET', '/v1/models'], ['POST', '/v1/chat/completions'], ['POST', '/v1/completions']] as const) {
+  for (const [method, url] of [
+    ['GET', '/health'],
+    ['GET', '/v1/models'],
+    ['POST', '/v1/chat/completions'],
+    ['POST', '/v1/completions'],
+  ] as const) {
     const res = await app.inject({ method, url, payload: method === 'POST' ? { messages: USER, prompt: 'x' } : undefined });
     assert.equal(res.statusCode, 503, url);
     assert.equal(res.json().error.code, 'model_not_loaded');
@@ -321,12 +351,24 @@ test('request fields → engine job: defaults, vLLM extensions, EOS handling, ma
   assert.deepEqual(job2.sampling, { temperature: 0.5, topK: 0, topP: 0.9, minP: 0, topNSigma: 1, seed: 42 });
   assert.deepEqual(job2.stopTokenIds, [13]);
   assert.equal(job2.maxTokens, 7);
-  assert.ok(tokenizer.decode(job2.promptTokens).endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n'), 'chat_template_kwargs reach the template');
+  assert.ok(
+    tokenizer.decode(job2.promptTokens).endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n'),
+    'chat_template_kwargs reach the template',
+  );
 });
 
 test('tools: passed to the template, completion capped by --tool-max-tokens; tool_choice none drops them', async () => {
   const { app, engine } = setup();
-  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'Weather of a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } } },
+      },
+    },
+  ];
   await post(app, '/v1/chat/completions', { messages: USER, tools });
   const job = engine.jobs[0]!.req;
   assert.equal(job.maxTokens, OPTIONS.toolMaxTokens);
@@ -340,7 +382,11 @@ test('a tool-call conversation turn renders through the template', async () => {
   const res = await post(app, '/v1/chat/completions', {
     messages: [
       { role: 'user', content: 'Weather in Paris?' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', name: 'get_weather', content: '{"temp": 21}' },
     ],
   });
@@ -365,7 +411,11 @@ test('non-streamed chat: shape, content, finish_reason, usage; one log line', as
   assert.deepEqual(body.choices[0], { index: 0, message: { role: 'assistant', content: ANSWER }, logprobs: null, finish_reason: 'stop' });
   const promptTokens = engine.jobs[0]!.req.promptTokens.length;
   const completionTokens = tokenizer.encode(ANSWER).length + 1;
-  assert.deepEqual(body.usage, { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens });
+  assert.deepEqual(body.usage, {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  });
   const logged = lines.filter((l) => l.msg === 'request completed');
   assert.equal(logged.length, 1);
   assert.equal(logged[0]!.promptTokens, promptTokens);
@@ -393,7 +443,11 @@ test('streamed chat: role first, content deltas, empty-delta finish, usage frame
   const usageFrame = chunks.at(-1);
   assert.deepEqual(usageFrame.choices, []);
   const prompt = engine.jobs[0]!.req.promptTokens.length;
-  assert.deepEqual(usageFrame.usage, { prompt_tokens: prompt, completion_tokens: tokenizer.encode(ANSWER).length + 1, total_tokens: prompt + tokenizer.encode(ANSWER).length + 1 });
+  assert.deepEqual(usageFrame.usage, {
+    prompt_tokens: prompt,
+    completion_tokens: tokenizer.encode(ANSWER).length + 1,
+    total_tokens: prompt + tokenizer.encode(ANSWER).length + 1,
+  });
   const finish = chunks.at(-2);
   assert.deepEqual(finish.choices[0].delta, {});
   assert.equal(finish.choices[0].finish_reason, 'stop');
@@ -414,7 +468,10 @@ test('stop string: text cut before it, finish_reason stop, engine job cancelled'
   assert.equal(body.choices[0].finish_reason, 'stop');
   assert.equal(engine.jobs[0]!.cancelled, true);
   const streamed = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, stop: 'France', stream: true })).body);
-  const text = streamed.slice(0, -1).map((f) => JSON.parse(f).choices[0]?.delta.content ?? '').join('');
+  const text = streamed
+    .slice(0, -1)
+    .map((f) => JSON.parse(f).choices[0]?.delta.content ?? '')
+    .join('');
   assert.equal(text, 'The capital of ');
 });
 
@@ -428,12 +485,21 @@ test('max_tokens reached → finish_reason length', async () => {
 test('n=2: two choices, distinct seeds per sequence, prompt counted once', async () => {
   const { app, engine } = setup();
   const body = (await post(app, '/v1/chat/completions', { messages: USER, n: 2, seed: 5 })).json();
-  assert.deepEqual(body.choices.map((c: { index: number }) => c.index), [0, 1]);
-  assert.deepEqual(engine.jobs.map((j) => j.req.sampling.seed), [5, 6]);
+  assert.deepEqual(
+    body.choices.map((c: { index: number }) => c.index),
+    [0, 1],
+  );
+  assert.deepEqual(
+    engine.jobs.map((j) => j.req.sampling.seed),
+    [5, 6],
+  );
   assert.equal(body.usage.prompt_tokens, engine.jobs[0]!.req.promptTokens.length);
   assert.equal(body.usage.completion_tokens, 2 * (tokenizer.encode(ANSWER).length + 1));
   const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, n: 2, stream: true })).body);
-  const finishes = frames.slice(0, -1).map((f) => JSON.parse(f).choices[0]).filter((c) => c.finish_reason);
+  const finishes = frames
+    .slice(0, -1)
+    .map((f) => JSON.parse(f).choices[0])
+    .filter((c) => c.finish_reason);
   assert.deepEqual(finishes.map((c) => c.index).sort(), [0, 1]);
 });
 
@@ -498,10 +564,19 @@ test('completions: string, batch and token-id prompts; choices prompt-major; ech
   engine.script = { ids: [...tokenizer.encode(ANSWER), IM_END] };
 
   const batch = (await post(app, '/v1/completions', { prompt: ['A', 'B'], n: 2, max_tokens: 50, echo: true })).json();
-  assert.deepEqual(batch.choices.map((c: { index: number }) => c.index), [0, 1, 2, 3]);
-  assert.deepEqual(batch.choices.map((c: { text: string }) => c.text), ['A' + ANSWER, 'A' + ANSWER, 'B' + ANSWER, 'B' + ANSWER]);
+  assert.deepEqual(
+    batch.choices.map((c: { index: number }) => c.index),
+    [0, 1, 2, 3],
+  );
+  assert.deepEqual(
+    batch.choices.map((c: { text: string }) => c.text),
+    ['A' + ANSWER, 'A' + ANSWER, 'B' + ANSWER, 'B' + ANSWER],
+  );
   const jobs = engine.jobs.slice(1);
-  assert.deepEqual(jobs.map((j) => tokenizer.decode(j.req.promptTokens)), ['A', 'A', 'B', 'B']);
+  assert.deepEqual(
+    jobs.map((j) => tokenizer.decode(j.req.promptTokens)),
+    ['A', 'A', 'B', 'B'],
+  );
   assert.equal(batch.usage.prompt_tokens, 2);
 
   const ids = tokenizer.encode('Hello world');
@@ -512,7 +587,17 @@ test('completions: string, batch and token-id prompts; choices prompt-major; ech
 
 test('completions streamed with legacy logprobs', async () => {
   const { app } = setup();
-  const frames = sseFrames((await post(app, '/v1/completions', { prompt: 'Hi', stream: true, logprobs: 1, max_tokens: 50, stream_options: { include_usage: true } })).body);
+  const frames = sseFrames(
+    (
+      await post(app, '/v1/completions', {
+        prompt: 'Hi',
+        stream: true,
+        logprobs: 1,
+        max_tokens: 50,
+        stream_options: { include_usage: true },
+      })
+    ).body,
+  );
   assert.equal(frames.at(-1), '[DONE]');
   const chunks = frames.slice(0, -1).map((f) => JSON.parse(f));
   assert.deepEqual(chunks.at(-1).choices, []);
@@ -525,14 +610,23 @@ test('completions streamed with legacy logprobs', async () => {
   assert.equal(tokens.at(-1), '<|im_end|>');
   const offsets = withLogprobs.flatMap((c) => c.choices[0].logprobs.text_offset);
   assert.equal(offsets[0], 0);
-  assert.ok(offsets.every((o, i) => i === 0 || o >= offsets[i - 1]!), 'offsets never go back');
+  assert.ok(
+    offsets.every((o, i) => i === 0 || o >= offsets[i - 1]!),
+    'offsets never go back',
+  );
   assert.equal(chunks.at(-2).choices[0].finish_reason, 'stop');
 });
 
 /** POSTs with node:http, reads the first bytes (or none), then drops the connection. */
 function postAndHangUp(port: number, body: unknown, readFirst: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' } });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
     req.on('error', () => resolve());
     if (readFirst) req.on('response', (res) => res.once('data', () => (req.destroy(), resolve())));
     else req.on('finish', () => setTimeout(() => (req.destroy(), resolve()), 50));
@@ -565,7 +659,8 @@ test('client disconnect mid-stream or mid-request cancels the engine job, and is
 // The text-stage seam: what the real chat output plan (reasoning splitter, hermes parser) makes
 // of a scripted model output is encoded in both response shapes.
 
-const TOOL_OUTPUT = '<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+const TOOL_OUTPUT =
+  '<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
 const WEATHER_TOOL = {
   type: 'function',
   function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
@@ -603,8 +698,19 @@ test('reasoning and tool calls: streamed deltas (reasoning, tool call start then
   assert.equal(toolDeltas[0].index, 0);
   assert.match(toolDeltas[0].id, /^call_\d+$/);
   assert.deepEqual(toolDeltas[0].function, { name: 'get_weather', arguments: '' });
-  assert.deepEqual(JSON.parse(toolDeltas.slice(1).map((t) => t.function.arguments).join('')), { city: 'Paris' });
-  assert.ok(toolDeltas.slice(1).every((t) => t.id === undefined && t.function.name === undefined), 'later chunks carry only arguments');
+  assert.deepEqual(
+    JSON.parse(
+      toolDeltas
+        .slice(1)
+        .map((t) => t.function.arguments)
+        .join(''),
+    ),
+    { city: 'Paris' },
+  );
+  assert.ok(
+    toolDeltas.slice(1).every((t) => t.id === undefined && t.function.name === undefined),
+    'later chunks carry only arguments',
+  );
   const last = deltas.at(-1);
   assert.deepEqual(last.delta, {});
   assert.equal(last.finish_reason, 'tool_calls');

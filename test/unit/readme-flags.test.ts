@@ -2,14 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import {
-  BEGIN,
-  END,
-  README_PATH,
-  extractFlagSection,
-  renderFlagReference,
-  replaceFlagSection,
-} from '../../scripts/readme-flags.js';
+import { BEGIN, END, README_PATH, extractFlagSection, renderFlagReference, replaceFlagSection } from '../../scripts/readme-flags.js';
 import { FLAGS, type FlagSpec } from '../../src/cli/flags.js';
 
 test('README flag reference matches the flag table', () => {

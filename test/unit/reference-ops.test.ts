@@ -129,9 +129,24 @@ const BLOCK_SIZE = 3;
 
 function kvConfig(): ModelConfig {
   return {
-    architecture: 'llama', hiddenSize: NUM_HEADS * HEAD_DIM, intermediateSize: 8, numLayers: 1, numHeads: NUM_HEADS,
-    numKvHeads: NUM_KV_HEADS, headDim: HEAD_DIM, vocabSize: 8, ropeTheta: 10000, rmsNormEps: 1e-6, tieWordEmbeddings: false,
-    slidingWindow: null, attentionBias: false, qkNorm: false, maxPositionEmbeddings: 64, bosTokenId: null, eosTokenIds: [], nameOrPath: null,
+    architecture: 'llama',
+    hiddenSize: NUM_HEADS * HEAD_DIM,
+    intermediateSize: 8,
+    numLayers: 1,
+    numHeads: NUM_HEADS,
+    numKvHeads: NUM_KV_HEADS,
+    headDim: HEAD_DIM,
+    vocabSize: 8,
+    ropeTheta: 10000,
+    rmsNormEps: 1e-6,
+    tieWordEmbeddings: false,
+    slidingWindow: null,
+    attentionBias: false,
+    qkNorm: false,
+    maxPositionEmbeddings: 64,
+    bosTokenId: null,
+    eosTokenIds: [],
+    nameOrPath: null,
   };
 }
 
@@ -163,7 +178,14 @@ function denseAttention(q: Float32Array, k: Float32Array, v: Float32Array, len: 
   return out;
 }
 
-interface SeqData { len: number; qLen: number; q: Float32Array; k: Float32Array; v: Float32Array; blocks: Int32Array }
+interface SeqData {
+  len: number;
+  qLen: number;
+  q: Float32Array;
+  k: Float32Array;
+  v: Float32Array;
+  blocks: Int32Array;
+}
 
 /** Store each sequence's k/v into shuffled blocks, run paged attention over all of them at once. */
 function pagedAttention(seqs: SeqData[], layer: KvLayer, window: number | null): Float32Array {
@@ -222,16 +244,19 @@ test('attention: paged, batched, GQA, chunked and decode rows match dense causal
   }
 });
 
-test('attention: window 1 returns each position\'s own value; query heads share kv heads as HF groups them', () => {
+test("attention: window 1 returns each position's own value; query heads share kv heads as HF groups them", () => {
   const width = NUM_KV_HEADS * HEAD_DIM;
   // Value of kv head g at position t is constant 10*t + g.
   const len = 4;
   const v = Float32Array.from({ length: len * width }, (_, i) => 10 * Math.floor(i / width) + Math.floor((i % width) / HEAD_DIM));
   const rand = seededRandom(5);
   const seq: SeqData = {
-    len, qLen: len, blocks: Int32Array.from([1, 0]),
+    len,
+    qLen: len,
+    blocks: Int32Array.from([1, 0]),
     q: Float32Array.from({ length: len * NUM_HEADS * HEAD_DIM }, rand),
-    k: Float32Array.from({ length: len * width }, rand), v,
+    k: Float32Array.from({ length: len * width }, rand),
+    v,
   };
   const [layer] = allocateKvCache(kvConfig(), 2, BLOCK_SIZE, 'f32');
   const out = pagedAttention([seq], layer, 1);

@@ -112,7 +112,10 @@ test('draw frequencies follow the tempered, filtered distribution', () => {
   // Temperature 0.5 squares the probabilities before renormalizing.
   const sq = [0.25, 0.09, 0.0225, 0.0025];
   const z = sq.reduce((a, b) => a + b);
-  near(count(logits, params({ temperature: 0.5 })), sq.map((x) => x / z));
+  near(
+    count(logits, params({ temperature: 0.5 })),
+    sq.map((x) => x / z),
+  );
   // Top-k 2 renormalizes over the two survivors.
   near(count(logits, params({ topK: 2 })), [0.625, 0.375, 0, 0]);
 });
@@ -128,7 +131,10 @@ test('top-p over a 152k vocabulary matches a brute-force full sort', () => {
   while (cum < 0.9 * total) cum += probs[order[want++]];
   const got = candidates(logits, params({ topP: 0.9 }));
   assert.equal(got.length, want);
-  assert.deepEqual(sortedIds(got), order.slice(0, want).sort((a, b) => a - b));
+  assert.deepEqual(
+    sortedIds(got),
+    order.slice(0, want).sort((a, b) => a - b),
+  );
 });
 
 test('selectTop puts the k best first, with ties broken by id', () => {
@@ -139,7 +145,10 @@ test('selectTop puts the k best first, with ties broken by id', () => {
     const want = Array.from({ length: 300 }, (_, i) => i)
       .sort((a, b) => logits[b] - logits[a] || a - b)
       .slice(0, k);
-    assert.deepEqual(sortedIds(idx.subarray(0, k)), [...want].sort((a, b) => a - b));
+    assert.deepEqual(
+      sortedIds(idx.subarray(0, k)),
+      [...want].sort((a, b) => a - b),
+    );
   }
 });
 
@@ -161,12 +170,15 @@ test('top-p over many equal logits keeps exactly the needed share', () => {
   assert.equal(candidates(logits, params({ topP: 0.5 })).length, 2500);
 });
 
-test('top-p when most of the vocabulary shares one logit (a trained model\'s unused tokens)', () => {
+test("top-p when most of the vocabulary shares one logit (a trained model's unused tokens)", () => {
   const V = 151936;
   const logits = new Float32Array(V);
   for (let i = 0; i < 2000; i++) logits[(i * 7919) % V] = ((i % 41) - 20) / 4;
   const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || a - b);
-  for (const [topP, temperature] of [[0.5, 1], [0.99, 1.5]]) {
+  for (const [topP, temperature] of [
+    [0.5, 1],
+    [0.99, 1.5],
+  ]) {
     const w = Array.from(logits, (l) => Math.exp(l / temperature));
     const total = w.reduce((a, b) => a + b);
     let cum = 0;
@@ -174,6 +186,9 @@ test('top-p when most of the vocabulary shares one logit (a trained model\'s unu
     while (cum < topP * total) cum += w[order[want++]];
     const got = candidates(logits, params({ topP, temperature }));
     assert.equal(got.length, want);
-    assert.deepEqual(sortedIds(got), order.slice(0, want).sort((a, b) => a - b));
+    assert.deepEqual(
+      sortedIds(got),
+      order.slice(0, want).sort((a, b) => a - b),
+    );
   }
 });

@@ -92,7 +92,7 @@ test('at most maxBatchSize sequences run; the rest wait in FIFO order', () => {
     [seqs[0].id, seqs[1].id],
   );
   assert.equal(s.waiting.length, 1);
-  batch = step(s); // seqs[0] finishes (2 tokens)
+  step(s); // seqs[0] finishes (2 tokens)
   assert.equal(seqs[0].status, 'finished');
   batch = step(s); // seqs[2] joins between steps
   assert.deepEqual(

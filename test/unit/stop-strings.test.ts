@@ -73,10 +73,10 @@ test('every chunking of a text gives the same result', () => {
   assert.deepEqual(whole, ['Answer: 42.\nUser said <|en|> then ', '<|end|>']);
   // Deterministic pseudo-random chunkings.
   let seed = 7;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   for (let trial = 0; trial < 50; trial++) {
     const chunks: string[] = [];
-    for (let i = 0; i < text.length; ) {
+    for (let i = 0; i < text.length;) {
       const len = 1 + Math.floor(rand() * 6);
       chunks.push(text.slice(i, i + len));
       i += len;

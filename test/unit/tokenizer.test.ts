@@ -7,7 +7,12 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { FIXTURES, MODELS, TINY_CHAT } from '../helpers/paths.js';
 import {
-  loadTokenizer, loadTokenizerFromVocabMerges, tokenizerFromHfJson, tokenizerJsonFromVocabMerges, TokenizerLoadError, type Tokenizer,
+  loadTokenizer,
+  loadTokenizerFromVocabMerges,
+  tokenizerFromHfJson,
+  tokenizerJsonFromVocabMerges,
+  TokenizerLoadError,
+  type Tokenizer,
 } from '../../src/model/tokenizer.js';
 import { readSentencePieceModel, SentencePieceModelError } from '../../src/model/tokenizers/sentencepiece-model.js';
 import { sentencePieceBpeTokenizerJson } from '../../src/model/tokenizers/sentencepiece-bpe.js';
@@ -31,7 +36,11 @@ const ROUND_TRIP_TEXTS = [
 // ---------------------------------------------------------------------------------------------------------
 // tiny-hf-fixtures/hf_tokenizer_cases.json: ids and decoded text produced by HF transformers.
 
-interface TokenizerCase { text: string; ids: number[]; decoded: string }
+interface TokenizerCase {
+  text: string;
+  ids: number[];
+  decoded: string;
+}
 const cases = readJson(join(FIXTURES, 'hf_tokenizer_cases.json')) as Record<string, { tokenizer: string; cases: TokenizerCase[] }>;
 
 /** How to build a fixture's tokenizer, or why it cannot be. */
@@ -43,7 +52,8 @@ function fixtureTokenizer(file: string): Tokenizer | string {
     const model = readSentencePieceModel(readFileSync(path));
     return new HfTokenizer(sentencePieceBpeTokenizerJson(model), {});
   } catch (err) {
-    if (err instanceof SentencePieceModelError) return `${file} is a unigram SentencePiece model (${err.message}); neither @huggingface/tokenizers nor our reader runs those`;
+    if (err instanceof SentencePieceModelError)
+      return `${file} is a unigram SentencePiece model (${err.message}); neither @huggingface/tokenizers nor our reader runs those`;
     throw err;
   }
 }
@@ -74,7 +84,10 @@ test('svc-tiny-chat: the encodings its README states', () => {
   assert.deepEqual(qwen3.encode('<tool_response>'), [151665]);
   assert.deepEqual(qwen3.encode('<tool_call>'), [151657]);
   // digits one per token
-  assert.deepEqual(qwen3.encode('2024').map((id) => qwen3.idToToken(id)), ['2', '0', '2', '4']);
+  assert.deepEqual(
+    qwen3.encode('2024').map((id) => qwen3.idToToken(id)),
+    ['2', '0', '2', '4'],
+  );
 });
 
 test('svc-tiny-chat: special tokens inside text become single ids', () => {
@@ -121,7 +134,7 @@ test('svc-tiny-chat: a cut UTF-8 sequence decodes to U+FFFD, the whole one to th
 // ---------------------------------------------------------------------------------------------------------
 // qwen2.5-0.5b-instruct-tokenizer: vocab.json + merges.txt only.
 
-test('vocab.json + merges.txt: builds the same tokenizer.json as svc-tiny-chat, less Qwen3\'s 4 added tokens', () => {
+test("vocab.json + merges.txt: builds the same tokenizer.json as svc-tiny-chat, less Qwen3's 4 added tokens", () => {
   const built = tokenizerJsonFromVocabMerges(join(MODELS, 'qwen2.5-0.5b-instruct-tokenizer'));
   const reference = readJson(join(TINY_CHAT, 'tokenizer.json'));
   const { added_tokens: builtAdded, ...builtRest } = built;
@@ -129,7 +142,10 @@ test('vocab.json + merges.txt: builds the same tokenizer.json as svc-tiny-chat, 
   assert.deepEqual(builtRest, refRest);
   const ref = refAdded as { content: string }[];
   assert.deepEqual(builtAdded, ref.slice(0, 22));
-  assert.deepEqual(ref.slice(22).map((t) => t.content), ['<tool_response>', '</tool_response>', '<think>', '</think>']);
+  assert.deepEqual(
+    ref.slice(22).map((t) => t.content),
+    ['<tool_response>', '</tool_response>', '<think>', '</think>'],
+  );
 });
 
 test('vocab.json + merges.txt: encodes like the real tokenizer.json', () => {
@@ -153,7 +169,10 @@ test('smollm2: BOS/EOS come from config.json ids; digits split; specials single'
   assert.equal(tok.vocabSize, 49152);
   assert.deepEqual(tok.encode('<|im_start|>user\n'), [1, ...tok.encode('user\n')]);
   assert.deepEqual(tok.encode('Hello world'), [tok.tokenToId('Hello'), tok.tokenToId('Ġworld')]);
-  assert.deepEqual(tok.encode('x 2024').map((id) => tok.idToToken(id)), ['x', 'Ġ', '2', '0', '2', '4']);
+  assert.deepEqual(
+    tok.encode('x 2024').map((id) => tok.idToToken(id)),
+    ['x', 'Ġ', '2', '0', '2', '4'],
+  );
   for (const text of ROUND_TRIP_TEXTS) assert.equal(tok.decode(tok.encode(text)), text, JSON.stringify(text));
 });
 
@@ -170,7 +189,10 @@ test('tinystories: BOS policy, space prefix, and <unk> for characters outside it
   assert.deepEqual(ids.slice(1), tok.encode('Once upon a time'));
   assert.ok(tok.idToToken(ids[1])!.startsWith('▁'), 'the space prefix is added');
   // byte_fallback is on but the vocabulary has no <0xXX> pieces, so HF (and we) fall back to <unk>.
-  assert.deepEqual(tok.encode('a😀b').map((id) => tok.idToToken(id)), ['▁a', '<unk>', 'b']);
+  assert.deepEqual(
+    tok.encode('a😀b').map((id) => tok.idToToken(id)),
+    ['▁a', '<unk>', 'b'],
+  );
   assert.equal(tok.decode(ids, { skipSpecialTokens: true }), 'Once upon a time');
   for (const text of ['Once upon a time, there was a cat.', 'Lily said: "Hi!"\nTom smiled.', '  two spaces, then a full stop.']) {
     assert.equal(tok.decode(tok.encode(text)), text, JSON.stringify(text));

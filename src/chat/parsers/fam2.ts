@@ -125,7 +125,6 @@ class Fam2Reader extends SteppedReader {
     this.sink.close();
     return done(end ?? this.argsStart + c.raw);
   }
-
 }
 
 export class Fam2Parser extends StreamingToolParser {

@@ -48,6 +48,8 @@ export class Cursor {
     const m = this.match(/"(?:[^"\\]|\\.)*"/y);
     if (m === null) this.fail('unterminated string');
     try {
+      // JSON escapes raw control characters, which the model may have written literally.
+      // eslint-disable-next-line no-control-regex
       return JSON.parse(m.replace(/[\u0000-\u001f]/g, (c) => JSON.stringify(c).slice(1, -1))) as string;
     } catch {
       this.fail('bad string');

@@ -119,7 +119,6 @@ class PythonicReader extends SteppedReader {
     this.st = St.AfterCall;
     return null;
   }
-
 }
 
 export class PythonicParser extends StreamingToolParser {

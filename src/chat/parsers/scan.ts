@@ -31,10 +31,7 @@ export function matchAny(buf: string, pos: number, lits: readonly string[]): num
   return partial ? PARTIAL : NONE;
 }
 
-export type Found =
-  | { kind: 'full'; index: number; marker: string }
-  | { kind: 'partial'; index: number }
-  | { kind: 'none' };
+export type Found = { kind: 'full'; index: number; marker: string } | { kind: 'partial'; index: number } | { kind: 'none' };
 
 /**
  * The earliest complete occurrence of any marker at or after `from` (ties go to the

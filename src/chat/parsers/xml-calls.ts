@@ -173,5 +173,4 @@ export class XmlCallReader extends SteppedReader {
     this.closeCall();
     return done(end);
   }
-
 }

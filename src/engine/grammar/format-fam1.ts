@@ -22,7 +22,11 @@ export const fam1: ToolCallFormat = {
   call(tools: readonly ToolDef[]): GNode {
     for (const t of tools) check(xmlTagNameOk(t.name, false), `tool name ${JSON.stringify(t.name)} cannot be written as <function=NAME>`);
     const rest = tools.map((t) =>
-      seq([xmlParamsNode(t.parameters, STYLE, (k) => (xmlTagNameOk(k, false) ? `<parameter=${k}>` : null), '</function>'), TAG_GAP, lit('</tool_call>')]),
+      seq([
+        xmlParamsNode(t.parameters, STYLE, (k) => (xmlTagNameOk(k, false) ? `<parameter=${k}>` : null), '</function>'),
+        TAG_GAP,
+        lit('</tool_call>'),
+      ]),
     );
     return seq([
       lit('<tool_call>'),

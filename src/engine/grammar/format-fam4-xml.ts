@@ -23,7 +23,8 @@ const STYLE: XmlValueStyle = {
 export const fam4Xml: ToolCallFormat = {
   opener: BLOCK_OPEN,
   calls(tools: readonly ToolDef[], max: number): GNode {
-    for (const t of tools) check(xmlTagNameOk(t.name, true), `tool name ${JSON.stringify(t.name)} cannot be written as <invoke name="NAME">`);
+    for (const t of tools)
+      check(xmlTagNameOk(t.name, true), `tool name ${JSON.stringify(t.name)} cannot be written as <invoke name="NAME">`);
     // After `<invoke name="`: the name (its `">` keeps names prefix-free), the parameters, `</invoke>`.
     const invoke = literalSwitch(
       tools.map((t) => `${t.name}">`),

@@ -15,7 +15,18 @@ export function jsonCallObject(tools: readonly ToolDef[], argsKey: 'arguments' |
   // The parsers take a call only with a non-empty name.
   for (const t of tools) check(t.name.length > 0, 'an empty tool name');
   const argsOf = (t: ToolDef) =>
-    seq([JSON_GAP, lit(','), JSON_GAP, lit(JSON.stringify(argsKey)), JSON_GAP, lit(':'), JSON_GAP, parametersNode(t.parameters), JSON_GAP, lit('}')]);
+    seq([
+      JSON_GAP,
+      lit(','),
+      JSON_GAP,
+      lit(JSON.stringify(argsKey)),
+      JSON_GAP,
+      lit(':'),
+      JSON_GAP,
+      parametersNode(t.parameters),
+      JSON_GAP,
+      lit('}'),
+    ]);
   return seq([
     lit('{'),
     JSON_GAP,

@@ -66,9 +66,7 @@ export const JSON_SYNTAX: ValueSyntax = {
 };
 
 /** The listed properties of an object schema (compiled), or the schema of its free values. */
-export type ObjectParts =
-  | { free: false; keys: string[]; values: GNode[]; required: string[] }
-  | { free: true; value: GNode };
+export type ObjectParts = { free: false; keys: string[]; values: GNode[]; required: string[] } | { free: true; value: GNode };
 
 /** The JSON types a schema admits, each with the node that matches it. */
 export interface Branches {
@@ -81,7 +79,13 @@ export interface Branches {
 }
 
 const NONE = (): Branches => ({ string: null, number: null, object: null, array: null, literals: [] });
-const ANY = (syn: ValueSyntax): Branches => ({ string: syn.string, number: NUMBER, object: syn.anyObject, array: syn.anyArray, literals: ['true', 'false', 'null'] });
+const ANY = (syn: ValueSyntax): Branches => ({
+  string: syn.string,
+  number: NUMBER,
+  object: syn.anyObject,
+  array: syn.anyArray,
+  literals: ['true', 'false', 'null'],
+});
 
 const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -212,7 +216,10 @@ export class SchemaCompiler {
   private resolve(ref: string): unknown {
     if (!ref.startsWith('#')) return undefined; // remote references are not fetched
     let at: unknown = this.root;
-    for (const raw of ref.slice(1).split('/').filter((p) => p !== '')) {
+    for (const raw of ref
+      .slice(1)
+      .split('/')
+      .filter((p) => p !== '')) {
       const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
       if (!isSchema(at)) return undefined;
       at = at[part];
@@ -269,7 +276,13 @@ function count(v: unknown): number | null {
 }
 
 function isAny(b: Branches, syn: ValueSyntax): boolean {
-  return b.string === syn.string && b.number === NUMBER && b.object === syn.anyObject && b.array === syn.anyArray && ['true', 'false', 'null'].every((l) => b.literals.includes(l));
+  return (
+    b.string === syn.string &&
+    b.number === NUMBER &&
+    b.object === syn.anyObject &&
+    b.array === syn.anyArray &&
+    ['true', 'false', 'null'].every((l) => b.literals.includes(l))
+  );
 }
 
 /** Both schemas' values. Two structures of one type merge into the unconstrained one. */

@@ -8,7 +8,22 @@
 // frame alone, which is what lets token-mask.ts cache masks by top frame.
 
 import { seenBit, MARK_END, MARK_FORBID, MARK_NONE } from './literals.js';
-import { ACCEPTED, EOS, enter, Frame, FREE_KEYS, FREE_STRING, HOLE_FED, INTEGER, JSON_WS, KEY_HAS_COLON, Kind, NO_OPEN, PY_ESCAPES, type GNode } from './nodes.js';
+import {
+  ACCEPTED,
+  EOS,
+  enter,
+  Frame,
+  FREE_KEYS,
+  FREE_STRING,
+  HOLE_FED,
+  INTEGER,
+  JSON_WS,
+  KEY_HAS_COLON,
+  Kind,
+  NO_OPEN,
+  PY_ESCAPES,
+  type GNode,
+} from './nodes.js';
 
 const isWs = (b: number) => b === 0x20 || b === 0x0a || b === 0x09 || b === 0x0d;
 const isDigit = (b: number) => b >= 0x30 && b <= 0x39;

@@ -154,7 +154,8 @@ export function literalSwitch(literals: readonly string[], conts: readonly (GNod
   n.kids = conts ? [...conts] : literals.map(() => null);
   for (let i = 0; i < n.trie.term.length; i++) {
     const t = n.trie.term[i];
-    if (t >= 0 && n.trie.hasKids[i] && n.kids[t]) throw new GrammarError(`grammar: literal ${JSON.stringify(literals[t])} is a prefix of another`);
+    if (t >= 0 && n.trie.hasKids[i] && n.kids[t])
+      throw new GrammarError(`grammar: literal ${JSON.stringify(literals[t])} is a prefix of another`);
   }
   return n;
 }
@@ -212,7 +213,8 @@ export function freeObject(value: GNode | null, shared = false, key: GNode | nul
 function setObjectSyntax(n: GNode, syntax: ObjectSyntax): void {
   const open = syntax.open ?? '{';
   const close = syntax.close ?? '}';
-  if (open.length !== 1 || close.length !== 1 || open.charCodeAt(0) > 0x7f || close.charCodeAt(0) > 0x7f) throw new GrammarError('grammar: object brackets must be ASCII characters');
+  if (open.length !== 1 || close.length !== 1 || open.charCodeAt(0) > 0x7f || close.charCodeAt(0) > 0x7f)
+    throw new GrammarError('grammar: object brackets must be ASCII characters');
   n.bytes = open === '{' && close === '}' ? CURLY : Uint8Array.of(open.charCodeAt(0), close.charCodeAt(0));
   if (syntax.keyHasColon) n.flags |= KEY_HAS_COLON;
 }

@@ -17,10 +17,25 @@ const lenientUtf8 = new TextDecoder('utf-8', { fatal: false });
  * tokens in the text when tools or reasoning are on, so the parsers see them too.)
  */
 const TAG_SPECIALS = new Set([
-  '[TOOL_CALLS]', '[ARGS]', '[CALL_ID]', '[THINK]', '[/THINK]',
-  '<|tool_call>', '<tool_call|>', '<|"|>', '<|python_tag|>',
-  '<tool_call>', '</tool_call>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>',
-  '<minimax:tool_call>', '</minimax:tool_call>', '<think>', '</think>',
+  '[TOOL_CALLS]',
+  '[ARGS]',
+  '[CALL_ID]',
+  '[THINK]',
+  '[/THINK]',
+  '<|tool_call>',
+  '<tool_call|>',
+  '<|"|>',
+  '<|python_tag|>',
+  '<tool_call>',
+  '</tool_call>',
+  '<arg_key>',
+  '</arg_key>',
+  '<arg_value>',
+  '</arg_value>',
+  '<minimax:tool_call>',
+  '</minimax:tool_call>',
+  '<think>',
+  '</think>',
 ]);
 
 /**

@@ -70,7 +70,10 @@ export function pyLiteral(v: unknown): string {
   if (v === false) return 'False';
   if (typeof v === 'string') return pyStr(v);
   if (Array.isArray(v)) return `[${v.map(pyLiteral).join(', ')}]`;
-  if (typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${pyStr(k)}: ${pyLiteral(x)}`).join(', ')}}`;
+  if (typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${pyStr(k)}: ${pyLiteral(x)}`)
+      .join(', ')}}`;
   return JSON.stringify(v);
 }
 
@@ -82,7 +85,12 @@ export const PYTHON: ValueSyntax = {
   anyArray: PY_ANY_ARRAY,
   literal: pyLiteral,
   variants: (v) => (typeof v === 'string' ? [pyStr(v, '"')] : []),
-  object: (keys, values, bits) => objectNode(keys.map((k) => pyStr(k)), values, bits),
+  object: (keys, values, bits) =>
+    objectNode(
+      keys.map((k) => pyStr(k)),
+      values,
+      bits,
+    ),
   freeObject: (value) => freeObject(value, false, PY_STRING),
 };
 
@@ -125,6 +133,7 @@ altSet(GEMMA_ANY, 'tfn', literalSwitch(['true', 'false', 'null'], null, true));
 
 /** A key as Gemma writes it, with its colon: bare where the parser reads it back unchanged. */
 export function gemmaKey(k: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters force quoting
   const bare = k.length > 0 && k === k.trim() && !/[:{}[\],"\u0000-\u001f\u007f]/.test(k);
   return `${bare ? k : JSON.stringify(k)}:`;
 }
@@ -133,7 +142,10 @@ export function gemmaKey(k: string): string {
 export function gemmaLiteral(v: unknown): string {
   if (typeof v === 'string') return v.includes(GEMMA_QUOTE) ? JSON.stringify(v) : GEMMA_QUOTE + v + GEMMA_QUOTE;
   if (Array.isArray(v)) return `[${v.map(gemmaLiteral).join(',')}]`;
-  if (v !== null && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => gemmaKey(k) + gemmaLiteral(x)).join(',')}}`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => gemmaKey(k) + gemmaLiteral(x))
+      .join(',')}}`;
   return JSON_SYNTAX.literal(v);
 }
 

@@ -82,7 +82,12 @@ export function xmlJsonSyntax(style: XmlValueStyle): ValueSyntax {
     anyObject,
     anyArray,
     literal: (v) => safe(JSON.stringify(v)),
-    object: (keys, values, bits) => objectNode(keys.map((k) => safe(JSON.stringify(k))), values, bits),
+    object: (keys, values, bits) =>
+      objectNode(
+        keys.map((k) => safe(JSON.stringify(k))),
+        values,
+        bits,
+      ),
     freeObject: (value) => freeObject(value, false, string),
   };
   jsonSyntaxes.set(key, syntax);
@@ -195,12 +200,7 @@ export function schemaProperties(parameters: unknown): { props: [string, unknown
  * whose key the format cannot spell, or whose value no text satisfies, are left out; a required one
  * makes the tool uncallable in this format (GrammarError).
  */
-export function xmlParamsNode(
-  parameters: unknown,
-  style: XmlValueStyle,
-  openTag: (key: string) => string | null,
-  closeTag: string,
-): GNode {
+export function xmlParamsNode(parameters: unknown, style: XmlValueStyle, openTag: (key: string) => string | null, closeTag: string): GNode {
   const { props, required } = schemaProperties(parameters);
   const compiler = new SchemaCompiler(parameters, xmlJsonSyntax(style));
   const tags: string[] = [];

@@ -28,7 +28,7 @@ function readWholeFile(path: string): FileBytes {
   try {
     fd = openSync(path, 'r');
   } catch (err) {
-    throw new Error(`${path}: cannot open (${(err as Error).message})`);
+    throw new Error(`${path}: cannot open (${(err as Error).message})`, { cause: err });
   }
   try {
     const size = fstatSync(fd).size;
@@ -73,7 +73,9 @@ function loadNative(): NativeMmap {
     }
     const parent = dirname(dir);
     if (parent === dir) {
-      throw new Error('memory-mapped loading needs the native addon (build/Release/svc_native.node); build it with `npx node-gyp rebuild` or use the fast loader');
+      throw new Error(
+        'memory-mapped loading needs the native addon (build/Release/svc_native.node); build it with `npx node-gyp rebuild` or use the fast loader',
+      );
     }
     dir = parent;
   }

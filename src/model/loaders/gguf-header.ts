@@ -2,8 +2,21 @@
 import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 
 export const GGML_TYPE = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q8_1: 9,
-  Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, Q8_K: 15, BF16: 30,
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q8_1: 9,
+  Q2_K: 10,
+  Q3_K: 11,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  Q8_K: 15,
+  BF16: 30,
 } as const;
 
 export interface GgufTensorInfo {
@@ -32,11 +45,16 @@ class HeaderReader {
   private buf = Buffer.alloc(0);
   private bufStart = 0;
   pos = 0;
-  constructor(private fd: number, private fileSize: number, private path: string) {}
+  constructor(
+    private fd: number,
+    private fileSize: number,
+    private path: string,
+  ) {}
 
   private ensure(n: number): void {
     const end = this.pos + n;
-    if (end > this.fileSize) throw new GgufFormatError(`${this.path}: truncated GGUF header (needs byte ${end}, file has ${this.fileSize})`);
+    if (end > this.fileSize)
+      throw new GgufFormatError(`${this.path}: truncated GGUF header (needs byte ${end}, file has ${this.fileSize})`);
     if (end <= this.bufStart + this.buf.length) return;
     const want = Math.max(end - this.pos, 1 << 20);
     const len = Math.min(want, this.fileSize - this.pos);
@@ -56,22 +74,42 @@ class HeaderReader {
     this.pos += n;
     return this.buf.subarray(o, o + n);
   }
-  u8() { return this.take(1).readUInt8(0); }
-  i8() { return this.take(1).readInt8(0); }
-  u16() { return this.take(2).readUInt16LE(0); }
-  i16() { return this.take(2).readInt16LE(0); }
-  u32() { return this.take(4).readUInt32LE(0); }
-  i32() { return this.take(4).readInt32LE(0); }
-  f32() { return this.take(4).readFloatLE(0); }
-  f64() { return this.take(8).readDoubleLE(0); }
+  u8() {
+    return this.take(1).readUInt8(0);
+  }
+  i8() {
+    return this.take(1).readInt8(0);
+  }
+  u16() {
+    return this.take(2).readUInt16LE(0);
+  }
+  i16() {
+    return this.take(2).readInt16LE(0);
+  }
+  u32() {
+    return this.take(4).readUInt32LE(0);
+  }
+  i32() {
+    return this.take(4).readInt32LE(0);
+  }
+  f32() {
+    return this.take(4).readFloatLE(0);
+  }
+  f64() {
+    return this.take(8).readDoubleLE(0);
+  }
   u64() {
     const v = this.take(8).readBigUInt64LE(0);
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new GgufFormatError(`${this.path}: 64-bit value too large`);
     return Number(v);
   }
-  i64() { return Number(this.take(8).readBigInt64LE(0)); }
+  i64() {
+    return Number(this.take(8).readBigInt64LE(0));
+  }
   /** Bytes left in the file: bounds element counts before allocating for them. */
-  remaining() { return this.fileSize - this.pos; }
+  remaining() {
+    return this.fileSize - this.pos;
+  }
   str() {
     const n = this.u64();
     return this.take(n).toString('utf8');
@@ -80,20 +118,30 @@ class HeaderReader {
 
 function readValue(r: HeaderReader, type: number, path: string): unknown {
   switch (type) {
-    case 0: return r.u8();
-    case 1: return r.i8();
-    case 2: return r.u16();
-    case 3: return r.i16();
-    case 4: return r.u32();
-    case 5: return r.i32();
-    case 6: return r.f32();
-    case 7: return r.u8() !== 0;
-    case 8: return r.str();
+    case 0:
+      return r.u8();
+    case 1:
+      return r.i8();
+    case 2:
+      return r.u16();
+    case 3:
+      return r.i16();
+    case 4:
+      return r.u32();
+    case 5:
+      return r.i32();
+    case 6:
+      return r.f32();
+    case 7:
+      return r.u8() !== 0;
+    case 8:
+      return r.str();
     case 9: {
       const itemType = r.u32();
       const count = r.u64();
       // Every element takes at least one byte; a larger count means a corrupt or truncated file.
-      if (count > r.remaining()) throw new GgufFormatError(`${path}: truncated GGUF header (array of ${count} items, ${r.remaining()} bytes left)`);
+      if (count > r.remaining())
+        throw new GgufFormatError(`${path}: truncated GGUF header (array of ${count} items, ${r.remaining()} bytes left)`);
       if (itemType === 8) {
         const out: string[] = new Array(count);
         for (let i = 0; i < count; i++) out[i] = r.str();
@@ -118,10 +166,14 @@ function readValue(r: HeaderReader, type: number, path: string): unknown {
       for (let i = 0; i < count; i++) out[i] = readValue(r, itemType, path);
       return out;
     }
-    case 10: return r.u64();
-    case 11: return r.i64();
-    case 12: return r.f64();
-    default: throw new GgufFormatError(`${path}: unknown GGUF metadata value type ${type}`);
+    case 10:
+      return r.u64();
+    case 11:
+      return r.i64();
+    case 12:
+      return r.f64();
+    default:
+      throw new GgufFormatError(`${path}: unknown GGUF metadata value type ${type}`);
   }
 }
 

@@ -6,7 +6,19 @@ import type { DType, Tensor } from '../types.js';
 
 /** GGUF metadata value types, numbered as in the file format. */
 export const GGUF_VALUE_TYPE = {
-  u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,
+  u8: 0,
+  i8: 1,
+  u16: 2,
+  i16: 3,
+  u32: 4,
+  i32: 5,
+  f32: 6,
+  bool: 7,
+  string: 8,
+  array: 9,
+  u64: 10,
+  i64: 11,
+  f64: 12,
 } as const;
 export type GgufScalarType = Exclude<keyof typeof GGUF_VALUE_TYPE, 'array'>;
 
@@ -22,9 +34,21 @@ export type GgufTypedValue =
  * their element type. Use typed() to force a type.
  */
 export type GgufMetadataValue =
-  | string | boolean | number | bigint
-  | string[] | number[] | boolean[]
-  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | string
+  | boolean
+  | number
+  | bigint
+  | string[]
+  | number[]
+  | boolean[]
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
   | GgufTypedValue;
 
 export function typed(type: GgufScalarType, value: number | bigint | boolean | string): GgufTypedValue {
@@ -55,14 +79,27 @@ export interface GgufWriteOptions {
 
 /** Elements per block and bytes per block of each ggml storage type this project reads. */
 const GGML_BLOCK: Record<number, [number, number]> = {
-  [GGML_TYPE.F32]: [1, 4], [GGML_TYPE.F16]: [1, 2], [GGML_TYPE.BF16]: [1, 2],
-  [GGML_TYPE.Q8_0]: [32, 34], [GGML_TYPE.Q4_0]: [32, 18],
-  [GGML_TYPE.Q2_K]: [256, 84], [GGML_TYPE.Q4_K]: [256, 144], [GGML_TYPE.Q5_K]: [256, 176], [GGML_TYPE.Q6_K]: [256, 210],
+  [GGML_TYPE.F32]: [1, 4],
+  [GGML_TYPE.F16]: [1, 2],
+  [GGML_TYPE.BF16]: [1, 2],
+  [GGML_TYPE.Q8_0]: [32, 34],
+  [GGML_TYPE.Q4_0]: [32, 18],
+  [GGML_TYPE.Q2_K]: [256, 84],
+  [GGML_TYPE.Q4_K]: [256, 144],
+  [GGML_TYPE.Q5_K]: [256, 176],
+  [GGML_TYPE.Q6_K]: [256, 210],
 };
 
 const DTYPE_TO_GGML: Record<DType, number> = {
-  f32: GGML_TYPE.F32, f16: GGML_TYPE.F16, bf16: GGML_TYPE.BF16, q8_0: GGML_TYPE.Q8_0, q4_0: GGML_TYPE.Q4_0,
-  q2_k: GGML_TYPE.Q2_K, q4_k: GGML_TYPE.Q4_K, q5_k: GGML_TYPE.Q5_K, q6_k: GGML_TYPE.Q6_K,
+  f32: GGML_TYPE.F32,
+  f16: GGML_TYPE.F16,
+  bf16: GGML_TYPE.BF16,
+  q8_0: GGML_TYPE.Q8_0,
+  q4_0: GGML_TYPE.Q4_0,
+  q2_k: GGML_TYPE.Q2_K,
+  q4_k: GGML_TYPE.Q4_K,
+  q5_k: GGML_TYPE.Q5_K,
+  q6_k: GGML_TYPE.Q6_K,
 };
 
 /** A loaded tensor (Hugging Face shape order) as a GGUF tensor (ggml dims order), under the given GGUF name. */
@@ -80,16 +117,56 @@ class ByteSink {
     this.buf.copy(next, 0, 0, this.length);
     this.buf = next;
   }
-  u8(v: number) { this.reserve(1); this.buf.writeUInt8(v, this.length); this.length += 1; }
-  i8(v: number) { this.reserve(1); this.buf.writeInt8(v, this.length); this.length += 1; }
-  u16(v: number) { this.reserve(2); this.buf.writeUInt16LE(v, this.length); this.length += 2; }
-  i16(v: number) { this.reserve(2); this.buf.writeInt16LE(v, this.length); this.length += 2; }
-  u32(v: number) { this.reserve(4); this.buf.writeUInt32LE(v, this.length); this.length += 4; }
-  i32(v: number) { this.reserve(4); this.buf.writeInt32LE(v, this.length); this.length += 4; }
-  f32(v: number) { this.reserve(4); this.buf.writeFloatLE(v, this.length); this.length += 4; }
-  f64(v: number) { this.reserve(8); this.buf.writeDoubleLE(v, this.length); this.length += 8; }
-  u64(v: number | bigint) { this.reserve(8); this.buf.writeBigUInt64LE(BigInt(v), this.length); this.length += 8; }
-  i64(v: number | bigint) { this.reserve(8); this.buf.writeBigInt64LE(BigInt(v), this.length); this.length += 8; }
+  u8(v: number) {
+    this.reserve(1);
+    this.buf.writeUInt8(v, this.length);
+    this.length += 1;
+  }
+  i8(v: number) {
+    this.reserve(1);
+    this.buf.writeInt8(v, this.length);
+    this.length += 1;
+  }
+  u16(v: number) {
+    this.reserve(2);
+    this.buf.writeUInt16LE(v, this.length);
+    this.length += 2;
+  }
+  i16(v: number) {
+    this.reserve(2);
+    this.buf.writeInt16LE(v, this.length);
+    this.length += 2;
+  }
+  u32(v: number) {
+    this.reserve(4);
+    this.buf.writeUInt32LE(v, this.length);
+    this.length += 4;
+  }
+  i32(v: number) {
+    this.reserve(4);
+    this.buf.writeInt32LE(v, this.length);
+    this.length += 4;
+  }
+  f32(v: number) {
+    this.reserve(4);
+    this.buf.writeFloatLE(v, this.length);
+    this.length += 4;
+  }
+  f64(v: number) {
+    this.reserve(8);
+    this.buf.writeDoubleLE(v, this.length);
+    this.length += 8;
+  }
+  u64(v: number | bigint) {
+    this.reserve(8);
+    this.buf.writeBigUInt64LE(BigInt(v), this.length);
+    this.length += 8;
+  }
+  i64(v: number | bigint) {
+    this.reserve(8);
+    this.buf.writeBigInt64LE(BigInt(v), this.length);
+    this.length += 8;
+  }
   str(s: string) {
     const bytes = Buffer.from(s, 'utf8');
     this.u64(bytes.length);
@@ -97,7 +174,9 @@ class ByteSink {
     bytes.copy(this.buf, this.length);
     this.length += bytes.length;
   }
-  bytes(): Buffer { return this.buf.subarray(0, this.length); }
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
 }
 
 function inferType(value: Exclude<GgufMetadataValue, GgufTypedValue>): GgufTypedValue {
@@ -134,17 +213,28 @@ function writeScalar(sink: ByteSink, type: GgufScalarType, v: number | bigint | 
     return v;
   };
   switch (type) {
-    case 'u8': return sink.u8(num());
-    case 'i8': return sink.i8(num());
-    case 'u16': return sink.u16(num());
-    case 'i16': return sink.i16(num());
-    case 'u32': return sink.u32(num());
-    case 'i32': return sink.i32(num());
-    case 'f32': return sink.f32(num());
-    case 'f64': return sink.f64(num());
-    case 'u64': return sink.u64(typeof v === 'bigint' ? v : num());
-    case 'i64': return sink.i64(typeof v === 'bigint' ? v : num());
-    case 'bool': return sink.u8(v ? 1 : 0);
+    case 'u8':
+      return sink.u8(num());
+    case 'i8':
+      return sink.i8(num());
+    case 'u16':
+      return sink.u16(num());
+    case 'i16':
+      return sink.i16(num());
+    case 'u32':
+      return sink.u32(num());
+    case 'i32':
+      return sink.i32(num());
+    case 'f32':
+      return sink.f32(num());
+    case 'f64':
+      return sink.f64(num());
+    case 'u64':
+      return sink.u64(typeof v === 'bigint' ? v : num());
+    case 'i64':
+      return sink.i64(typeof v === 'bigint' ? v : num());
+    case 'bool':
+      return sink.u8(v ? 1 : 0);
     case 'string':
       if (typeof v !== 'string') throw new TypeError(`GGUF metadata ${key}: string needs a string, got ${typeof v}`);
       return sink.str(v);
@@ -166,7 +256,8 @@ export function ggufTensorByteSize(t: GgufTensorInfo): number {
   const block = GGML_BLOCK[t.ggmlType];
   if (!block) throw new Error(`GGUF tensor ${t.name}: unsupported ggml type ${t.ggmlType}`);
   const [perBlock, bytesPerBlock] = block;
-  if (t.dims[0] % perBlock !== 0) throw new Error(`GGUF tensor ${t.name}: row of ${t.dims[0]} is not a whole number of ${perBlock}-element blocks`);
+  if (t.dims[0] % perBlock !== 0)
+    throw new Error(`GGUF tensor ${t.name}: row of ${t.dims[0]} is not a whole number of ${perBlock}-element blocks`);
   const elements = t.dims.reduce((a, b) => a * b, 1);
   return (elements / perBlock) * bytesPerBlock;
 }
@@ -201,7 +292,8 @@ export function encodeGgufHeader(
   const declared = metadata['general.alignment'];
   const declaredValue = typeof declared === 'object' && declared !== null && 'value' in declared ? declared.value : declared;
   const alignment = alignmentIn ?? (typeof declaredValue === 'number' ? declaredValue : 32);
-  if (!Number.isInteger(alignment) || alignment <= 0 || alignment % 8 !== 0) throw new Error(`GGUF alignment must be a positive multiple of 8, got ${alignment}`);
+  if (!Number.isInteger(alignment) || alignment <= 0 || alignment % 8 !== 0)
+    throw new Error(`GGUF alignment must be a positive multiple of 8, got ${alignment}`);
   if (alignment !== 32) metadata['general.alignment'] = typed('u32', alignment);
 
   const sink = new ByteSink();
@@ -234,7 +326,8 @@ export function writeGguf(path: string, opts: GgufWriteOptions): void {
   const tensors = opts.tensors ?? [];
   for (const t of tensors) {
     const size = ggufTensorByteSize(t);
-    if (t.data.byteLength !== size) throw new Error(`GGUF tensor ${t.name}: data has ${t.data.byteLength} bytes, dims ${t.dims.join('x')} need ${size}`);
+    if (t.data.byteLength !== size)
+      throw new Error(`GGUF tensor ${t.name}: data has ${t.data.byteLength} bytes, dims ${t.dims.join('x')} need ${size}`);
   }
   const { bytes: header, alignment, offsets, dataBytes } = encodeGgufHeader(opts.metadata, tensors, opts.alignment);
   const fd = openSync(path, 'w');

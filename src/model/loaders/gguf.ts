@@ -9,9 +9,15 @@ import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js
 import { loadFileBytes } from './file-bytes.js';
 
 const GGML_TO_DTYPE = new Map<number, DType>([
-  [GGML_TYPE.F32, 'f32'], [GGML_TYPE.F16, 'f16'], [GGML_TYPE.BF16, 'bf16'],
-  [GGML_TYPE.Q8_0, 'q8_0'], [GGML_TYPE.Q4_0, 'q4_0'],
-  [GGML_TYPE.Q2_K, 'q2_k'], [GGML_TYPE.Q4_K, 'q4_k'], [GGML_TYPE.Q5_K, 'q5_k'], [GGML_TYPE.Q6_K, 'q6_k'],
+  [GGML_TYPE.F32, 'f32'],
+  [GGML_TYPE.F16, 'f16'],
+  [GGML_TYPE.BF16, 'bf16'],
+  [GGML_TYPE.Q8_0, 'q8_0'],
+  [GGML_TYPE.Q4_0, 'q4_0'],
+  [GGML_TYPE.Q2_K, 'q2_k'],
+  [GGML_TYPE.Q4_K, 'q4_k'],
+  [GGML_TYPE.Q5_K, 'q5_k'],
+  [GGML_TYPE.Q6_K, 'q6_k'],
 ]);
 
 const GGML_TYPE_NAMES = new Map<number, string>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k]));
@@ -78,8 +84,11 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, nameHint?: s
     const shape = [...info.dims].reverse();
     let data = bytes.subarray(info.offset, info.offset + tensorBytes(info, dtype, path));
     if (PERMUTED_QK_ARCHITECTURES.has(arch)) {
-      const heads = /\.attn_q\.(weight|bias)$/.test(info.name) ? config.numHeads
-        : /\.attn_k\.(weight|bias)$/.test(info.name) ? config.numKvHeads : 0;
+      const heads = /\.attn_q\.(weight|bias)$/.test(info.name)
+        ? config.numHeads
+        : /\.attn_k\.(weight|bias)$/.test(info.name)
+          ? config.numKvHeads
+          : 0;
       // A weight moves whole rows; a 1-D bias moves single elements.
       if (heads) data = unpermuteRows(data, shape[0], heads, data.length / shape[0]);
     }
@@ -96,7 +105,9 @@ function dtypeOf(info: GgufTensorInfo, path: string): DType {
   const dtype = GGML_TO_DTYPE.get(info.ggmlType);
   if (!dtype) {
     const typeName = GGML_TYPE_NAMES.get(info.ggmlType) ?? `ggml type ${info.ggmlType}`;
-    throw new Error(`${path}: tensor ${info.name} has unsupported dtype ${typeName} (supported: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K)`);
+    throw new Error(
+      `${path}: tensor ${info.name} has unsupported dtype ${typeName} (supported: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K)`,
+    );
   }
   return dtype;
 }
@@ -105,7 +116,7 @@ function rowBytes(info: GgufTensorInfo, dtype: DType, path: string): number {
   try {
     return bytesPerRow(dtype, info.dims[0] ?? 1);
   } catch (err) {
-    throw new Error(`${path}: tensor ${info.name}: ${(err as Error).message}`);
+    throw new Error(`${path}: tensor ${info.name}: ${(err as Error).message}`, { cause: err });
   }
 }
 

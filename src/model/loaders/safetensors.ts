@@ -30,7 +30,7 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLen)));
   } catch (err) {
-    throw new Error(`${path}: bad safetensors JSON header (${(err as Error).message})`);
+    throw new Error(`${path}: bad safetensors JSON header (${(err as Error).message})`, { cause: err });
   }
   if (!header || typeof header !== 'object' || Array.isArray(header)) {
     throw new Error(`${path}: bad safetensors JSON header (not an object)`);
@@ -53,7 +53,9 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
     const [begin, end] = e.data_offsets as number[];
     const expected = shape.reduce((a, b) => a * b, 1) * kind.size;
     if (!(begin >= 0 && end >= begin) || end - begin !== expected) {
-      throw new Error(`${path}: tensor ${name} data_offsets [${begin}, ${end}] do not match shape [${shape}] of ${e.dtype} (${expected} bytes)`);
+      throw new Error(
+        `${path}: tensor ${name} data_offsets [${begin}, ${end}] do not match shape [${shape}] of ${e.dtype} (${expected} bytes)`,
+      );
     }
     if (dataStart + end > bytes.length) {
       throw new Error(`${path}: tensor ${name} data lies beyond end of file (ends at byte ${dataStart + end}, file has ${bytes.length})`);
@@ -184,11 +186,11 @@ function readJson(path: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new Error(`${path}: cannot read (${(err as Error).message})`);
+    throw new Error(`${path}: cannot read (${(err as Error).message})`, { cause: err });
   }
   try {
     return JSON.parse(text) as Record<string, unknown>;
   } catch (err) {
-    throw new Error(`${path}: bad JSON (${(err as Error).message})`);
+    throw new Error(`${path}: bad JSON (${(err as Error).message})`, { cause: err });
   }
 }

@@ -19,8 +19,10 @@ export interface AddedTokenJson {
 export type ByteLevelPreset = 'gpt2' | 'llama3' | 'qwen2' | 'smollm' | 'default';
 
 // The split regexes as the models' tokenizer.json files write them (Oniguruma syntax, which the library translates).
-const QWEN2_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const LLAMA3_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const QWEN2_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const LLAMA3_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // llama.cpp's fallback for a GGUF with no known pre-tokenizer: four regexes applied one after another.
 const LLAMA_CPP_DEFAULT_REGEXES = [
   '[\\p{P}\\$\\+<=>\\^~\\|]+',
@@ -29,16 +31,26 @@ const LLAMA_CPP_DEFAULT_REGEXES = [
   '[0-9][0-9][0-9]',
 ];
 
-const byteLevel = (useRegex: boolean, addPrefixSpace = false) => ({ type: 'ByteLevel', add_prefix_space: addPrefixSpace, trim_offsets: false, use_regex: useRegex });
+const byteLevel = (useRegex: boolean, addPrefixSpace = false) => ({
+  type: 'ByteLevel',
+  add_prefix_space: addPrefixSpace,
+  trim_offsets: false,
+  use_regex: useRegex,
+});
 const split = (regex: string) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false });
 
 function preTokenizer(preset: ByteLevelPreset, addPrefixSpace: boolean): object {
   switch (preset) {
-    case 'gpt2': return byteLevel(true, addPrefixSpace);
-    case 'qwen2': return { type: 'Sequence', pretokenizers: [split(QWEN2_REGEX), byteLevel(false)] };
-    case 'llama3': return { type: 'Sequence', pretokenizers: [split(LLAMA3_REGEX), byteLevel(false)] };
-    case 'smollm': return { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, byteLevel(true)] };
-    case 'default': return { type: 'Sequence', pretokenizers: [...LLAMA_CPP_DEFAULT_REGEXES.map(split), byteLevel(false)] };
+    case 'gpt2':
+      return byteLevel(true, addPrefixSpace);
+    case 'qwen2':
+      return { type: 'Sequence', pretokenizers: [split(QWEN2_REGEX), byteLevel(false)] };
+    case 'llama3':
+      return { type: 'Sequence', pretokenizers: [split(LLAMA3_REGEX), byteLevel(false)] };
+    case 'smollm':
+      return { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, byteLevel(true)] };
+    case 'default':
+      return { type: 'Sequence', pretokenizers: [...LLAMA_CPP_DEFAULT_REGEXES.map(split), byteLevel(false)] };
   }
 }
 

@@ -43,7 +43,14 @@ function mergesByScore(vocab: SentencePieceVocab): [string, string][] {
       if (!isSymbol(l) || !isSymbol(r)) continue;
       const left = l.join('');
       const right = r.join('');
-      rules.push({ left, right, score: vocab.scores[id], id, leftId: normal.get(left) ?? Infinity, rightId: normal.get(right) ?? Infinity });
+      rules.push({
+        left,
+        right,
+        score: vocab.scores[id],
+        id,
+        leftId: normal.get(left) ?? Infinity,
+        rightId: normal.get(right) ?? Infinity,
+      });
     }
   }
   rules.sort((a, b) => b.score - a.score || a.id - b.id || a.leftId - b.leftId || a.rightId - b.rightId);
@@ -63,15 +70,19 @@ export function sentencePieceBpeTokenizerJson(vocab: SentencePieceVocab): Tokeni
     if (t === PIECE_TYPE.BYTE) hasBytes = true;
     // Control and unknown pieces are special; user-defined ones are matched whole in the text but kept on decode.
     if (t === PIECE_TYPE.CONTROL || t === PIECE_TYPE.UNKNOWN || t === PIECE_TYPE.USER_DEFINED) {
-      addedTokens.push({ id, content: piece, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t !== PIECE_TYPE.USER_DEFINED });
+      addedTokens.push({
+        id,
+        content: piece,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: t !== PIECE_TYPE.USER_DEFINED,
+      });
     }
   });
   const replaceSpace = { type: 'Replace', pattern: { String: ' ' }, content: SPACE };
-  const decoders: object[] = [
-    { type: 'Replace', pattern: { String: SPACE }, content: ' ' },
-    { type: 'ByteFallback' },
-    { type: 'Fuse' },
-  ];
+  const decoders: object[] = [{ type: 'Replace', pattern: { String: SPACE }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }];
   if (vocab.addSpacePrefix) decoders.push({ type: 'Strip', content: ' ', start: 1, stop: 0 });
   return {
     version: '1.0',

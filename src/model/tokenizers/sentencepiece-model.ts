@@ -32,9 +32,13 @@ function walkMessage(buf: Uint8Array, onField: (field: number, value: bigint | n
     const field = Math.floor(key / 8);
     const wireType = key & 7;
     if (wireType === 0) onField(field, varint());
-    else if (wireType === 1) { onField(field, view.getFloat64(pos, true)); pos += 8; }
-    else if (wireType === 5) { onField(field, view.getFloat32(pos, true)); pos += 4; }
-    else if (wireType === 2) {
+    else if (wireType === 1) {
+      onField(field, view.getFloat64(pos, true));
+      pos += 8;
+    } else if (wireType === 5) {
+      onField(field, view.getFloat32(pos, true));
+      pos += 4;
+    } else if (wireType === 2) {
       const len = Number(varint());
       if (pos + len > buf.length) throw new SentencePieceModelError('truncated field');
       onField(field, buf.subarray(pos, pos + len));

@@ -44,7 +44,8 @@ export const fam1CoderCases: ParserCase[] = [
   },
   {
     name: 'string values keep inner newlines; one framing newline each side is trimmed',
-    input: '<tool_call>\n<function=write_file>\n<parameter=path>\n/tmp/a.py\n</parameter>\n<parameter=content>\n\ndef f():\n    return "<b>"\n\n</parameter>\n</function>\n</tool_call>',
+    input:
+      '<tool_call>\n<function=write_file>\n<parameter=path>\n/tmp/a.py\n</parameter>\n<parameter=content>\n\ndef f():\n    return "<b>"\n\n</parameter>\n</function>\n</tool_call>',
     content: '',
     calls: [{ name: 'write_file', arguments: { path: '/tmp/a.py', content: '\ndef f():\n    return "<b>"\n' } }],
   },
@@ -64,7 +65,8 @@ export const fam1CoderCases: ParserCase[] = [
   },
   {
     name: 'a value that does not fit its type stays a string',
-    input: '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>',
+    input:
+      '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>',
     content: '',
     calls: [{ name: 'get_weather', arguments: { city: 'Paris', days: 'three' } }],
   },

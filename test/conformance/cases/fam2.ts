@@ -15,7 +15,8 @@ export const fam2Cases: ParserCase[] = [
   },
   {
     name: 'pre-v11 array, two calls with ids',
-    input: '[TOOL_CALLS][{"name": "now", "arguments": {}, "id": "a1B2c3D4e"}, {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}, "id": "z9Y8x7W6v"}]',
+    input:
+      '[TOOL_CALLS][{"name": "now", "arguments": {}, "id": "a1B2c3D4e"}, {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}, "id": "z9Y8x7W6v"}]',
     content: '',
     calls: [NOW, WEATHER],
   },
@@ -60,7 +61,12 @@ export const fam2Cases: ParserCase[] = [
   { name: 'words after the tag: text', input: '[TOOL_CALLS] hello there', content: '[TOOL_CALLS] hello there', calls: [] },
   { name: 'empty array: text', input: '[TOOL_CALLS][]', content: '[TOOL_CALLS][]', calls: [] },
   { name: 'empty {} body: text', input: '[TOOL_CALLS]{}', content: '[TOOL_CALLS]{}', calls: [] },
-  { name: 'tag lookalikes stay text', input: 'See [TOOL] and [TOOL_CALL] and [TOOL_CALLS', content: 'See [TOOL] and [TOOL_CALL] and [TOOL_CALLS', calls: [] },
+  {
+    name: 'tag lookalikes stay text',
+    input: 'See [TOOL] and [TOOL_CALL] and [TOOL_CALLS',
+    content: 'See [TOOL] and [TOOL_CALL] and [TOOL_CALLS',
+    calls: [],
+  },
   {
     name: 'cut off inside streamed arguments: closed',
     input: '[TOOL_CALLS]search[ARGS]{"query": "rain", "tags": ["a", "b',

@@ -22,7 +22,9 @@ export const fam3Cases: ParserCase[] = [
     name: 'nested objects, arrays, literals, numbers',
     input: `<|tool_call>call:search{query:${Q}q${Q},filters:{age:[1,-2.5,3e2],ok:true,none:null},tags:[${Q}a${Q},${Q}b${Q}],score:0.25}<tool_call|>`,
     content: '',
-    calls: [{ name: 'search', arguments: { query: 'q', filters: { age: [1, -2.5, 300], ok: true, none: null }, tags: ['a', 'b'], score: 0.25 } }],
+    calls: [
+      { name: 'search', arguments: { query: 'q', filters: { age: [1, -2.5, 300], ok: true, none: null }, tags: ['a', 'b'], score: 0.25 } },
+    ],
   },
   {
     name: 'JSON-style quoting is accepted',
@@ -33,7 +35,12 @@ export const fam3Cases: ParserCase[] = [
   { name: 'empty {} arguments', input: '<|tool_call>call:now{}<tool_call|>', content: '', calls: [NOW] },
   { name: 'missing closing tag at the end', input: 'ok <|tool_call>call:now{}', content: 'ok ', calls: [NOW] },
   { name: 'call: prefix missing', input: `<|tool_call>get_weather{city:${Q}Paris${Q},days:3}<tool_call|>`, content: '', calls: [WEATHER] },
-  { name: 'bare word values are strings', input: '<|tool_call>call:get_weather{city:Paris,days:3}<tool_call|>', content: '', calls: [WEATHER] },
+  {
+    name: 'bare word values are strings',
+    input: '<|tool_call>call:get_weather{city:Paris,days:3}<tool_call|>',
+    content: '',
+    calls: [WEATHER],
+  },
   { name: 'fenced', input: `\`\`\`\n${weather}\n\`\`\`\nok`, content: 'ok', calls: [WEATHER] },
   { name: 'empty body: text', input: '<|tool_call>{}<tool_call|>', content: '<|tool_call>{}<tool_call|>', calls: [] },
   {

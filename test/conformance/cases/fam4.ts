@@ -3,7 +3,8 @@
 import type { ParserCase } from './types.js';
 
 const block = (inner: string) => `<minimax:tool_call>\n${inner}\n</minimax:tool_call>`;
-const weatherInvoke = '<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n<parameter name="days">3</parameter>\n</invoke>';
+const weatherInvoke =
+  '<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n<parameter name="days">3</parameter>\n</invoke>';
 const WEATHER = { name: 'get_weather', arguments: { city: 'Paris', days: 3 } };
 const NOW = { name: 'now', arguments: {} };
 
@@ -47,7 +48,9 @@ export const fam4Cases: ParserCase[] = [
   },
   {
     name: 'string values are kept raw',
-    input: block('<invoke name="write_file">\n<parameter name="path">a.html</parameter>\n<parameter name="content"><p>\n  1 < 2\n</p></parameter>\n</invoke>'),
+    input: block(
+      '<invoke name="write_file">\n<parameter name="path">a.html</parameter>\n<parameter name="content"><p>\n  1 < 2\n</p></parameter>\n</invoke>',
+    ),
     content: '',
     calls: [{ name: 'write_file', arguments: { path: 'a.html', content: '<p>\n  1 < 2\n</p>' } }],
   },
@@ -64,7 +67,12 @@ export const fam4Cases: ParserCase[] = [
     content: '<minimax:tool_call>\nhello\n</minimax:tool_call>',
     calls: [],
   },
-  { name: 'empty {} body: text', input: '<minimax:tool_call>{}</minimax:tool_call>', content: '<minimax:tool_call>{}</minimax:tool_call>', calls: [] },
+  {
+    name: 'empty {} body: text',
+    input: '<minimax:tool_call>{}</minimax:tool_call>',
+    content: '<minimax:tool_call>{}</minimax:tool_call>',
+    calls: [],
+  },
   {
     name: 'cut off inside a parameter: the value so far is kept',
     input: '<minimax:tool_call>\n<invoke name="search">\n<parameter name="query">partial que',

@@ -27,7 +27,8 @@ export const glm4Cases: ParserCase[] = [
   },
   {
     name: 'no newline after the name',
-    input: '<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>3</arg_value></tool_call>',
+    input:
+      '<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>3</arg_value></tool_call>',
     content: '',
     calls: [WEATHER],
   },

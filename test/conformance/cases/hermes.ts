@@ -31,7 +31,8 @@ export const hermesCases: ParserCase[] = [
   },
   {
     name: 'closing tag inside a JSON string',
-    input: '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.md", "content": "use </tool_call> then <tool_call>"}}\n</tool_call>',
+    input:
+      '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.md", "content": "use </tool_call> then <tool_call>"}}\n</tool_call>',
     content: '',
     calls: [{ name: 'write_file', arguments: { path: 'a.md', content: 'use </tool_call> then <tool_call>' } }],
   },

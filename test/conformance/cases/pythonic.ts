@@ -13,7 +13,12 @@ export const pythonicCases: ParserCase[] = [
     name: 'Python literals',
     input: "[search(query='it\\'s \"q\"\\n', limit=None, score=-1.5e2, filters={'a': (1, 2), 3: [True, False]}, tags=['x',],)]",
     content: '',
-    calls: [{ name: 'search', arguments: { query: 'it\'s "q"\n', limit: null, score: -150, filters: { a: [1, 2], '3': [true, false] }, tags: ['x'] } }],
+    calls: [
+      {
+        name: 'search',
+        arguments: { query: 'it\'s "q"\n', limit: null, score: -150, filters: { a: [1, 2], '3': [true, false] }, tags: ['x'] },
+      },
+    ],
   },
   {
     name: 'brackets and parentheses inside strings',

@@ -156,7 +156,8 @@ export const pipelineCases: PipelineCase[] = [
     name: 'forced empty think, then an XML tool call',
     prompt: FORCED_EMPTY,
     parser: 'fam1_coder',
-    input: '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>',
+    input:
+      '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>',
     reasoning: '',
     content: '',
     calls: [WEATHER],
@@ -165,7 +166,8 @@ export const pipelineCases: PipelineCase[] = [
     name: 'Qwen3.5: the prompt opens think, the model closes it, then an XML call',
     prompt: '<|im_start|>assistant\n<think>\n',
     parser: 'fam1_coder',
-    input: 'Weather needed.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>',
+    input:
+      'Weather needed.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>',
     reasoning: 'Weather needed.',
     content: '',
     calls: [WEATHER],
@@ -174,7 +176,8 @@ export const pipelineCases: PipelineCase[] = [
     name: 'Qwen3.5: an XML call inside a think block that never closes',
     prompt: '<|im_start|>assistant\n<think>\n',
     parser: 'fam1_coder',
-    input: 'Weather needed.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>',
+    input:
+      'Weather needed.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>',
     reasoning: 'Weather needed.',
     content: '',
     calls: [WEATHER],
@@ -183,7 +186,8 @@ export const pipelineCases: PipelineCase[] = [
     name: 'MiniMax: think, then a tool block',
     prompt: PLAIN,
     parser: 'fam4_xml',
-    input: '<think>\nuse the tool\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
+    input:
+      '<think>\nuse the tool\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
     reasoning: 'use the tool',
     content: '',
     calls: [WEATHER],

@@ -1,0 +1,125 @@
+// Every environment variable svc reads, in one table (as vLLM's envs.py): its default, what it
+// does, and how its value is checked. Nothing else reads process.env for SVC_* settings; the
+// README's "Environment variables" section is generated from ENV_VARS and a test keeps it current.
+// The native addon's variables (SVC_THREADS, SVC_SPIN_US, SVC_CPU_FEATURES) are read here and
+// handed to the addon when it loads.
+
+export interface EnvVarSpec<T> {
+  readonly name: string;
+  /** One line for the README and error messages. */
+  readonly doc: string;
+  /** The default as the README shows it. */
+  readonly defaultText: string;
+  readonly default: T;
+  /** Raw text → value; throws EnvError naming the variable when the text is not valid. */
+  parse(raw: string): T;
+}
+
+/** An environment variable holds a value it cannot take. */
+export class EnvError extends Error {}
+
+function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n <= 0 || n > max) {
+      throw new EnvError(`${name}: expected an integer from 1 to ${max}, got "${raw}"`);
+    }
+    return n;
+  };
+}
+
+function nonNegativeInt(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n < 0) throw new EnvError(`${name}: expected an integer ≥ 0, got "${raw}"`);
+    return n;
+  };
+}
+
+function oneOf<const V extends string>(name: string, values: readonly V[]) {
+  return (raw: string): V => {
+    if (!(values as readonly string[]).includes(raw)) {
+      throw new EnvError(`${name}: expected one of ${values.join(', ')}, got "${raw}"`);
+    }
+    return raw as V;
+  };
+}
+
+const text = (raw: string): string => raw;
+
+function spec<T>(s: EnvVarSpec<T>): EnvVarSpec<T> {
+  return s;
+}
+
+export const ENV_VARS = {
+  SVC_THREADS: spec<number | null>({
+    name: 'SVC_THREADS',
+    doc: 'kernel threads, the calling thread included',
+    defaultText: 'one per core',
+    default: null,
+    parse: positiveInt('SVC_THREADS', 1024),
+  }),
+  SVC_MAX_BODY_BYTES: spec<number>({
+    name: 'SVC_MAX_BODY_BYTES',
+    doc: 'largest request body in bytes',
+    defaultText: '33554432 (32 MiB)',
+    default: 32 * 1024 * 1024,
+    parse: positiveInt('SVC_MAX_BODY_BYTES'),
+  }),
+  SVC_LOG_LEVEL: spec<'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'>({
+    name: 'SVC_LOG_LEVEL',
+    doc: 'log level; `debug` logs every request, not only generations',
+    defaultText: 'info',
+    default: 'info',
+    parse: oneOf('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+  }),
+  SVC_KERNELS: spec<'native' | 'reference'>({
+    name: 'SVC_KERNELS',
+    doc: '`reference` runs the plain-TypeScript ops instead of the native ones (debugging; slow)',
+    defaultText: 'native',
+    default: 'native',
+    parse: oneOf('SVC_KERNELS', ['native', 'reference']),
+  }),
+  SVC_CPU_FEATURES: spec<'scalar' | 'avx2' | 'avx512' | 'amx' | null>({
+    name: 'SVC_CPU_FEATURES',
+    doc: 'force a kernel path below the best one the CPU has: `scalar`, `avx2`, `avx512` or `amx` (testing)',
+    defaultText: 'the best the CPU supports',
+    default: null,
+    parse: oneOf('SVC_CPU_FEATURES', ['scalar', 'avx2', 'avx512', 'amx']),
+  }),
+  SVC_SPIN_US: spec<number | null>({
+    name: 'SVC_SPIN_US',
+    doc: 'microseconds kernel threads spin waiting for work before they sleep',
+    defaultText: 'the addon’s built-in value',
+    default: null,
+    parse: nonNegativeInt('SVC_SPIN_US'),
+  }),
+  HF_HUB_CACHE: spec<string | null>({
+    name: 'HF_HUB_CACHE',
+    doc: 'hub cache searched for `svc serve ORG/NAME` (after `--cache-dir`)',
+    defaultText: '`$HF_HOME/hub`',
+    default: null,
+    parse: text,
+  }),
+  HF_HOME: spec<string | null>({
+    name: 'HF_HOME',
+    doc: 'Hugging Face home; its `hub/` folder is the hub cache when `HF_HUB_CACHE` is unset',
+    defaultText: '`~/.cache/huggingface`',
+    default: null,
+    parse: text,
+  }),
+} as const;
+
+export type EnvName = keyof typeof ENV_VARS;
+type EnvValue<K extends EnvName> = ReturnType<(typeof ENV_VARS)[K]['parse']> | (typeof ENV_VARS)[K]['default'];
+
+/**
+ * The variable's value from `env` (default process.env): unset or empty → its default; otherwise
+ * parsed, and an invalid value throws EnvError naming the variable.
+ */
+export function readEnv<K extends EnvName>(name: K, env: NodeJS.ProcessEnv = process.env): EnvValue<K> {
+  const s = ENV_VARS[name] as EnvVarSpec<EnvValue<K>>;
+  const raw = env[name];
+  if (raw === undefined || raw === '') return s.default;
+  return s.parse(raw);
+}
