@@ -2,13 +2,37 @@
 // parser) and what the engine enforces while sampling (tool-call grammar for tool_choice
 // required / a named function, the thinking budget). Decided from the request, the model's chat
 // settings and how the rendered prompt ends.
-import type { ChatOutputContext, ChatOutputPlan } from '../server/app.js';
-import type { ThinkingBudget } from '../engine/types.js';
+import type { GenerationRequest, ThinkingBudget } from '../engine/types.js';
 import { hasToolGrammar, type ToolGrammarSpec } from '../engine/grammar/index.js';
 import type { Tokenizer } from '../model/tokenizer.js';
 import { createToolCallParser, reasoningExits } from './parsers/index.js';
 import { createReasoningSplitter, promptOpensReasoning } from './reasoning.js';
+import type { ModelRuntime } from './model-runtime.js';
 import { reasoningStage, toolCallStage, type OutputStage } from './pipeline.js';
+import type { ChatRequest } from './request.js';
+
+/** What the chat output plan is decided from: the request, the model, the rendered prompt. */
+export interface ChatOutputContext {
+  request: ChatRequest;
+  runtime: ModelRuntime;
+  /** The prompt as the chat template rendered it (does it leave a think block open? …). */
+  promptText: string;
+}
+
+/**
+ * Per sequence: the output stages (reasoning splitter, tool-call parser) and what the engine must
+ * enforce while sampling (tool grammar, thinking budget). Stages hold state: one plan per sequence.
+ */
+export interface ChatOutputPlan {
+  stages: OutputStage[];
+  /** Keep special tokens in the text even when the request skips them: the stages read tags that some models spell as special tokens. */
+  keepSpecialTokens?: boolean;
+  toolGrammar?: GenerationRequest['toolGrammar'];
+  thinkingBudget?: GenerationRequest['thinkingBudget'];
+}
+
+/** Decides a sequence's ChatOutputPlan (planChatOutput below; tests pass their own). */
+export type ChatOutputFactory = (ctx: ChatOutputContext) => ChatOutputPlan;
 
 /** The template closed an empty think block itself (enable_thinking false): no reasoning follows. */
 function promptClosesThinking(promptText: string): boolean {

@@ -1,8 +1,8 @@
 // Prompt building: a ChatRequest → prompt token ids through the model's chat template, and a
 // plain-completions prompt (text or token ids) → checked token ids.
-import type { PromptInput, ChatMessage, ChatRequest } from '../protocols/chat-request.js';
-import { ApiError, invalidParam } from '../server/errors.js';
-import type { ModelRuntime } from '../server/lifecycle.js';
+import { ApiError, invalidParam } from '../common/api-error.js';
+import type { ModelRuntime } from './model-runtime.js';
+import type { PromptInput, ChatMessage, ChatRequest } from './request.js';
 import { ChatTemplateError, renderChatTemplate, type ChatTemplateMessage } from './template.js';
 
 /** A message as chat templates read it (OpenAI names; the reasoning under Qwen's name). */

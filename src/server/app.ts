@@ -1,17 +1,20 @@
 // The HTTP app: a factory so tests (and serve.ts) build it with their own options, logger and
-// lifecycle and listen on any port. Route groups are plugins; what every route shares (the
-// model gate, JSON parsing, the OpenAI error shape, the request log line) is here, as hooks and
-// handlers.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import type { OutputStage } from '../chat/pipeline.js';
-import type { ChatRequest } from '../protocols/chat-request.js';
-import type { GenerationRequest } from '../engine/types.js';
-import { ApiError, invalidJson, toApiError } from './errors.js';
-import type { Lifecycle, ModelRuntime } from './lifecycle.js';
+// lifecycle and listen on any port. What every route shares (the model gate, JSON parsing, the
+// request log line) is here, as hooks. Each protocol is an encapsulated plugin under its prefix
+// with its own error shape (protocol-plugin.ts); /health and paths outside every prefix answer
+// errors in the OpenAI shape.
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { ChatOutputFactory } from '../chat/output-plan.js';
+import type { ModelRuntime } from '../chat/model-runtime.js';
+import { renderOpenAiError } from '../protocols/openai/errors.js';
+import { invalidJson } from './framework-errors.js';
+import type { Lifecycle } from './lifecycle.js';
+import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
 import { healthRoutes } from './routes/health.js';
-import { modelsRoutes } from './routes/models.js';
-import { chatCompletionsRoutes } from './routes/chat-completions.js';
-import { completionsRoutes } from './routes/completions.js';
+import { openAiRoutes } from './routes/openai/index.js';
+
+/** The protocols served, each under its own prefix. */
+const PROTOCOLS: ProtocolRoutes[] = [openAiRoutes];
 
 export interface AppOptions {
   /** Name /v1/models reports and responses carry. */
@@ -29,28 +32,6 @@ export interface AppOptions {
   /** --disable-thinking: chats are rendered with enable_thinking false. */
   disableThinking?: boolean;
 }
-
-/** What the chat output plan is decided from: the request, the model, the rendered prompt. */
-export interface ChatOutputContext {
-  request: ChatRequest;
-  runtime: ModelRuntime;
-  /** The prompt as the chat template rendered it (does it leave a think block open? …). */
-  promptText: string;
-}
-
-/**
- * Per sequence: the output stages (reasoning splitter, tool-call parser) and what the engine must
- * enforce while sampling (tool grammar, thinking budget). Stages hold state: one plan per sequence.
- */
-export interface ChatOutputPlan {
-  stages: OutputStage[];
-  /** Keep special tokens in the text even when the request skips them: the stages read tags that some models spell as special tokens. */
-  keepSpecialTokens?: boolean;
-  toolGrammar?: GenerationRequest['toolGrammar'];
-  thinkingBudget?: GenerationRequest['thinkingBudget'];
-}
-
-export type ChatOutputFactory = (ctx: ChatOutputContext) => ChatOutputPlan;
 
 export interface AppDeps {
   options: AppOptions;
@@ -96,8 +77,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.decorateRequest('runtime', null);
   app.decorateRequest('generation', null);
 
-  // Bodies are JSON whatever content-type the client sent (curl -d sends a form type), with
-  // OpenAI's message when they are not.
+  // Bodies are JSON whatever content-type the client sent (curl -d sends a form type); a 400
+  // invalid_json when they are not.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
@@ -145,29 +126,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.raw.once('close', () => logLine(!reply.raw.writableFinished));
   });
 
-  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    const api = toApiError(err, options.maxBodyBytes);
-    // 503s (no model yet, engine full) are expected states, not failures.
-    if (api.status >= 500 && api.status !== 503) request.log.error({ err }, 'request failed');
-    void reply.code(api.status).headers(api.headers).send(api.toBody());
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0]!;
-    const allowed = (['GET', 'POST'] as const).filter((method) => app.hasRoute({ method, url: path }));
-    if (allowed.length > 0) {
-      const err = new ApiError(405, `Method ${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}.`, {
-        code: 'method_not_allowed',
-      });
-      return reply.code(405).header('allow', allowed.join(', ')).send(err.toBody());
-    }
-    return reply.code(404).send(new ApiError(404, `Invalid URL (${request.method} ${path})`, { code: 'not_found' }).toBody());
-  });
+  // Outside every protocol's prefix (and on /health): the OpenAI shape, as before there were others.
+  renderErrorsWith(app, renderOpenAiError, options.maxBodyBytes);
 
   const routeDeps: RouteDeps = { options, chatOutput: deps.chatOutput ?? (() => ({ stages: [] })) };
   void app.register(healthRoutes, routeDeps);
-  void app.register(modelsRoutes, routeDeps);
-  void app.register(chatCompletionsRoutes, routeDeps);
-  void app.register(completionsRoutes, routeDeps);
+  for (const protocol of PROTOCOLS) registerProtocol(app, protocol, routeDeps);
   return app;
 }

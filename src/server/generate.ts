@@ -4,9 +4,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
 import { runSequence, type OutputPipeline, type SequenceStep } from '../chat/pipeline.js';
-import type { GenerationOptions } from '../protocols/chat-request.js';
-import { ApiError, contextLengthExceeded, invalidParam, modelNotLoaded } from './errors.js';
-import type { ModelRuntime } from './lifecycle.js';
+import type { GenerationOptions } from '../chat/request.js';
+import type { ModelRuntime } from '../chat/model-runtime.js';
+import { contextLengthExceeded, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
 
 /** What the request log line says about a generation request (set on request.generation). */
 export interface GenerationLog {
@@ -172,10 +172,7 @@ function admissionToApiError(err: unknown): unknown {
   switch (err.kind) {
     case 'queue_full':
       // Retriable overload: 503 like OpenAI's "engine overloaded", with a hint when to retry.
-      return new ApiError(503, `The server is busy: ${err.message}. Retry shortly.`, {
-        code: 'server_busy',
-        headers: { 'retry-after': '1' },
-      });
+      return serverBusy(err.message);
     case 'too_long':
       return contextLengthExceeded(err.message);
     case 'not_ready':

@@ -10,37 +10,8 @@
 //
 // A request takes the runtime once, when it starts, and keeps it: in-flight requests finish on
 // the model they started on even if a swap begins meanwhile.
-import type { Engine } from '../engine/types.js';
-import type { ModelConfig } from '../model/types.js';
-import type { Tokenizer } from '../model/tokenizer.js';
-import type { ModelSamplingDefaults } from '../protocols/openai-chat.js';
-import { modelNotLoaded } from './errors.js';
-
-/** Everything a request needs from the loaded model. */
-export interface ModelRuntime {
-  engine: Engine;
-  tokenizer: Tokenizer;
-  /** Jinja chat template; null when the model has none (chat requests are then refused). */
-  chatTemplate: string | null;
-  /** Token ids that end generation unless the request sets ignore_eos. */
-  eosTokenIds: number[];
-  modelConfig: ModelConfig;
-  /** Sampling values a request gets when it omits them (MODEL.toml, generation_config.json). */
-  samplingDefaults: ModelSamplingDefaults;
-  /** How this model's output is read: tool-call format, reasoning, thinking budget. */
-  chat: ChatSettings;
-}
-
-export interface ChatSettings {
-  /** Tool-call parser name (--tool-call-parser, else MODEL.toml, else hermes). */
-  toolCallParser: string;
-  /** The model writes <think> reasoning (MODEL.toml `reasoning`), whether or not it is disabled. */
-  reasoning: boolean;
-  /** --disable-thinking: no reasoning is rendered or returned. */
-  disableThinking: boolean;
-  /** Reasoning-token ceiling per request (--max-thinking-budget, else MODEL.toml); null = none. */
-  maxThinkingBudget: number | null;
-}
+import { modelNotLoaded } from '../common/api-error.js';
+import type { ModelRuntime } from '../chat/model-runtime.js';
 
 export type ServerState = 'starting' | 'no_model' | 'loading' | 'ready';
 

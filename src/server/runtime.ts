@@ -7,8 +7,7 @@ import { findChatTemplate } from '../chat/template.js';
 import type { RunningEngine } from '../engine/engine-client.js';
 import { findModelToml, type ModelToml } from '../model/model-toml.js';
 import { loadTokenizer } from '../model/tokenizer.js';
-import type { ModelSamplingDefaults } from '../protocols/openai-chat.js';
-import type { ModelRuntime } from './lifecycle.js';
+import type { ModelRuntime, ModelSamplingDefaults } from '../chat/model-runtime.js';
 
 export interface RuntimeSettings {
   /** --tool-call-parser; undefined = from MODEL.toml. */

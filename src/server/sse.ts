@@ -1,12 +1,20 @@
-// Server-sent events as the OpenAI protocols use them: `data: <json>\n\n` frames ending with
-// `data: [DONE]\n\n`. The frames go through a stream handed to reply.send(), so fastify still owns
-// the response (its onResponse hooks run when the stream ends).
+// Server-sent events: the frames a protocol's StreamEncoder produces, written as
+// `event: <name>\n` (when the frame has one) and `data: <payload>\n\n`. What the frames are,
+// the terminator included, is the encoder's business. The frames go through a stream handed to
+// reply.send(), so fastify still owns the response (its onResponse hooks run when the stream ends).
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { TokenLogprob } from '../engine/types.js';
-import type { OutputEvent } from '../chat/events.js';
-import { generationError, toApiError } from './errors.js';
+import { generationError } from '../common/api-error.js';
+import type { SseFrame, StreamEncoder } from '../protocols/stream.js';
+import { toApiError } from './framework-errors.js';
 import type { IndexedStep } from './generate.js';
+
+/** The bytes of one frame. Text payloads with line breaks take one `data:` line per line. */
+export function sseBytes(frame: SseFrame): string {
+  const event = frame.event === undefined ? '' : `event: ${frame.event}\n`;
+  const data = 'text' in frame ? frame.text.split('\n').join('\ndata: ') : JSON.stringify(frame.data);
+  return `${event}data: ${data}\n\n`;
+}
 
 export class SseStream {
   private readonly body = new PassThrough();
@@ -27,29 +35,22 @@ export class SseStream {
     return !this.ended && !this.body.destroyed;
   }
 
-  send(frame: unknown): void {
-    if (this.open) this.body.write(`data: ${JSON.stringify(frame)}\n\n`);
+  send(frame: SseFrame): void {
+    if (this.open) this.body.write(sseBytes(frame));
   }
 
-  /** Writes the closing [DONE] frame and ends the response. */
+  /** Ends the response; it writes nothing itself (the encoder's last frames are the terminator). */
   end(): void {
     if (!this.open) return;
-    this.body.end('data: [DONE]\n\n');
+    this.body.end();
     this.ended = true;
   }
 }
 
-/** A protocol's stream encoder: opening frames, frames per step, the optional usage frame. */
-export interface StreamEncoder {
-  start(): unknown[];
-  step(index: number, events: OutputEvent[], logprobs: TokenLogprob[]): unknown[];
-  usage(promptTokens: number, completionTokens: number): unknown | null;
-}
-
 /**
- * Pumps a request's steps to the client. Headers are already out, so failures can no longer
- * change the status: an engine error or a bug becomes a final `data: {error: …}` frame, then
- * [DONE]. If the client goes away the loop is left, which cancels the engine jobs.
+ * Pumps a request's steps to the client through the protocol's encoder. Headers are already out,
+ * so failures can no longer change the status: an engine error or a bug becomes the encoder's
+ * error frames. If the client goes away the loop is left, which cancels the engine jobs.
  */
 export async function streamSteps(
   sse: SseStream,
@@ -57,23 +58,23 @@ export async function streamSteps(
   steps: AsyncGenerator<IndexedStep>,
   request: FastifyRequest,
 ): Promise<void> {
+  const send = (frames: SseFrame[]): void => frames.forEach((frame) => sse.send(frame));
   try {
-    for (const frame of encoder.start()) sse.send(frame);
+    send(encoder.start());
     for await (const { index, step } of steps) {
       if (!sse.open) return;
-      for (const frame of encoder.step(index, step.events, step.logprobs)) sse.send(frame);
+      send(encoder.step(index, step.events, step.logprobs));
       const failed = generationError(step.done);
       if (failed) {
-        sse.send(failed.toBody());
+        send(encoder.error(failed));
         return;
       }
     }
     const g = request.generation;
-    const usage = g ? encoder.usage(g.promptTokens, g.completionTokens) : null;
-    if (usage !== null) sse.send(usage);
+    send(encoder.finish(g ? { promptTokens: g.promptTokens, completionTokens: g.completionTokens } : null));
   } catch (err) {
     request.log.error({ err }, 'stream failed');
-    sse.send(toApiError(err, 0).toBody());
+    send(encoder.error(toApiError(err, 0)));
   } finally {
     sse.end();
   }

@@ -19,9 +19,10 @@ import {
   type GenerationHandle,
   type GenerationRequest,
 } from '../../src/engine/types.js';
-import { buildApp, type AppOptions, type ChatOutputFactory } from '../../src/server/app.js';
-import { planChatOutput } from '../../src/chat/output-plan.js';
-import { Lifecycle, type ModelRuntime } from '../../src/server/lifecycle.js';
+import { buildApp, type AppOptions } from '../../src/server/app.js';
+import { planChatOutput, type ChatOutputFactory } from '../../src/chat/output-plan.js';
+import { Lifecycle } from '../../src/server/lifecycle.js';
+import type { ModelRuntime } from '../../src/chat/model-runtime.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate } from '../../src/chat/template.js';
 import { configFromHf } from '../../src/model/model-config.js';

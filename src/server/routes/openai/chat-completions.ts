@@ -1,19 +1,19 @@
 // POST /v1/chat/completions: schema → ChatRequest → prompt tokens → n engine sequences → output
 // pipeline → chat.completion body, or chunks over SSE.
 import type { FastifyPluginAsync } from 'fastify';
-import { OutputPipeline } from '../../chat/pipeline.js';
-import { buildChatPrompt } from '../../chat/prompt.js';
+import { OutputPipeline } from '../../../chat/pipeline.js';
+import { buildChatPrompt } from '../../../chat/prompt.js';
+import { generationError } from '../../../common/api-error.js';
 import {
   ChatChunkEncoder,
   ChatCompletionBuilder,
   decodeChatRequest,
   newResponseMeta,
   type ChatCompletionBody,
-} from '../../protocols/openai-chat.js';
-import type { RouteDeps } from '../app.js';
-import { engineJob, resolveMaxTokens, runSequences } from '../generate.js';
-import { generationError } from '../errors.js';
-import { SseStream, streamSteps } from '../sse.js';
+} from '../../../protocols/openai/chat.js';
+import type { RouteDeps } from '../../app.js';
+import { engineJob, resolveMaxTokens, runSequences } from '../../generate.js';
+import { SseStream, streamSteps } from '../../sse.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
 
@@ -129,7 +129,7 @@ const chatCompletionSchema = {
 
 export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options, chatOutput }) => {
   app.post<{ Body: ChatCompletionBody }>(
-    '/v1/chat/completions',
+    '/chat/completions',
     { schema: { body: chatCompletionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;

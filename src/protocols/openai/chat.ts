@@ -2,10 +2,13 @@
 // or stream chunks. The JSON schema (types, ranges) is checked by the route before this runs;
 // here are the checks that need more than one field, and the OpenAI/vLLM defaults.
 import { randomUUID } from 'node:crypto';
-import type { SamplingParams, TokenLogprob } from '../engine/types.js';
-import type { FinishReason, OutputEvent } from '../chat/events.js';
-import { invalidParam, unsupportedParam } from '../server/errors.js';
-import type { ChatMessage, ChatRequest, ChatRole, ChatToolCall, GenerationOptions, ToolChoice, ToolDefinition } from './chat-request.js';
+import type { SamplingParams, TokenLogprob } from '../../engine/types.js';
+import type { FinishReason, OutputEvent } from '../../chat/events.js';
+import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
+import type { ChatMessage, ChatRequest, ChatRole, ChatToolCall, GenerationOptions, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
+import type { SseFrame, StreamEncoder, TokenUsage } from '../stream.js';
+import { closingFrames, dataFrames, errorFrames } from './stream.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire request
@@ -67,13 +70,6 @@ export interface SamplingDefaults {
   model?: ModelSamplingDefaults;
   /** --disable-thinking: render every chat with enable_thinking false. */
   disableThinking?: boolean;
-}
-
-export interface ModelSamplingDefaults {
-  temperature?: number;
-  top_p?: number;
-  top_k?: number;
-  min_p?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,8 +315,8 @@ export class ChatCompletionBuilder {
   }
 }
 
-/** Turns OutputEvents into `chat.completion.chunk` objects, one stream for all n choices. */
-export class ChatChunkEncoder {
+/** Turns OutputEvents into `chat.completion.chunk` frames, one stream for all n choices. */
+export class ChatChunkEncoder implements StreamEncoder {
   /** Logprobs of tokens whose text is still held back, per choice: sent with the next chunk. */
   private readonly pending: WireLogprob[][];
 
@@ -335,12 +331,12 @@ export class ChatChunkEncoder {
   }
 
   /** The opening chunk of each choice: the role, and empty content as OpenAI sends it. */
-  start(): unknown[] {
-    return Array.from({ length: this.n }, (_, index) => this.chunk(index, { role: 'assistant', content: '' }, null));
+  start(): SseFrame[] {
+    return dataFrames(Array.from({ length: this.n }, (_, index) => this.chunk(index, { role: 'assistant', content: '' }, null)));
   }
 
   /** Chunks for one step of one choice; a 'finish' event gives the closing chunk with an empty delta. */
-  step(index: number, events: OutputEvent[], lps: TokenLogprob[]): unknown[] {
+  step(index: number, events: OutputEvent[], lps: TokenLogprob[]): SseFrame[] {
     if (this.logprobs !== null) this.pending[index]!.push(...logprobRecords(lps, this.logprobs, this.tokenText));
     const out: unknown[] = [];
     let text = '';
@@ -378,18 +374,22 @@ export class ChatChunkEncoder {
           break;
         case 'finish':
           flush();
-          // An error is reported as an error frame by the route, not as a finish reason.
+          // An error is reported as an error frame (error() below), not as a finish reason.
           if (e.reason !== 'error') out.push(this.chunk(index, {}, e.reason));
       }
     }
     flush();
-    return out;
+    return dataFrames(out);
   }
 
-  /** The usage frame (choices: [] as OpenAI sends it), or null when not asked for. */
-  usage(promptTokens: number, completionTokens: number): unknown | null {
-    if (!this.includeUsage) return null;
-    return { ...this.header(), choices: [], usage: usage(promptTokens, completionTokens) };
+  /** The usage chunk (choices: [] as OpenAI sends it) when asked for, then [DONE]. */
+  finish(counts: TokenUsage | null): SseFrame[] {
+    const last = this.includeUsage && counts !== null;
+    return closingFrames(last ? { ...this.header(), choices: [], usage: usage(counts.promptTokens, counts.completionTokens) } : null);
+  }
+
+  error(err: ApiError): SseFrame[] {
+    return errorFrames(err);
   }
 
   private header(): Record<string, unknown> {

@@ -2,19 +2,19 @@
 // lists; each prompt runs n sequences through the same output pipeline as chat (plain text, no
 // reasoning or tool parsing) → text_completion body, or chunks over SSE.
 import type { FastifyPluginAsync } from 'fastify';
-import { OutputPipeline } from '../../chat/pipeline.js';
-import { buildTextPrompt } from '../../chat/prompt.js';
-import { newResponseMeta } from '../../protocols/openai-chat.js';
+import { OutputPipeline } from '../../../chat/pipeline.js';
+import { buildTextPrompt } from '../../../chat/prompt.js';
+import { generationError } from '../../../common/api-error.js';
+import { newResponseMeta } from '../../../protocols/openai/chat.js';
 import {
   CompletionBuilder,
   CompletionChunkEncoder,
   decodeCompletionRequest,
   type CompletionBody,
-} from '../../protocols/openai-completions.js';
-import type { RouteDeps } from '../app.js';
-import { generationError } from '../errors.js';
-import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '../generate.js';
-import { SseStream, streamSteps } from '../sse.js';
+} from '../../../protocols/openai/completions.js';
+import type { RouteDeps } from '../../app.js';
+import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '../../generate.js';
+import { SseStream, streamSteps } from '../../sse.js';
 import { generationProperties } from './chat-completions.js';
 
 const tokenIds = { type: 'array', items: { type: 'integer', minimum: 0 } };
@@ -41,7 +41,7 @@ const completionSchema = {
 
 export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options }) => {
   app.post<{ Body: CompletionBody }>(
-    '/v1/completions',
+    '/completions',
     { schema: { body: completionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;

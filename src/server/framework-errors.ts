@@ -1,64 +1,7 @@
-// Errors as every protocol route reports them: OpenAI's shape {error: {message, type, code, param}}.
-// Handlers throw ApiError; the app's error handler turns it (and anything else) into that body.
-
-export type ErrorType = 'invalid_request_error' | 'not_found_error' | 'server_error';
-
-export interface ErrorBody {
-  error: { message: string; type: ErrorType; code: string | null; param: string | null };
-}
-
-export class ApiError extends Error {
-  readonly type: ErrorType;
-  readonly code: string | null;
-  readonly param: string | null;
-  /** Extra response headers (Retry-After on retriable 503s). */
-  readonly headers: Record<string, string>;
-
-  constructor(
-    readonly status: number,
-    message: string,
-    opts: { type?: ErrorType; code?: string | null; param?: string | null; headers?: Record<string, string> } = {},
-  ) {
-    super(message);
-    this.type = opts.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
-    this.code = opts.code ?? null;
-    this.param = opts.param ?? null;
-    this.headers = opts.headers ?? {};
-  }
-
-  toBody(): ErrorBody {
-    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
-  }
-}
-
-/** 400 for a request field with a bad value; `param` is the field's path (messages[0].role). */
-export function invalidParam(param: string, message: string, code: string | null = null): ApiError {
-  return new ApiError(400, message, { param, code });
-}
-
-/** 400 for a field svc accepts in the schema but does not implement (yet). */
-export function unsupportedParam(param: string, detail = ''): ApiError {
-  return new ApiError(400, `'${param}' is not supported by this server${detail ? `: ${detail}` : ''}.`, {
-    param,
-    code: 'unsupported_parameter',
-  });
-}
-
-/** Retriable 503 while no model is loaded (start-up, swap). Same shape /health reports. */
-export function modelNotLoaded(): ApiError {
-  return new ApiError(503, 'No model is loaded yet; retry shortly.', {
-    code: 'model_not_loaded',
-    headers: { 'retry-after': '1' },
-  });
-}
-
-/** Request plus completion would not fit the model's context window. */
-export function contextLengthExceeded(message: string, param = 'messages'): ApiError {
-  return new ApiError(400, message, { code: 'context_length_exceeded', param });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Mapping framework errors (schema validation, body parsing) to the shape above.
+// Framework errors → ApiError, the same for every protocol: fastify's JSON-schema validation
+// (ajv), bodies that are not JSON or are too large, other 4xx it raises, and unexpected
+// exceptions. Each protocol's error handler renders the result in its own shape.
+import { ApiError, internalError, invalidParam } from '../common/api-error.js';
 
 /** One JSON-schema validation failure as fastify reports it (ajv with `verbose`, so `data` is set). */
 export interface SchemaError {
@@ -158,26 +101,6 @@ export function bodyTooLarge(limit: number): ApiError {
   });
 }
 
-/** A generation cut off by --request-timeout. */
-export function requestTimedOut(): ApiError {
-  return new ApiError(408, "The request ran past the server's time limit (--request-timeout) and was stopped.", {
-    type: 'server_error',
-    code: 'request_timeout',
-  });
-}
-
-/** The error a finished generation reports instead of a result, if any: an engine failure or a timeout. */
-export function generationError(done: { engineReason: string; message?: string } | undefined): ApiError | null {
-  if (done?.engineReason === 'error') return engineFailure(done.message);
-  if (done?.engineReason === 'timeout') return requestTimedOut();
-  return null;
-}
-
-/** A generation the engine could not finish (worker crash, kernel failure). */
-export function engineFailure(message: string | undefined): ApiError {
-  return new ApiError(500, `The engine failed while generating: ${message ?? 'unknown error'}`, { code: 'engine_error' });
-}
-
 interface FrameworkError {
   message: string;
   code?: string;
@@ -186,7 +109,7 @@ interface FrameworkError {
   validationContext?: string;
 }
 
-/** Any thrown value → the shaped error to send. */
+/** Any thrown value → the ApiError to render. */
 export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err;
   const e = (err instanceof Error ? err : new Error(String(err))) as Error & FrameworkError;
@@ -194,6 +117,6 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return bodyTooLarge(bodyLimit);
   const status = e.statusCode;
   if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, e.message, { code: e.code ?? null });
-  // Anything else is our bug: report it in the shape and keep serving.
-  return new ApiError(500, `The server had an error while processing your request: ${e.message}`, { code: 'internal_error' });
+  // Anything else is our bug: report it in the protocol's shape and keep serving.
+  return internalError(e.message);
 }

@@ -1,10 +1,12 @@
 // OpenAI legacy completions: the wire request → CompletionRequest, and OutputEvents → the
 // `text_completion` body or stream chunks. A batch of prompts times n sequences each gives
 // choices indexed prompt-major (prompt i, sequence j → i * n + j), as OpenAI numbers them.
-import type { TokenLogprob } from '../engine/types.js';
-import type { FinishReason, OutputEvent } from '../chat/events.js';
-import { invalidParam, unsupportedParam } from '../server/errors.js';
-import type { CompletionRequest, PromptInput } from './chat-request.js';
+import type { TokenLogprob } from '../../engine/types.js';
+import type { FinishReason, OutputEvent } from '../../chat/events.js';
+import type { CompletionRequest, PromptInput } from '../../chat/request.js';
+import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
+import type { SseFrame, StreamEncoder, TokenUsage } from '../stream.js';
+import { closingFrames, dataFrames, errorFrames } from './stream.js';
 import {
   decodeGenerationFields,
   usage,
@@ -12,7 +14,7 @@ import {
   type SamplingDefaults,
   type TokenText,
   type WireGenerationFields,
-} from './openai-chat.js';
+} from './chat.js';
 
 export interface CompletionBody extends WireGenerationFields {
   prompt: string | string[] | number[] | number[][];
@@ -140,7 +142,7 @@ export class CompletionBuilder {
 }
 
 /** Turns OutputEvents into streamed `text_completion` chunks. */
-export class CompletionChunkEncoder {
+export class CompletionChunkEncoder implements StreamEncoder {
   private readonly tracks: LogprobTrack[];
 
   constructor(
@@ -154,24 +156,29 @@ export class CompletionChunkEncoder {
   }
 
   /** With echo, each choice opens with its prompt text. */
-  start(): unknown[] {
-    return this.echoes.flatMap((text, index) => (text === '' ? [] : [this.chunk(index, text, null)]));
+  start(): SseFrame[] {
+    return dataFrames(this.echoes.flatMap((text, index) => (text === '' ? [] : [this.chunk(index, text, null)])));
   }
 
-  step(index: number, events: OutputEvent[], lps: TokenLogprob[]): unknown[] {
+  step(index: number, events: OutputEvent[], lps: TokenLogprob[]): SseFrame[] {
     if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenText);
     const out: unknown[] = [];
     const text = textOf(events);
     if (text !== '') out.push(this.chunk(index, text, null));
     const finish = finishOf(events);
-    // An error is reported as an error frame by the route, not as a finish reason.
+    // An error is reported as an error frame (error() below), not as a finish reason.
     if (finish !== null && finish !== 'error') out.push(this.chunk(index, '', finish));
-    return out;
+    return dataFrames(out);
   }
 
-  usage(promptTokens: number, completionTokens: number): unknown | null {
-    if (!this.includeUsage) return null;
-    return { ...this.header(), choices: [], usage: usage(promptTokens, completionTokens) };
+  /** The usage chunk when asked for, then [DONE]. */
+  finish(counts: TokenUsage | null): SseFrame[] {
+    const last = this.includeUsage && counts !== null;
+    return closingFrames(last ? { ...this.header(), choices: [], usage: usage(counts.promptTokens, counts.completionTokens) } : null);
+  }
+
+  error(err: ApiError): SseFrame[] {
+    return errorFrames(err);
   }
 
   private header(): Record<string, unknown> {

@@ -1,0 +1,40 @@
+// What a request needs from the loaded model: the engine that runs it, its tokenizer and chat
+// template, and how its output is read. src/server/runtime.ts builds it when a model loads; the
+// server's lifecycle hands it to each request.
+import type { Engine } from '../engine/types.js';
+import type { ModelConfig } from '../model/types.js';
+import type { Tokenizer } from '../model/tokenizer.js';
+
+/** Everything a request needs from the loaded model. */
+export interface ModelRuntime {
+  engine: Engine;
+  tokenizer: Tokenizer;
+  /** Jinja chat template; null when the model has none (chat requests are then refused). */
+  chatTemplate: string | null;
+  /** Token ids that end generation unless the request sets ignore_eos. */
+  eosTokenIds: number[];
+  modelConfig: ModelConfig;
+  /** Sampling values a request gets when it omits them (MODEL.toml, generation_config.json). */
+  samplingDefaults: ModelSamplingDefaults;
+  /** How this model's output is read: tool-call format, reasoning, thinking budget. */
+  chat: ChatSettings;
+}
+
+/** The model's own sampling defaults (MODEL.toml [sampling], else generation_config.json), under their usual names. */
+export interface ModelSamplingDefaults {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+}
+
+export interface ChatSettings {
+  /** Tool-call parser name (--tool-call-parser, else MODEL.toml, else hermes). */
+  toolCallParser: string;
+  /** The model writes <think> reasoning (MODEL.toml `reasoning`), whether or not it is disabled. */
+  reasoning: boolean;
+  /** --disable-thinking: no reasoning is rendered or returned. */
+  disableThinking: boolean;
+  /** Reasoning-token ceiling per request (--max-thinking-budget, else MODEL.toml); null = none. */
+  maxThinkingBudget: number | null;
+}

@@ -1,0 +1,50 @@
+// One protocol = one encapsulated fastify plugin under its URL prefix, with its own error shape:
+// every error under the prefix (a thrown ApiError, a schema or body-parsing failure, the model
+// gate's 503, and 404/405 for paths no route matches) is turned into an ApiError the same way for
+// every protocol, then rendered by the protocol's renderer. Adding a protocol is one
+// ProtocolRoutes value and one line in app.ts's PROTOCOLS.
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import { methodNotAllowed, routeNotFound, type ErrorRenderer } from '../common/api-error.js';
+import type { RouteDeps } from './app.js';
+import { toApiError } from './framework-errors.js';
+
+export interface ProtocolRoutes {
+  /** URL prefix of its routes ('/v1' for OpenAI's); its error handler and 404/405 cover everything under it. */
+  prefix: string;
+  /** Its error body (OpenAI: {error: {message, type, code, param}}). */
+  renderError: ErrorRenderer;
+  /** Route groups, with paths relative to the prefix. */
+  routes: FastifyPluginAsync<RouteDeps>[];
+}
+
+/** Methods the routes answer; a path that has a route for another of these is a 405, not a 404. */
+const METHODS = ['GET', 'POST'] as const;
+
+/**
+ * Sets `scope`'s error and not-found handlers: errors become ApiErrors (framework-errors.ts) and
+ * go out with their status and headers in `render`'s body. The app root uses it too, with the
+ * default shape, for routes outside any protocol (/health) and paths outside every prefix.
+ */
+export function renderErrorsWith(scope: FastifyInstance, render: ErrorRenderer, bodyLimit: number): void {
+  scope.setErrorHandler((err, request, reply) => {
+    const api = toApiError(err, bodyLimit);
+    // 503s (no model yet, engine full) are expected states, not failures.
+    if (api.status >= 500 && api.status !== 503) request.log.error({ err }, 'request failed');
+    void reply.code(api.status).headers(api.headers).send(render(api));
+  });
+  scope.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = METHODS.filter((method) => scope.hasRoute({ method, url: path }));
+    const api = allowed.length > 0 ? methodNotAllowed(request.method, path, allowed) : routeNotFound(request.method, path);
+    return reply.code(api.status).headers(api.headers).send(render(api));
+  });
+}
+
+/** Registers a protocol's routes as one encapsulated plugin under its prefix, with its error shape. */
+export function registerProtocol(app: FastifyInstance, protocol: ProtocolRoutes, deps: RouteDeps): void {
+  const plugin: FastifyPluginAsync = async (scope) => {
+    renderErrorsWith(scope, protocol.renderError, deps.options.maxBodyBytes);
+    for (const routes of protocol.routes) await scope.register(routes, deps);
+  };
+  void app.register(plugin, { prefix: protocol.prefix });
+}
