@@ -5,7 +5,15 @@ import { randomUUID } from 'node:crypto';
 import type { SamplingParams, TokenLogprob } from '../../engine/types.js';
 import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
-import type { ChatMessage, ChatRequest, ChatRole, ChatToolCall, GenerationOptions, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import type {
+  ChatMessage,
+  ChatRequest,
+  ChatRole,
+  ChatToolCall,
+  GenerationOptions,
+  ToolChoice,
+  ToolDefinition,
+} from '../../chat/request.js';
 import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
 import type { SseFrame, StreamEncoder, TokenUsage } from '../stream.js';
 import { closingFrames, dataFrames, errorFrames } from './stream.js';
