@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { FLAGS, GROUPS, builtLabel, defaultLabel, flagLabel, type FlagSpec } from '../src/cli/flags.js';
+import { FLAGS, GROUPS, builtLabel, defaultLabel, flagLabel, type FlagSpec } from '../src/cli/flags/index.js';
 
 export const BEGIN = '<!-- flags:begin -->';
 export const END = '<!-- flags:end -->';

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
 import { checkImplemented, type Config } from '../../src/cli/config.js';
-import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags.js';
+import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags/index.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 
 const ROWS = FLAGS as readonly FlagSpec<string, unknown>[];

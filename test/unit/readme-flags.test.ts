@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { BEGIN, END, README_PATH, extractFlagSection, renderFlagReference, replaceFlagSection } from '../../scripts/readme-flags.js';
-import { FLAGS, type FlagSpec } from '../../src/cli/flags.js';
+import { FLAGS, type FlagSpec } from '../../src/cli/flags/index.js';
 
 test('README flag reference matches the flag table', () => {
   const section = extractFlagSection(readFileSync(README_PATH, 'utf8'));
