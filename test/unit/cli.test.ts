@@ -53,6 +53,14 @@ test('table: every field is the camelCase of its flag, unique names, every group
     );
 });
 
+test('table: rows come group by group, in GROUPS order (each group file holds only its own group)', () => {
+  const order = ROWS.map((r) => GROUPS.indexOf(r.group));
+  assert.deepEqual(
+    order,
+    [...order].sort((a, b) => a - b),
+  );
+});
+
 test('table: every written default is itself an accepted value', () => {
   for (const row of ROWS) {
     if (row.default === undefined || !row.value.takesValue) continue;
