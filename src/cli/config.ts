@@ -1,7 +1,7 @@
 // The typed, frozen Config that `svc serve` runs with: its type is derived from the flag
 // table, so a new row in flags.ts is a new field here with nothing else to edit. Also the
 // rules that involve more than one flag, and the start-up check for unbuilt capabilities.
-import { FLAGS, SERVE_WITHOUT_MODEL_BUILT, flagLabel, type FlagRow, type FlagSpec } from './flags.js';
+import { FLAGS, SERVE_WITHOUT_MODEL_BUILT, flagLabel, type FlagRow, type FlagSpec } from './flags/index.js';
 
 type ValueOf<R> = R extends FlagSpec<string, infer T> ? T : never;
 

@@ -1,6 +1,6 @@
 // `svc --help` and `svc serve --help`, rendered from the flag table grouped as in the spec,
 // so help can never drift from what the parser accepts.
-import { FLAGS, GROUPS, builtLabel, defaultLabel, flagLabel, type FlagSpec } from './flags.js';
+import { FLAGS, GROUPS, builtLabel, defaultLabel, flagLabel, type FlagSpec } from './flags/index.js';
 
 const WIDTH = 100;
 const LEFT = 36; // column where descriptions start

@@ -1,8 +1,9 @@
 // Process entry of `svc` (bin/svc.js imports this): maps a ParseResult to stdout, stderr and
-// an exit code, refuses unbuilt capabilities, then hands the Config to the server.
+// an exit code, refuses unbuilt capabilities, then hands the Config, as ServeOptions, to the server.
 import { readFileSync } from 'node:fs';
 import { parseArgs, USAGE_EXIT_CODE } from './parse.js';
 import { checkImplemented } from './config.js';
+import { toServeOptions } from './serve-options.js';
 
 /** The version of the package this file ships in (dist/src/cli/main.js → package.json). */
 function packageVersion(): string {
@@ -36,7 +37,7 @@ async function main(argv: readonly string[]): Promise<number> {
 
   // Loaded only now so that --help, --version and usage errors never pay for the server.
   const { serve } = await import('../server/serve.js');
-  await serve(result.config);
+  await serve(toServeOptions(result.config));
   return 0;
 }
 

@@ -9,7 +9,7 @@
 // one-line errors of the spec, makes aliases last-wins with their main flag, and lets
 // --no-auto-swap win regardless of position.
 import { Command, CommanderError, Option } from 'commander';
-import { FLAGS, type ArgValue, type FlagSpec } from './flags.js';
+import { FLAGS, type ArgValue, type FlagSpec } from './flags/index.js';
 import { checkCrossFlagRules, deepFreeze, defaultConfig, type Config } from './config.js';
 import { renderHelp } from './help.js';
 

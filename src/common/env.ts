@@ -19,11 +19,10 @@ export interface EnvVarSpec<T> {
 export class EnvError extends Error {}
 
 function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
+  const expected = max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `an integer from 1 to ${max}`;
   return (raw: string): number => {
     const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n <= 0 || n > max) {
-      throw new EnvError(`${name}: expected an integer from 1 to ${max}, got "${raw}"`);
-    }
+    if (!Number.isSafeInteger(n) || n <= 0 || n > max) throw new EnvError(`${name}: expected ${expected}, got "${raw}"`);
     return n;
   };
 }

@@ -3,17 +3,23 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { readEnv } from '../common/env.js';
 
-/** The cache root: explicit dir, else $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
-export function hubCacheRoot(cacheDir?: string, env: NodeJS.ProcessEnv = process.env): string {
+/**
+ * The cache root: explicit dir, else $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+ * `env` (here and below) is the environment to read, process.env unless a test passes its own.
+ */
+export function hubCacheRoot(cacheDir?: string, env?: NodeJS.ProcessEnv): string {
   if (cacheDir) return resolve(cacheDir);
-  if (env.HF_HUB_CACHE) return resolve(env.HF_HUB_CACHE);
-  if (env.HF_HOME) return resolve(env.HF_HOME, 'hub');
+  const hubCache = readEnv('HF_HUB_CACHE', env);
+  if (hubCache !== null) return resolve(hubCache);
+  const hfHome = readEnv('HF_HOME', env);
+  if (hfHome !== null) return resolve(hfHome, 'hub');
   return join(homedir(), '.cache', 'huggingface', 'hub');
 }
 
 /** Snapshot directory of `id` in the cache; throws listing every path it looked at. */
-export function resolveModel(id: string, cacheDir?: string, env: NodeJS.ProcessEnv = process.env): string {
+export function resolveModel(id: string, cacheDir?: string, env?: NodeJS.ProcessEnv): string {
   const root = hubCacheRoot(cacheDir, env);
   const searched: string[] = [];
   const parts = id.split('/');
@@ -51,7 +57,7 @@ export function resolveModelSource(
   model: string | undefined,
   modelFromPath: string | undefined,
   cacheDir?: string,
-  env: NodeJS.ProcessEnv = process.env,
+  env?: NodeJS.ProcessEnv,
 ): string {
   if (modelFromPath) {
     const p = resolve(modelFromPath);

@@ -57,8 +57,6 @@ declare module 'fastify' {
   }
 }
 
-export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
-
 export function buildApp(deps: AppDeps): FastifyInstance {
   const { options, lifecycle } = deps;
   const app = Fastify({

@@ -1,18 +1,45 @@
-// `svc serve`: from the parsed Config to a listening server. The socket is bound first, so
+// `svc serve`: from ServeOptions to a listening server. The socket is bound first, so
 // /health answers 503 model_not_loaded during start-up; the model is loaded (tokenizer and chat
 // template here, weights in the engine worker); then the lifecycle turns Ready and the
 // readiness line `Listening on <bind>:<port>` is logged.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../cli/config.js';
-import { startEngine, type RunningEngine } from '../engine/engine-client.js';
+import { readEnv } from '../common/env.js';
+import { startEngine, type EngineOptions, type RunningEngine } from '../engine/engine-client.js';
 import { resolveModelSource } from '../model/hub-cache.js';
 import { planChatOutput } from '../chat/output-plan.js';
 import { readGgufHeader } from '../model/loaders/gguf-header.js';
-import { createLogger } from '../ops/log.js';
-import { buildApp, DEFAULT_MAX_BODY_BYTES } from './app.js';
+import { createLogger } from '../ops/logger.js';
+import { buildApp, type AppOptions } from './app.js';
 import { Lifecycle } from './lifecycle.js';
-import { createModelRuntime } from './runtime.js';
+import { createModelRuntime, type RuntimeSettings } from './runtime.js';
+
+/**
+ * Everything `serve` starts from, settled before start-up (the CLI maps its Config to this in
+ * src/cli/serve-options.ts). What only start-up can know (the resolved model path, the served
+ * name, SVC_MAX_BODY_BYTES) is filled in by `serve`.
+ */
+export interface ServeOptions {
+  /** What to load: `path` (a directory or .gguf file) wins; else hub id `id` in the cache. */
+  readonly model: {
+    readonly id?: string;
+    readonly path?: string;
+    /** Hub cache root; default from HF_HUB_CACHE / HF_HOME. */
+    readonly cacheDir?: string;
+    /** Name GET /v1/models reports; default the checkpoint's own name, else `id` or `path`. */
+    readonly servedName?: string;
+  };
+  readonly listen: { readonly host: string; readonly port: number };
+  /** The HTTP app's options, less the model name and body limit. */
+  readonly app: Readonly<Omit<AppOptions, 'modelName' | 'maxBodyBytes'>>;
+  /** The engine worker's options, less the model path and name and the KV block size. */
+  readonly engine: Readonly<Omit<EngineOptions, 'modelPath' | 'modelNameHint' | 'blockSize'>>;
+  /** The loaded model's chat settings (tool-call parser, thinking). */
+  readonly runtime: Readonly<RuntimeSettings>;
+}
+
+/** Tokens per KV block. */
+const KV_BLOCK_SIZE = 16;
 
 /** Exit with a one-line message: start-up problems are the operator's to fix, not stack traces. */
 class StartupError extends Error {}
@@ -33,33 +60,18 @@ function checkpointName(source: string): string | null {
   }
 }
 
-function maxBodyBytes(): number {
-  const raw = process.env.SVC_MAX_BODY_BYTES;
-  if (raw === undefined || raw === '') return DEFAULT_MAX_BODY_BYTES;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new StartupError(`SVC_MAX_BODY_BYTES: expected a positive integer, got "${raw}"`);
-  return n;
-}
-
-export async function serve(config: Config): Promise<void> {
-  const log = createLogger();
+export async function serve(options: ServeOptions): Promise<void> {
+  const { host, port } = options.listen;
   let engine: RunningEngine | null = null;
   try {
-    const source = resolveModelSource(config.model, config.modelFromPath, config.cacheDir);
-    const modelName = config.modelName ?? checkpointName(source) ?? config.model ?? config.modelFromPath ?? source;
+    // An invalid SVC_LOG_LEVEL or SVC_MAX_BODY_BYTES is a one-line start-up error (EnvError).
+    const log = createLogger();
+    const source = resolveModelSource(options.model.id, options.model.path, options.model.cacheDir);
+    const modelName = options.model.servedName ?? checkpointName(source) ?? options.model.id ?? options.model.path ?? source;
 
     const lifecycle = new Lifecycle('starting');
     const app = buildApp({
-      options: {
-        modelName,
-        maxBodyBytes: maxBodyBytes(),
-        defaultMinP: config.defaultMinP,
-        defaultTopNSigma: config.defaultTopNSigma,
-        toolMaxTokens: config.toolMaxTokens,
-        requestTimeoutSec: config.requestTimeout,
-        maxSeqLen: config.maxSeqLen,
-        disableThinking: config.disableThinking,
-      },
+      options: { ...options.app, modelName, maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES') },
       logger: log,
       lifecycle,
       chatOutput: planChatOutput,
@@ -67,36 +79,22 @@ export async function serve(config: Config): Promise<void> {
     try {
       // Bound now so /health answers 503 while the model loads; ready only at "Listening on".
       await app.listen({
-        host: config.bind,
-        port: config.port,
+        host,
+        port,
         listenTextResolver: (address) => `Socket bound at ${address}; loading the model`,
       });
     } catch (err) {
-      throw new StartupError(`cannot listen on ${config.bind}:${config.port}: ${(err as Error).message}`);
+      throw new StartupError(`cannot listen on ${host}:${port}: ${(err as Error).message}`);
     }
 
     log.info(`Loading ${modelName} from ${source}`);
-    engine = await startEngine({
-      modelPath: source,
-      fastLoad: config.fastLoad,
-      modelNameHint: modelName,
-      kvCacheDtype: config.kvCacheDtype as 'fp8' | 'bf16',
-      maxSeqLen: config.maxSeqLen,
-      maxBatchSize: config.maxBatchSize,
-      maxPrefillTokens: config.maxPrefillTokens,
-      maxNumSeqs: config.maxNumSeqs,
-      gpuMemoryUtilization: config.gpuMemoryUtilization,
-      oomGuardMb: config.oomGuardMb,
-      blockSize: 16,
-    }).catch((err: Error) => {
-      throw new StartupError(err.message);
-    });
+    engine = await startEngine({ ...options.engine, modelPath: source, modelNameHint: modelName, blockSize: KV_BLOCK_SIZE }).catch(
+      (err: Error) => {
+        throw new StartupError(err.message);
+      },
+    );
     const info = engine.info;
-    const { runtime, modelToml } = createModelRuntime(source, modelName, engine, {
-      toolCallParser: config.toolCallParser,
-      disableThinking: config.disableThinking,
-      maxThinkingBudget: config.maxThinkingBudget,
-    });
+    const { runtime, modelToml } = createModelRuntime(source, modelName, engine, options.runtime);
     lifecycle.setReady(runtime);
 
     log.info(
@@ -112,15 +110,13 @@ export async function serve(config: Config): Promise<void> {
       `Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`,
     );
     if (runtime.chatTemplate === null) log.warn('the model has no chat template: /v1/chat/completions will refuse requests');
-    if (config.bind === '0.0.0.0' || config.bind === '::') {
-      log.warn(
-        `the server is exposed on all interfaces (${config.bind}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`,
-      );
-    } else if (config.bind === '127.0.0.1' || config.bind === 'localhost' || config.bind === '::1') {
+    if (host === '0.0.0.0' || host === '::') {
+      log.warn(`the server is exposed on all interfaces (${host}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`);
+    } else if (host === '127.0.0.1' || host === 'localhost' || host === '::1') {
       log.info('Bound to loopback only: other machines cannot connect (use --bind 0.0.0.0 to expose it)');
     }
     // The readiness marker comes last: everything above is printed once a client sees it.
-    log.info(`Listening on ${config.bind}:${config.port}`);
+    log.info(`Listening on ${host}:${port}`);
 
     await new Promise<void>((resolve) => {
       const stop = (signal: string) => {

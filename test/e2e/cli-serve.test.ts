@@ -23,8 +23,8 @@ function freePort(): Promise<number> {
 }
 
 /** Runs svc with args; resolves when `until` matches stderr (or on exit) with what it printed so far. */
-function runSvc(args: string[], until?: RegExp) {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function runSvc(args: string[], until?: RegExp, env?: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   let stdout = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -92,6 +92,16 @@ test('an unbuilt capability is refused at start-up: exit 2, not implemented yet'
   const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--speculative']);
   assert.equal(await svc.exited, 2);
   assert.equal(svc.output().stderr.trim(), 'svc: not implemented yet: --speculative');
+});
+
+test('an invalid environment variable is a one-line start-up error naming it: exit 1', async () => {
+  const args = ['serve', '--model-from-path', TINY_CHAT, '--port', String(await freePort())];
+  const body = runSvc(args, undefined, { SVC_MAX_BODY_BYTES: 'abc' });
+  assert.equal(await body.exited, 1);
+  assert.equal(body.output().stderr, 'svc: SVC_MAX_BODY_BYTES: expected a positive integer, got "abc"\n');
+  const level = runSvc(args, undefined, { SVC_LOG_LEVEL: 'loud' });
+  assert.equal(await level.exited, 1);
+  assert.match(level.output().stderr, /^svc: SVC_LOG_LEVEL: expected one of trace, .*, got "loud"\n$/);
 });
 
 test('svc serve ORG/NAME resolves the model in the hub cache (--cache-dir) and serves it under that name', async () => {

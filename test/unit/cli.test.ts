@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
 import { checkImplemented, type Config } from '../../src/cli/config.js';
-import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags.js';
+import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags/index.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 
 const ROWS = FLAGS as readonly FlagSpec<string, unknown>[];
@@ -51,6 +51,14 @@ test('table: every field is the camelCase of its flag, unique names, every group
       ROWS.some((r) => r.group === g),
       `group ${g} has no flag`,
     );
+});
+
+test('table: rows come group by group, in GROUPS order (each group file holds only its own group)', () => {
+  const order = ROWS.map((r) => GROUPS.indexOf(r.group));
+  assert.deepEqual(
+    order,
+    [...order].sort((a, b) => a - b),
+  );
 });
 
 test('table: every written default is itself an accepted value', () => {

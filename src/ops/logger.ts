@@ -2,6 +2,7 @@
 // message (so the readiness marker is a line beginning "Listening on"), followed by the
 // record's fields as JSON when it has any.
 import { pino, type Logger } from 'pino';
+import { readEnv } from '../common/env.js';
 
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
@@ -15,6 +16,10 @@ export function formatRecord(json: string): string {
   return `${prefix}${String(msg ?? '')}${rest}\n`;
 }
 
-export function createLogger(level = process.env.SVC_LOG_LEVEL ?? 'info', write = (s: string) => process.stderr.write(s)): Logger {
+/** The logger at `level` (default SVC_LOG_LEVEL), writing formatted records to `write` (default stderr). */
+export function createLogger(
+  level: string = readEnv('SVC_LOG_LEVEL'),
+  write: (s: string) => unknown = (s) => process.stderr.write(s),
+): Logger {
   return pino({ level, base: null, timestamp: false }, { write: (line: string) => void write(formatRecord(line)) });
 }

@@ -1,0 +1,40 @@
+// The "KV cache precision" group of the flag table, in help and README order.
+import { flag } from './spec.js';
+import { choice, highPrecisionLayers, integer } from './values.js';
+
+/** The spec lists nine asymmetric K/V pairings but names only bf16k_turbo3v; only named values
+ *  are accepted. */
+export const KV_CACHE_DTYPES = ['bf16', 'fp8', 'nvfp4', 'turbo2', 'turbo3', 'turbo4', 'turbo8', 'bf16k_turbo3v'] as const;
+export type KvCacheDtype = (typeof KV_CACHE_DTYPES)[number];
+
+export const KV_CACHE_FLAGS = [
+  flag({
+    name: 'kv-cache-dtype',
+    key: 'kvCacheDtype',
+    group: 'KV cache precision',
+    value: choice(KV_CACHE_DTYPES, 'dtype'),
+    default: 'fp8',
+    help: 'Storage precision of the KV cache (bf16k_turbo3v: BF16 keys, turbo3 values).',
+    built: { when: (v) => v === 'fp8' || v === 'bf16', note: 'fp8 and bf16 built; the others not implemented yet' },
+  }),
+  flag({
+    name: 'kv-high-precision-layers',
+    key: 'kvHighPrecisionLayers',
+    group: 'KV cache precision',
+    value: highPrecisionLayers,
+    default: 0,
+    help:
+      'Keep the first and last N attention layers at BF16 (all: every layer); 0 applies the ' +
+      "dtype's automatic value. An unparsable value warns and becomes 0.",
+    built: false,
+  }),
+  flag({
+    name: 'fp8-kv-calibration-tokens',
+    key: 'fp8KvCalibrationTokens',
+    group: 'KV cache precision',
+    value: integer(0),
+    default: 0,
+    help: 'Online max-norm calibration over the first N tokens (fp8 only).',
+    built: false,
+  }),
+] as const;

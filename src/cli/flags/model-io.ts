@@ -1,0 +1,80 @@
+// The "Model selection and I/O" group of the flag table, in help and README order.
+import { flag } from './spec.js';
+import { PORT, switchFlag, text } from './values.js';
+
+/** `svc serve` with neither MODEL nor --model-from-path opens the dashboard Library (spec
+ *  state NoModelLoaded). Flip when the Library exists. */
+export const SERVE_WITHOUT_MODEL_BUILT = false;
+
+export const MODEL_IO_FLAGS = [
+  flag({
+    name: 'MODEL',
+    positional: true,
+    key: 'model',
+    group: 'Model selection and I/O',
+    value: text('MODEL', 'model repository id'),
+    default: undefined,
+    defaultText: 'none',
+    help: 'Model repository id (org/name), resolved against the local hub cache.',
+    built: true,
+  }),
+  flag({
+    name: 'model-from-path',
+    key: 'modelFromPath',
+    group: 'Model selection and I/O',
+    value: text('path', 'path'),
+    default: undefined,
+    defaultText: 'none',
+    help: 'Local model directory (Hugging Face layout) or .gguf file; skips repository resolution.',
+    built: true,
+  }),
+  flag({
+    name: 'model-name',
+    aliases: ['served-model-name'],
+    key: 'modelName',
+    group: 'Model selection and I/O',
+    value: text('name', 'name'),
+    default: undefined,
+    defaultText: "the model config's `_name_or_path`, else MODEL",
+    help: 'Name reported by GET /v1/models.',
+    built: true,
+  }),
+  flag({
+    name: 'cache-dir',
+    key: 'cacheDir',
+    group: 'Model selection and I/O',
+    value: text('dir', 'directory'),
+    default: undefined,
+    defaultText: '`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`',
+    help: 'Root of the local hub cache that MODEL is resolved against.',
+    built: true,
+  }),
+  flag({
+    name: 'port',
+    key: 'port',
+    group: 'Model selection and I/O',
+    value: PORT,
+    default: 8888,
+    help: 'HTTP listen port.',
+    built: true,
+  }),
+  flag({
+    name: 'bind',
+    key: 'bind',
+    group: 'Model selection and I/O',
+    value: text('addr', 'address'),
+    default: '127.0.0.1',
+    help: 'Listen address; 127.0.0.1 is loopback only, 0.0.0.0 exposes the server on every interface.',
+    built: true,
+  }),
+  flag({
+    name: 'no-fast-load',
+    key: 'fastLoad',
+    group: 'Model selection and I/O',
+    value: switchFlag(false),
+    default: true,
+    defaultText: 'off (fast loader on)',
+    help: 'Load weights through the memory-mapped loader instead of the fast direct-I/O loader.',
+    built: true,
+  }),
+] as const;

@@ -1,0 +1,43 @@
+// The frozen Config → the server's ServeOptions: the one place that says which flag feeds which
+// part of start-up (the HTTP app, the engine worker, the model's chat settings). serve() takes
+// only ServeOptions, so the server never sees the CLI's Config.
+import type { ServeOptions } from '../server/serve.js';
+import type { Config } from './config.js';
+
+type KvDtype = ServeOptions['engine']['kvCacheDtype'];
+
+/** The KV dtypes the engine has; checkImplemented refuses the others before start-up. */
+function builtKvDtype(dtype: Config['kvCacheDtype']): KvDtype {
+  if (dtype === 'fp8' || dtype === 'bf16') return dtype;
+  throw new Error(`not implemented yet: --kv-cache-dtype ${dtype}`);
+}
+
+export function toServeOptions(c: Config): ServeOptions {
+  return {
+    model: { id: c.model, path: c.modelFromPath, cacheDir: c.cacheDir, servedName: c.modelName },
+    listen: { host: c.bind, port: c.port },
+    app: {
+      defaultMinP: c.defaultMinP,
+      defaultTopNSigma: c.defaultTopNSigma,
+      toolMaxTokens: c.toolMaxTokens,
+      requestTimeoutSec: c.requestTimeout,
+      maxSeqLen: c.maxSeqLen,
+      disableThinking: c.disableThinking,
+    },
+    engine: {
+      fastLoad: c.fastLoad,
+      kvCacheDtype: builtKvDtype(c.kvCacheDtype),
+      maxSeqLen: c.maxSeqLen,
+      maxBatchSize: c.maxBatchSize,
+      maxPrefillTokens: c.maxPrefillTokens,
+      maxNumSeqs: c.maxNumSeqs,
+      gpuMemoryUtilization: c.gpuMemoryUtilization,
+      oomGuardMb: c.oomGuardMb,
+    },
+    runtime: {
+      toolCallParser: c.toolCallParser,
+      disableThinking: c.disableThinking,
+      maxThinkingBudget: c.maxThinkingBudget,
+    },
+  };
+}

@@ -1,0 +1,109 @@
+// The CLI's Config → the server's ServeOptions: which flag feeds which part of start-up.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
+import type { Config } from '../../src/cli/config.js';
+import { toServeOptions } from '../../src/cli/serve-options.js';
+import type { ServeOptions } from '../../src/server/serve.js';
+
+function config(...argv: string[]): Config {
+  const r = parseArgs(['serve', ...argv]);
+  assert.equal(r.kind, 'serve', JSON.stringify(r));
+  return (r as Extract<ParseResult, { kind: 'serve' }>).config;
+}
+
+test('defaults: a hub id, loopback:8888, the table defaults in app, engine and runtime', () => {
+  const expected: ServeOptions = {
+    model: { id: 'acme/tiny', path: undefined, cacheDir: undefined, servedName: undefined },
+    listen: { host: '127.0.0.1', port: 8888 },
+    app: { defaultMinP: 0.08, defaultTopNSigma: 1, toolMaxTokens: 8192, requestTimeoutSec: 300, maxSeqLen: 32768, disableThinking: false },
+    engine: {
+      fastLoad: true,
+      kvCacheDtype: 'fp8',
+      maxSeqLen: 32768,
+      maxBatchSize: 8,
+      maxPrefillTokens: 8192,
+      maxNumSeqs: 128,
+      gpuMemoryUtilization: 0.9,
+      oomGuardMb: 4096,
+    },
+    runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
+  };
+  assert.deepStrictEqual(toServeOptions(config('acme/tiny')), expected);
+});
+
+test('model source, name and listen address', () => {
+  const o = toServeOptions(
+    config('--model-from-path', '/m/tiny.gguf', '--served-model-name', 'tiny', '--cache-dir', '/c', '--bind', '0.0.0.0', '--port', '9000'),
+  );
+  assert.deepStrictEqual(o.model, { id: undefined, path: '/m/tiny.gguf', cacheDir: '/c', servedName: 'tiny' });
+  assert.deepStrictEqual(o.listen, { host: '0.0.0.0', port: 9000 });
+});
+
+test('limits reach the engine; --max-seq-len also bounds requests in the app', () => {
+  const o = toServeOptions(
+    config(
+      'acme/tiny',
+      '--no-fast-load',
+      '--kv-cache-dtype',
+      'bf16',
+      '--max-seq-len',
+      '4096',
+      '--max-batch-size',
+      '4',
+      '--max-prefill-tokens',
+      '512',
+      '--max-num-seqs',
+      '16',
+      '--gpu-memory-utilization',
+      '0.5',
+      '--oom-guard-mb',
+      '0',
+    ),
+  );
+  assert.deepStrictEqual(o.engine, {
+    fastLoad: false,
+    kvCacheDtype: 'bf16',
+    maxSeqLen: 4096,
+    maxBatchSize: 4,
+    maxPrefillTokens: 512,
+    maxNumSeqs: 16,
+    gpuMemoryUtilization: 0.5,
+    oomGuardMb: 0,
+  });
+  assert.equal(o.app.maxSeqLen, 4096);
+});
+
+test('sampling defaults and timeouts go to the app; reasoning and tool settings to the app and runtime', () => {
+  const o = toServeOptions(
+    config(
+      'acme/tiny',
+      '--default-min-p',
+      '0',
+      '--default-top-n-sigma',
+      '2.5',
+      '--tool-max-tokens',
+      '100',
+      '--request-timeout',
+      '0',
+      '--disable-thinking',
+      '--tool-call-parser',
+      'llama3_json',
+      '--max-thinking-budget',
+      '64',
+    ),
+  );
+  assert.deepStrictEqual(o.app, {
+    defaultMinP: 0,
+    defaultTopNSigma: 2.5,
+    toolMaxTokens: 100,
+    requestTimeoutSec: 0,
+    maxSeqLen: 32768,
+    disableThinking: true,
+  });
+  assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
+});
+
+test('an unbuilt KV dtype never reaches the engine', () => {
+  assert.throws(() => toServeOptions(config('acme/tiny', '--kv-cache-dtype', 'turbo3')), /not implemented yet: --kv-cache-dtype turbo3/);
+});
