@@ -46,7 +46,7 @@ export interface ChatOutputPlan {
   stages: OutputStage[];
   /** Keep special tokens in the text even when the request skips them: the stages read tags that some models spell as special tokens. */
   keepSpecialTokens?: boolean;
-  toolGrammar?: GenerationRequest['toolGrammar'];
+  constraint?: GenerationRequest['constraint'];
   thinkingBudget?: GenerationRequest['thinkingBudget'];
 }
 
