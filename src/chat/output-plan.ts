@@ -2,10 +2,11 @@
 // parser) and what the engine enforces while sampling (tool-call grammar for tool_choice
 // required / a named function, the thinking budget). Decided from the request, the model's chat
 // settings and how the rendered prompt ends.
+import type { GrammarConstraint } from '../engine/grammar/index.js';
 import type { GenerationRequest, ThinkingBudget } from '../engine/types.js';
-import { hasToolGrammar, type ToolGrammarSpec } from '../engine/grammar/index.js';
 import type { Tokenizer } from '../model/tokenizer.js';
-import { createToolCallParser, reasoningExits } from './parsers/index.js';
+import { toolGrammarConstraint } from './tool-formats/constraint.js';
+import { createToolCallParser, reasoningExits } from './tool-formats/registry.js';
 import { createReasoningSplitter, promptOpensReasoning } from './reasoning.js';
 import type { ModelRuntime } from './model-runtime.js';
 import { reasoningStage, toolCallStage, type OutputStage } from './pipeline.js';
@@ -27,7 +28,7 @@ export interface ChatOutputPlan {
   stages: OutputStage[];
   /** Keep special tokens in the text even when the request skips them: the stages read tags that some models spell as special tokens. */
   keepSpecialTokens?: boolean;
-  toolGrammar?: GenerationRequest['toolGrammar'];
+  constraint?: GenerationRequest['constraint'];
   thinkingBudget?: GenerationRequest['thinkingBudget'];
 }
 
@@ -77,11 +78,11 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
     );
   }
 
-  let toolGrammar: ToolGrammarSpec | null = null;
+  let constraint: GrammarConstraint | null = null;
   const choice = request.toolChoice;
-  if (toolsOn && choice !== 'auto' && choice !== 'none' && hasToolGrammar(chat.toolCallParser)) {
+  if (toolsOn && choice !== 'auto' && choice !== 'none') {
     const named = typeof choice === 'object' ? choice.function.name : null;
-    toolGrammar = {
+    constraint = toolGrammarConstraint({
       format: chat.toolCallParser,
       tools: request.tools
         .filter((t) => named === null || t.function.name === named)
@@ -90,7 +91,7 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
       // With reasoning, the calls are enforced once the think block has ended.
       afterReasoningEnd: reasons ? '</think>' : null,
       maxCalls: named !== null || !request.parallelToolCalls ? 1 : 0,
-    };
+    });
   }
 
   const budget = chat.maxThinkingBudget;
@@ -99,7 +100,7 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
     // Mistral's [TOOL_CALLS], Gemma's <|tool_call>, Llama's <|python_tag|> … are special tokens:
     // the parsers must see them (as vLLM keeps them for its Mistral parser). Stop tokens stay hidden.
     keepSpecialTokens: stages.length > 0,
-    toolGrammar,
+    constraint,
     thinkingBudget: reasons && budget !== null ? thinkingBudget(tokenizer, budget, startsInside) : null,
   };
 }

@@ -13,7 +13,7 @@
 //   how a call inside a think block that never closes still comes out as a call.
 //   The opener and what follows go on as text; a later stray `</think>` is dropped.
 
-import { findFirst } from './parsers/scan.js';
+import { findFirst } from './tool-formats/common/scan.js';
 
 export interface ReasoningPiece {
   type: 'text' | 'reasoning';

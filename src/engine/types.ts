@@ -1,6 +1,6 @@
 // The engine's face toward the main thread: what a generation job is and what comes back.
 // The engine itself (model, KV pool, scheduler, step loop) runs in a worker thread.
-import type { ToolGrammarSpec } from './grammar/index.js';
+import type { GrammarConstraint } from './grammar/index.js';
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -28,8 +28,11 @@ export interface GenerationRequest {
   timeoutMs: number;
   /** Top log-probabilities to return per token; 0 = none. */
   logprobs: number;
-  /** Constrain the output to tool calls (tool_choice required / a named function); null = free. */
-  toolGrammar?: ToolGrammarSpec | null;
+  /**
+   * A grammar the output must match (tool calls, for tool_choice required / a named function),
+   * as data the worker compiles; null = free.
+   */
+  constraint?: GrammarConstraint | null;
   /** Cap on reasoning tokens: past it the engine forces the end of the think block. */
   thinkingBudget?: ThinkingBudget | null;
 }

@@ -14,7 +14,7 @@ import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { createSequence, forcedToken, noteToken, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
-import { compileToolGrammar, loadVocabIndex, maskLogits, type VocabIndex } from './grammar/index.js';
+import { compileGrammar, loadVocabIndex, maskLogits, type VocabIndex } from './grammar/index.js';
 import type { GenerationRequest } from './types.js';
 import type { EngineFinishReason } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
@@ -48,7 +48,7 @@ class StepLoop {
     if (msg.type === 'submit') {
       const seq = createSequence(msg.id, msg.req, msg.submittedAt);
       this.seqs.set(seq.id, seq);
-      if (msg.req.toolGrammar && this.vocab === null) {
+      if (msg.req.constraint && this.vocab === null) {
         this.awaitingVocab.push({ seq, req: msg.req });
         this.startVocabLoad();
       } else {
@@ -60,11 +60,11 @@ class StepLoop {
     this.queueStep();
   }
 
-  /** Into the scheduler, with its tool grammar compiled (the vocabulary is loaded by now). */
+  /** Into the scheduler, with its grammar constraint compiled (the vocabulary is loaded by now). */
   private admit(seq: Sequence, req: GenerationRequest): void {
-    if (req.toolGrammar) {
+    if (req.constraint) {
       try {
-        seq.grammar = compileToolGrammar(req.toolGrammar, this.vocab!);
+        seq.grammar = compileGrammar(req.constraint, this.vocab!);
         seq.grammarState = seq.grammar?.start() ?? null;
       } catch (err) {
         this.refused.set(seq.id, `tool-call grammar failed: ${err instanceof Error ? err.message : String(err)}`);

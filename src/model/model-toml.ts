@@ -11,6 +11,7 @@ export interface ModelToml {
   source: string;
   model: {
     family: string;
+    /** Checked against the tool-call formats when the model loads (src/server/runtime.ts): this layer does not know them. */
     toolCallParser: string | null;
     /** Whether the model emits <think> reasoning. */
     reasoning: boolean;
@@ -18,7 +19,7 @@ export interface ModelToml {
     defaultNumDrafts: number;
     vision: boolean;
   };
-  /** Default sampling values (temperature, top_p, top_k, min_p, …) keyed as in requests. */
+  /** Default sampling values (SAMPLING_KEYS), keyed as in requests. */
   sampling: Record<string, number>;
   /** Named flag sets: recipe name → flag name (without --) → value. */
   recipes: Record<string, Record<string, string | number | boolean>>;
@@ -29,20 +30,53 @@ export interface ModelToml {
 // dist/src/model/ → repository root → registry/
 const REGISTRY_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'registry');
 
+/** The tables a MODEL.toml may have, and the keys of each fixed one. */
+const TABLES = ['match', 'model', 'sampling', 'recipes'] as const;
+const MATCH_KEYS = ['architectures', 'name_patterns'] as const;
+/** Request fields a [sampling] table may default (keyed as in requests). */
+export const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p'] as const;
+
+type ValueKind = 'string' | 'boolean' | 'number' | 'non-negative integer' | 'positive integer';
+const MODEL_KEYS: Record<string, ValueKind> = {
+  family: 'string',
+  tool_call_parser: 'string',
+  reasoning: 'boolean',
+  max_thinking_budget: 'non-negative integer',
+  default_num_drafts: 'positive integer',
+  vision: 'boolean',
+};
+
 function asRecord(v: unknown, where: string): Record<string, unknown> {
   if (v === undefined) return {};
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${where} must be a table`);
   return v as Record<string, unknown>;
 }
 
-function field<T>(t: Record<string, unknown>, key: string, type: 'string' | 'number' | 'boolean', fallback: T, where: string): T {
+/** A key the file format does not have is a typo: an error naming it, not a value silently ignored. */
+function onlyKeys(t: Record<string, unknown>, known: readonly string[], where: string): void {
+  for (const k of Object.keys(t)) if (!known.includes(k)) throw new Error(`${where}: unknown key ${k} (known: ${known.join(', ')})`);
+}
+
+function isKind(v: unknown, kind: ValueKind): boolean {
+  switch (kind) {
+    case 'non-negative integer':
+      return typeof v === 'number' && Number.isInteger(v) && v >= 0;
+    case 'positive integer':
+      return typeof v === 'number' && Number.isInteger(v) && v >= 1;
+    default:
+      return typeof v === kind;
+  }
+}
+
+function field<T>(t: Record<string, unknown>, key: string, fallback: T, where: string): T {
   const v = t[key];
   if (v === undefined) return fallback;
-  if (typeof v !== type) throw new Error(`${where}: ${key} must be a ${type}`);
+  const kind = MODEL_KEYS[key]!;
+  if (!isKind(v, kind)) throw new Error(`${where}: ${key} must be a ${kind}`);
   return v as T;
 }
 
-/** Parse and validate MODEL.toml text. Errors name the file and the key. */
+/** Parse and validate MODEL.toml text: every key known, every value of its type. Errors name the file and the key. */
 export function parseModelToml(text: string, source: string): ModelToml {
   let doc: Record<string, unknown>;
   try {
@@ -50,10 +84,17 @@ export function parseModelToml(text: string, source: string): ModelToml {
   } catch (e) {
     throw new Error(`${source}: invalid TOML: ${(e as Error).message}`, { cause: e });
   }
-  const m = asRecord(doc.model, `${source}: [model]`);
+  for (const k of Object.keys(doc)) {
+    if (!(TABLES as readonly string[]).includes(k))
+      throw new Error(`${source}: unknown table [${k}] (known: ${TABLES.map((t) => `[${t}]`).join(', ')})`);
+  }
   const where = `${source}: [model]`;
+  const m = asRecord(doc.model, where);
+  onlyKeys(m, Object.keys(MODEL_KEYS), where);
   const sampling: Record<string, number> = {};
-  for (const [k, v] of Object.entries(asRecord(doc.sampling, `${source}: [sampling]`))) {
+  const samplingTable = asRecord(doc.sampling, `${source}: [sampling]`);
+  onlyKeys(samplingTable, SAMPLING_KEYS, `${source}: [sampling]`);
+  for (const [k, v] of Object.entries(samplingTable)) {
     if (typeof v !== 'number') throw new Error(`${source}: [sampling] ${k} must be a number`);
     sampling[k] = v;
   }
@@ -69,24 +110,21 @@ export function parseModelToml(text: string, source: string): ModelToml {
     recipes[name] = flags;
   }
   const match = asRecord(doc.match, `${source}: [match]`);
+  onlyKeys(match, MATCH_KEYS, `${source}: [match]`);
   const strings = (v: unknown, key: string): string[] => {
     if (v === undefined) return [];
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new Error(`${source}: [match] ${key} must be a list of strings`);
     return v as string[];
   };
-  const budget = m.max_thinking_budget;
-  if (budget !== undefined && (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 0)) {
-    throw new Error(`${where}: max_thinking_budget must be a non-negative integer`);
-  }
   return {
     source,
     model: {
-      family: field(m, 'family', 'string', 'unknown', where),
-      toolCallParser: field<string | null>(m, 'tool_call_parser', 'string', null, where),
-      reasoning: field(m, 'reasoning', 'boolean', false, where),
-      maxThinkingBudget: (budget as number | undefined) ?? null,
-      defaultNumDrafts: field(m, 'default_num_drafts', 'number', 1, where),
-      vision: field(m, 'vision', 'boolean', false, where),
+      family: field(m, 'family', 'unknown', where),
+      toolCallParser: field<string | null>(m, 'tool_call_parser', null, where),
+      reasoning: field(m, 'reasoning', false, where),
+      maxThinkingBudget: field<number | null>(m, 'max_thinking_budget', null, where),
+      defaultNumDrafts: field(m, 'default_num_drafts', 1, where),
+      vision: field(m, 'vision', false, where),
     },
     sampling,
     recipes,

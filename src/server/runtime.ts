@@ -4,8 +4,9 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { findChatTemplate } from '../chat/template.js';
+import { isToolCallParserName, TOOL_CALL_PARSER_NAMES } from '../chat/tool-formats/registry.js';
 import type { RunningEngine } from '../engine/engine-client.js';
-import { findModelToml, type ModelToml } from '../model/model-toml.js';
+import { findModelToml, SAMPLING_KEYS, type ModelToml } from '../model/model-toml.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import type { ModelRuntime, ModelSamplingDefaults } from '../chat/model-runtime.js';
 
@@ -16,8 +17,6 @@ export interface RuntimeSettings {
   /** --max-thinking-budget; undefined = from MODEL.toml. */
   maxThinkingBudget?: number;
 }
-
-const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p'] as const;
 
 /** MODEL.toml [sampling] wins; otherwise the checkpoint's generation_config.json (as vLLM uses it). */
 export function samplingDefaults(source: string, modelToml: ModelToml | null): ModelSamplingDefaults {
@@ -44,6 +43,7 @@ export function createModelRuntime(
 ): { runtime: ModelRuntime; modelToml: ModelToml | null } {
   const config = engine.info.config;
   const modelToml = findModelToml(source, config.architecture, modelName);
+  const parser = toolCallParser(settings, modelToml);
   const runtime: ModelRuntime = {
     engine,
     tokenizer: loadTokenizer(source),
@@ -52,11 +52,23 @@ export function createModelRuntime(
     modelConfig: config,
     samplingDefaults: samplingDefaults(source, modelToml),
     chat: {
-      toolCallParser: settings.toolCallParser ?? modelToml?.model.toolCallParser ?? 'hermes',
+      toolCallParser: parser,
       reasoning: modelToml?.model.reasoning ?? false,
       disableThinking: settings.disableThinking,
       maxThinkingBudget: settings.maxThinkingBudget ?? modelToml?.model.maxThinkingBudget ?? null,
     },
   };
   return { runtime, modelToml };
+}
+
+/** --tool-call-parser, else MODEL.toml's, else hermes; a name no format has is a start-up error, not a 500 per request. */
+function toolCallParser(settings: RuntimeSettings, modelToml: ModelToml | null): string {
+  const unknown = (name: string) => `unknown tool-call parser '${name}' (known: ${TOOL_CALL_PARSER_NAMES.join(', ')})`;
+  const fromToml = modelToml?.model.toolCallParser ?? null;
+  // The file is checked even when the flag overrides it: a typo there is still a typo.
+  if (fromToml !== null && !isToolCallParserName(fromToml))
+    throw new Error(`${modelToml!.source}: [model]: tool_call_parser: ${unknown(fromToml)}`);
+  const name = settings.toolCallParser ?? fromToml ?? 'hermes';
+  if (!isToolCallParserName(name)) throw new Error(`--tool-call-parser: ${unknown(name)}`);
+  return name;
 }

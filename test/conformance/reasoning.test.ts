@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createToolCallParser, reasoningExits } from '../../src/chat/parsers/index.js';
+import { createToolCallParser, reasoningExits } from '../../src/chat/tool-formats/registry.js';
 import { createReasoningSplitter, promptOpensReasoning, type ReasoningPiece } from '../../src/chat/reasoning.js';
 import { chunkings } from './cases/chunkings.js';
 import { pipelineCases, reasoningCases } from './cases/reasoning.js';

@@ -6,7 +6,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ParserEvent } from '../../src/chat/events.js';
-import { createToolCallParser, isParserName, PARSER_NAMES, reasoningExits } from '../../src/chat/parsers/index.js';
+import {
+  createToolCallParser,
+  isToolCallParserName,
+  TOOL_CALL_PARSER_NAMES,
+  reasoningExits,
+} from '../../src/chat/tool-formats/registry.js';
 import { chunkings } from './cases/chunkings.js';
 import { CASES } from './cases/index.js';
 import { TOOLS, type ExpectedCall, type ParserCase } from './cases/types.js';
@@ -77,11 +82,11 @@ describe('tool-call parser conformance', () => {
 
 describe('tool-call parser streaming', () => {
   it('every registered parser has cases', () => {
-    assert.deepEqual(Object.keys(CASES).sort(), [...PARSER_NAMES].sort());
+    assert.deepEqual(Object.keys(CASES).sort(), [...TOOL_CALL_PARSER_NAMES].sort());
   });
 
   it('text without tag characters streams at once', () => {
-    for (const name of PARSER_NAMES) {
+    for (const name of TOOL_CALL_PARSER_NAMES) {
       const p = createToolCallParser(name);
       assert.equal(text(p.push('Hello, wor')), 'Hello, wor', name);
       assert.equal(text(p.push('ld')), 'ld', name);
@@ -132,7 +137,7 @@ describe('tool-call parser streaming', () => {
 
   it('the registry rejects unknown names and lists reasoning exits', () => {
     assert.throws(() => createToolCallParser('nope'), /unknown tool-call parser 'nope'/);
-    assert.equal(isParserName('hermes'), true);
+    assert.equal(isToolCallParserName('hermes'), true);
     assert.deepEqual(reasoningExits('hermes'), ['<tool_call>']);
     assert.deepEqual(reasoningExits('bare_json'), []);
   });

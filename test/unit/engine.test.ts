@@ -14,6 +14,7 @@ import {
   type SamplingParams,
   type TokenLogprob,
 } from '../../src/engine/types.js';
+import { toolGrammarConstraint } from '../../src/chat/tool-formats/constraint.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const IM_END = 151645;
@@ -262,13 +263,13 @@ test('a tool-constrained job waits for the vocabulary off the step loop: other s
     if ((value as EngineEvent).type === 'tokens') freeTokens.push(...(value as Extract<EngineEvent, { type: 'tokens' }>).ids);
   }
   const countAtSubmit = freeTokens.length;
-  const toolGrammar = {
+  const constraint = toolGrammarConstraint({
     format: 'hermes',
     tools: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
     endTokenIds: [IM_END],
     maxCalls: 1,
-  };
-  const constrained = engine.submit(request(chat('What is the weather in Prague?'), { maxTokens: 40, toolGrammar }));
+  });
+  const constrained = engine.submit(request(chat('What is the weather in Prague?'), { maxTokens: 40, constraint }));
   const drainFree = (async () => {
     for (let r = await iterator.next(); !r.done; r = await iterator.next()) {
       const ev = r.value as EngineEvent;

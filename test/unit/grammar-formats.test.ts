@@ -5,19 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rng } from '../../src/engine/sampler.js';
-import {
-  compileToolGrammar,
-  VocabIndex,
-  type GrammarState,
-  type ToolDef,
-  type ToolGrammar,
-  type ToolGrammarSpec,
-} from '../../src/engine/grammar/index.js';
+import { VocabIndex, type GrammarState, type ToolGrammar } from '../../src/engine/grammar/index.js';
 import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
-import { createToolCallParser, type ToolSchema } from '../../src/chat/parsers/index.js';
+import { createToolCallParser, type ToolSchema } from '../../src/chat/tool-formats/registry.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 import { checkMasksAgainstBruteForce } from '../helpers/grammar-masks.js';
+import { compileToolGrammar, type ToolDef, type ToolGrammarSpec } from '../helpers/tool-grammar.js';
 
 const tk = loadTokenizer(TINY_CHAT);
 const vocab = new VocabIndex(tokenByteStrings(tk));

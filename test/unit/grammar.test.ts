@@ -4,18 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rng } from '../../src/engine/sampler.js';
-import {
-  compileToolGrammar,
-  GrammarError,
-  VocabIndex,
-  type GrammarState,
-  type ToolGrammar,
-  type ToolGrammarSpec,
-} from '../../src/engine/grammar/index.js';
+import { GrammarError, VocabIndex, type GrammarState, type ToolGrammar } from '../../src/engine/grammar/index.js';
 import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 import { checkMasksAgainstBruteForce } from '../helpers/grammar-masks.js';
+import { compileToolGrammar, type ToolGrammarSpec } from '../helpers/tool-grammar.js';
 
 const tk = loadTokenizer(TINY_CHAT);
 let started = performance.now();

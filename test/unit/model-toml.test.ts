@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isToolCallParserName } from '../../src/chat/tool-formats/registry.js';
+import type { RunningEngine } from '../../src/engine/engine-client.js';
 import { findModelToml, loadRegistry, parseModelToml } from '../../src/model/model-toml.js';
+import { createModelRuntime } from '../../src/server/runtime.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 test('registry entries all parse and name a tool-call parser', () => {
@@ -40,4 +43,43 @@ test('a MODEL.toml beside the checkpoint wins and is validated', () => {
   assert.deepEqual(t?.recipes.fast, { 'max-batch-size': 4 });
   assert.throws(() => parseModelToml('[model]\nreasoning = "yes"\n', 'X.toml'), /X.toml: \[model\]: reasoning must be a boolean/);
   assert.throws(() => parseModelToml('[model\n', 'Y.toml'), /Y.toml: invalid TOML/);
+});
+
+test('every MODEL.toml key is known and every value has its type: errors name the file and the key', () => {
+  const bad: [string, RegExp][] = [
+    ['[model]\ntool_call_parser = 3\n', /X.toml: \[model\]: tool_call_parser must be a string/],
+    ['[model]\nreasonning = true\n', /X.toml: \[model\]: unknown key reasonning/],
+    ['[model]\ndefault_num_drafts = 1.5\n', /X.toml: \[model\]: default_num_drafts must be a positive integer/],
+    ['[model]\nmax_thinking_budget = -1\n', /X.toml: \[model\]: max_thinking_budget must be a non-negative integer/],
+    ['[sampling]\ntemprature = 0.6\n', /X.toml: \[sampling\]: unknown key temprature/],
+    ['[sampling]\ntemperature = "hot"\n', /X.toml: \[sampling\] temperature must be a number/],
+    ['[match]\nname_pattern = ["x"]\n', /X.toml: \[match\]: unknown key name_pattern/],
+    ['[modle]\nfamily = "x"\n', /X.toml: unknown table \[modle\]/],
+    ['[recipes.fast]\nmax-batch-size = [4]\n', /X.toml: \[recipes.fast\] max-batch-size must be a string, number or boolean/],
+  ];
+  for (const [text, error] of bad) assert.throws(() => parseModelToml(text, 'X.toml'), error, text);
+});
+
+test('registry entries name tool-call parsers that exist', () => {
+  for (const e of loadRegistry()) assert.ok(isToolCallParserName(e.model.toolCallParser ?? ''), `${e.source}: ${e.model.toolCallParser}`);
+});
+
+test('a tool_call_parser no format has is a start-up error naming the file and key, not a 500 per request', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-modeltoml-'));
+  writeFileSync(join(dir, 'MODEL.toml'), '[model]\ntool_call_parser = "hermez"\n');
+  // Only the engine's model config is read before the parser is checked.
+  const engine = { info: { config: { architecture: 'qwen3', eosTokenIds: [] } } } as unknown as RunningEngine;
+  const settings = { disableThinking: false };
+  const named = `${join(dir, 'MODEL.toml')}: [model]: tool_call_parser: unknown tool-call parser 'hermez' (known: hermes, fam1_coder, `;
+  assert.throws(
+    () => createModelRuntime(dir, 'm', engine, settings),
+    (err: Error) => err.message.startsWith(named),
+  );
+  // The flag does not hide a typo in the file.
+  assert.throws(() => createModelRuntime(dir, 'm', engine, { ...settings, toolCallParser: 'hermes' }), /tool_call_parser: unknown/);
+  writeFileSync(join(dir, 'MODEL.toml'), '[model]\nfamily = "x"\n');
+  assert.throws(
+    () => createModelRuntime(dir, 'm', engine, { ...settings, toolCallParser: 'nope' }),
+    /--tool-call-parser: unknown tool-call parser 'nope'/,
+  );
 });

@@ -1,20 +1,11 @@
 // The "Reasoning and tools" group of the flag table, in help and README order.
+import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../../chat/tool-formats/registry.js';
 import { flag } from './spec.js';
 import { choice, integer, switchFlag } from './values.js';
 
-export const TOOL_CALL_PARSERS = [
-  'hermes',
-  'fam1_coder',
-  'fam1_xml',
-  'fam2',
-  'fam3',
-  'fam4_xml',
-  'bare_json',
-  'llama3_json',
-  'glm4',
-  'pythonic',
-] as const;
-export type ToolCallParser = (typeof TOOL_CALL_PARSERS)[number];
+// The choices come from the tool-format registry: a new format is a CLI choice with nothing to edit here.
+export const TOOL_CALL_PARSERS: readonly ToolCallParserName[] = TOOL_CALL_PARSER_NAMES;
+export type ToolCallParser = ToolCallParserName;
 
 export const REASONING_TOOLS_FLAGS = [
   flag({

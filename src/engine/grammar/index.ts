@@ -1,12 +1,5 @@
-// Grammar-constrained decoding of tool calls: what the engine worker uses.
+// Grammar-constrained decoding: what the engine worker uses, and the data a constrained job carries.
 export { buildVocabIndex, loadVocabIndex, VocabIndex } from './vocab-index.js';
-export {
-  compileToolGrammar,
-  GrammarError,
-  hasToolGrammar,
-  ToolGrammar,
-  type GrammarState,
-  type ToolDef,
-  type ToolGrammarSpec,
-} from './tool-call-grammar.js';
+export { compileGrammar, GrammarError, ToolGrammar, type GrammarState } from './tool-call-grammar.js';
+export type { GrammarConstraint, GrammarIR } from './ir.js';
 export { maskLogits } from './token-mask.js';

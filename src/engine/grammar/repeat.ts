@@ -1,6 +1,5 @@
-// Repetition with a limit, and the checks formats share on the names and keys they spell.
+// Repetition with a limit.
 
-import { GrammarError } from './errors.js';
 import { seq, type GNode } from './nodes.js';
 
 /**
@@ -18,9 +17,4 @@ export function bounded(max: number, item: (again: GNode | null) => GNode): GNod
   let node = item(null);
   for (let i = 1; i < max; i++) node = item(node);
   return node;
-}
-
-/** Throws GrammarError (the grammar compiles to null: decoding stays unconstrained) unless `ok`. */
-export function check(ok: boolean, what: string): void {
-  if (!ok) throw new GrammarError(`grammar: ${what}`);
 }

@@ -1,77 +1,18 @@
-// Grammar-constrained decoding for tool_choice `required` and `{type: function, function: {name}}`:
-// the output must be one or more tool calls in the model's wire format, each naming an allowed
-// tool with arguments valid for its schema, then an end-of-turn token. Optionally free reasoning
-// comes first, up to a marker such as `</think>`.
+// Grammar-constrained decoding: the output must match a grammar (for tool_choice `required` and
+// `{type: function, function: {name}}`: one or more tool calls in the model's wire format, each
+// naming an allowed tool with arguments valid for its schema, then an end-of-turn token).
 //
-// The spec is plain data (it crosses from the main thread to the engine worker); the worker
-// compiles it against the model's VocabIndex. Compiled grammars are kept per vocabulary and spec,
-// so a client that repeats its tool list reuses the grammar and its cached masks.
+// The grammar arrives as data (ir.ts: the main thread builds it, src/chat/tool-formats/); the
+// worker compiles it against the model's VocabIndex. Compiled grammars are kept per vocabulary and
+// grammar, so a client that repeats its tool list reuses the grammar and its cached masks.
 
+import { compileIR } from './compile-ir.js';
 import { GrammarError } from './errors.js';
+import type { GrammarConstraint } from './ir.js';
 import { feed } from './matcher.js';
-import { bareJson } from './format-bare-json.js';
-import { fam1 } from './format-fam1.js';
-import { fam2 } from './format-fam2.js';
-import { fam3 } from './format-fam3.js';
-import { fam4Xml } from './format-fam4-xml.js';
-import { glm4 } from './format-glm4.js';
-import { hermes } from './format-hermes.js';
-import { llama3Json } from './format-llama3-json.js';
-import { pythonic } from './format-pythonic.js';
-import { bounded } from './repeat.js';
-import { MarkerDfa } from './literals.js';
-import { ACCEPTED, alt, altSet, END, enter, EOS, Frame, seq, TAG_GAP, until, type GNode } from './nodes.js';
+import { ACCEPTED, enter, EOS, Frame, type GNode } from './nodes.js';
 import { applyMaskEntry, buildMaskEntry, frameKey, MaskCache } from './token-mask.js';
 import type { VocabIndex } from './vocab-index.js';
-
-export interface ToolDef {
-  name: string;
-  /** The tool's JSON schema for its arguments (OpenAI `function.parameters`); absent = any object. */
-  parameters?: unknown;
-}
-
-export interface ToolGrammarSpec {
-  /** The tool-call parser name (`hermes`, `fam1_coder`, …). */
-  format: string;
-  /** The tools the model may call: all of them for `required`, the named one for a forced function. */
-  tools: ToolDef[];
-  /** End-of-turn / EOS ids: allowed only where the grammar may end, and then only they are. */
-  endTokenIds: number[];
-  /**
-   * When set, any text is allowed until this marker (e.g. `</think>`) has been generated; the
-   * calls come after it. Only for prompts that leave a reasoning block open.
-   */
-  afterReasoningEnd?: string | null;
-  /** Most calls in the turn; absent or 0 = no limit (a forced function uses 1). */
-  maxCalls?: number;
-}
-
-/**
- * One wire format. A new format is one more file and one entry in FORMATS. Most formats give
- * `call` (one whole call, starting with `opener`): calls then follow each other, whitespace
- * between, and the end comes after any of them. Formats whose calls share a wrapper or a separator
- * (a list, a block, `;`) give `calls` instead: the whole output, 1..max calls (max 0 = no limit),
- * ending in END.
- */
-export interface ToolCallFormat {
-  /** The text the calls start with (for `call`: it tells "another call" from "end of turn"). */
-  opener: string;
-  call?(tools: readonly ToolDef[]): GNode;
-  calls?(tools: readonly ToolDef[], max: number): GNode;
-}
-
-const FORMATS: Record<string, ToolCallFormat> = {
-  hermes,
-  fam1_coder: fam1,
-  fam1_xml: fam1,
-  fam2,
-  fam3,
-  fam4_xml: fam4Xml,
-  bare_json: bareJson,
-  llama3_json: llama3Json,
-  glm4,
-  pythonic,
-};
 
 export { GrammarError };
 
@@ -139,18 +80,16 @@ export class ToolGrammar {
   }
 }
 
-/** Compiled grammars per vocabulary, by spec. */
+/** Compiled grammars per vocabulary, by constraint. */
 const compiled = new WeakMap<VocabIndex, Map<string, ToolGrammar>>();
 const KEEP_PER_VOCAB = 32;
 
 /**
- * The grammar for `spec`, or null when its format has no grammar or its tools cannot be told apart
- * in that format (decode unconstrained then).
+ * The compiled grammar of `constraint`, or null when it cannot be built (tools the format cannot
+ * tell apart, say: fam1 names containing `>`); decoding stays unconstrained then.
  */
-export function compileToolGrammar(spec: ToolGrammarSpec, vocab: VocabIndex): ToolGrammar | null {
-  if (!hasToolGrammar(spec.format) || spec.tools.length === 0) return null;
-  const format = FORMATS[spec.format];
-  const key = JSON.stringify([spec.format, spec.tools, spec.endTokenIds, spec.afterReasoningEnd ?? null, spec.maxCalls ?? 0]);
+export function compileGrammar(constraint: GrammarConstraint, vocab: VocabIndex): ToolGrammar | null {
+  const key = JSON.stringify([constraint.root, constraint.endTokenIds]);
   let byKey = compiled.get(vocab);
   if (!byKey) compiled.set(vocab, (byKey = new Map()));
   const hit = byKey.get(key);
@@ -160,46 +99,15 @@ export function compileToolGrammar(spec: ToolGrammarSpec, vocab: VocabIndex): To
     byKey.set(key, hit);
     return hit;
   }
-  const parts: GNode[] = [];
-  if (spec.afterReasoningEnd) parts.push(reasoningUntil(spec.afterReasoningEnd));
+  let root: GNode;
   try {
-    parts.push(TAG_GAP, calls(format, spec.tools, spec.maxCalls ?? 0));
+    root = compileIR(constraint.root);
   } catch (err) {
-    // Tools the format cannot tell apart (fam1 names containing `>`, say): decode unconstrained.
     if (err instanceof GrammarError) return null;
     throw err;
   }
-  const grammar = new ToolGrammar(seq(parts), vocab, spec.endTokenIds);
+  const grammar = new ToolGrammar(root, vocab, constraint.endTokenIds);
   if (byKey.size >= KEEP_PER_VOCAB) byKey.delete(byKey.keys().next().value!);
   byKey.set(key, grammar);
   return grammar;
-}
-
-/** Whether `format` (a tool-call parser name) has a grammar. */
-export function hasToolGrammar(format: string): boolean {
-  return Object.hasOwn(FORMATS, format);
-}
-
-/** One call, then up to max - 1 more (unbounded when max is 0), whitespace between, then the end. */
-function calls(format: ToolCallFormat, tools: readonly ToolDef[], max: number): GNode {
-  if (format.calls) return format.calls(tools, max);
-  const opener = new TextEncoder().encode(format.opener)[0];
-  const call = format.call!(tools); // one node graph; every use keeps its own progress in its frames
-  return bounded(max, (again) => {
-    if (again === null) return seq([call, TAG_GAP, END]);
-    // "Another call or the end", decided by the next byte.
-    const more = alt();
-    altSet(more, [opener], again);
-    more.kids[EOS] = END;
-    return seq([call, TAG_GAP, more]);
-  });
-}
-
-const reasoningNodes = new Map<string, GNode>();
-
-/** Free text up to `marker`; shared per marker so its (large) mask is computed once per vocabulary. */
-function reasoningUntil(marker: string): GNode {
-  let node = reasoningNodes.get(marker);
-  if (!node) reasoningNodes.set(marker, (node = until(new MarkerDfa([marker], []), true)));
-  return node;
 }

@@ -1,9 +1,9 @@
 // Value syntaxes besides JSON, for formats whose arguments are not JSON text:
 //   PYTHON (pythonic): 'str' / "str" with Python escapes, True / False / None, numbers,
-//     [lists], {'key': value} dicts. What the parser reads back: src/chat/parsers/python-literal.ts.
+//     [lists], {'key': value} dicts. What the parser reads back: src/chat/tool-formats/pythonic/python-literal.ts.
 //   GEMMA (fam3): <|"|>str<|"|> (or a JSON string), bare numbers / true / false / null, [lists],
 //     {key:value} objects with unquoted keys where the parser reads them back unchanged (else a
-//     JSON-quoted key). What the parser reads back: src/chat/parsers/gemma-args.ts.
+//     JSON-quoted key). What the parser reads back: src/chat/tool-formats/gemma/gemma-args.ts.
 // The shared nodes here are built once per process, so their (large) string masks are cached once
 // per vocabulary.
 

@@ -1,6 +1,6 @@
 // Parameter values of the formats that carry each argument as raw text between tags (fam1,
 // fam4_xml, glm4). Their parsers turn the text into a JSON value by the parameter's declared types
-// (src/chat/parsers/param-values.ts: "5" is 5 for an integer parameter, "5" for a string one),
+// (param-values.ts: "5" is 5 for an integer parameter, "5" for a string one),
 // so the grammar admits only text that this conversion turns into a value valid for the schema:
 //   - free text (up to the closing tag) where every text converts to something valid — a string
 //     parameter, or one whose other types take any value of theirs;
@@ -9,8 +9,8 @@
 // A parameter no text can satisfy has no node (the format leaves it out, or gives up when it is
 // required).
 
-import { convertParamText as convert, declaredTypes } from '../../chat/parsers/param-values.js';
 import { GrammarError } from './errors.js';
+import type { XmlValueStyle } from './ir.js';
 import { SchemaCompiler, type ValueSyntax } from './json-schema-grammar.js';
 import { MarkerDfa, seenBit } from './literals.js';
 import {
@@ -29,19 +29,7 @@ import {
   xmlParams,
   type GNode,
 } from './nodes.js';
-
-export interface XmlValueStyle {
-  /** Written before a JSON or enum value and again before the closing tag (fam1's `\n`; may be ''). */
-  frame: string;
-  /** The tag that ends the value. */
-  close: string;
-  /** Tags the parser would end the value at (the next parameter, the end of the call). */
-  forbidden: readonly string[];
-  /** What the parser makes of a parameter whose schema declares no type: its text, or JSON when the text parses. */
-  untyped: 'string' | 'json';
-}
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { convertParamText as convert, declaredTypes, schemaProperties } from './param-values.js';
 
 const textNodes = new Map<string, GNode>();
 
@@ -174,24 +162,6 @@ function freeTextSafe(types: ReadonlySet<string>, b: ReturnType<SchemaCompiler['
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-/**
- * Whether `name` survives the XML parsers' tag reading (`<function=NAME>`, `<invoke name="NAME">`):
- * the text up to `>` on one line, trimmed, one pair of quotes around it dropped.
- */
-export function xmlTagNameOk(name: string, quoted: boolean): boolean {
-  if (name.length === 0 || name.length > 200 || /[<>\n]/.test(name)) return false;
-  if (quoted) return true;
-  return name === name.trim() && !/^(["']).*\1$/.test(name);
-}
-
-/** Object keys, for a node built from the schema's listed properties. */
-export function schemaProperties(parameters: unknown): { props: [string, unknown][]; required: string[] } {
-  const schema = isRecord(parameters) ? parameters : {};
-  const props = isRecord(schema.properties) ? Object.entries(schema.properties) : [];
-  const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string') : [];
-  return { props, required };
 }
 
 /**

@@ -1,6 +1,6 @@
 // Shape of a tool-call parser conformance case: model output in, content and calls out.
 
-import type { ToolSchema } from '../../../src/chat/parsers/index.js';
+import type { ToolSchema } from '../../../src/chat/tool-formats/registry.js';
 
 export interface ExpectedCall {
   name: string;

@@ -141,7 +141,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
         const plan = chatOutput({ request: chat, runtime, promptText });
         const job = {
           ...engineJob(chat, prompt, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq),
-          toolGrammar: plan.toolGrammar ?? null,
+          constraint: plan.constraint ?? null,
           thinkingBudget: plan.thinkingBudget ?? null,
         };
         const pipeline = new OutputPipeline({
