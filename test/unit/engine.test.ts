@@ -14,6 +14,7 @@ import {
   type SamplingParams,
   type TokenLogprob,
 } from '../../src/engine/types.js';
+import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const IM_END = 151645;
@@ -252,6 +253,8 @@ test('start-up fails with the loader error or the memory advice', async () => {
 
 test('a tool-constrained job waits for the vocabulary off the step loop: other sequences keep decoding', async () => {
   const engine = await start({ maxSeqLen: 1024 });
+  // What a server does once its runtime is built: the vocabulary thread works from this tokenizer.
+  engine.setTokenizer(loadTokenizer(TINY_CHAT));
   const free = engine.submit(request(chat(QUESTIONS[1]), { maxTokens: 600, stopTokenIds: [] }));
   const freeTokens: number[] = [];
   let freeAtConstrainedStart = -1;

@@ -25,7 +25,7 @@ function step(s: Scheduler): ScheduledBatch {
   const batch = s.schedule();
   s.postprocess(
     batch,
-    batch.chunks.filter((c) => c.sample).map(() => TOKEN),
+    batch.chunks.filter((c) => c.sample).map(() => [TOKEN]),
   );
   return batch;
 }
@@ -143,7 +143,7 @@ test('when blocks run out the newest sequence is preempted and later recomputed'
     }
     s.postprocess(
       batch,
-      batch.chunks.filter((c) => c.sample).map(() => TOKEN),
+      batch.chunks.filter((c) => c.sample).map(() => [TOKEN]),
     );
     checkInvariants(s, bm);
   }

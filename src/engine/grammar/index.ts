@@ -1,5 +1,5 @@
 // Grammar-constrained decoding of tool calls: what the engine worker uses.
-export { buildVocabIndex, loadVocabIndex, VocabIndex } from './vocab-index.js';
+export { buildVocabIndex, loadVocabIndex, packTokenizer, VocabIndex } from './vocab-index.js';
 export {
   compileToolGrammar,
   GrammarError,
