@@ -288,3 +288,17 @@ test('a tool-constrained job waits for the vocabulary off the step loop: other s
   // went on decoding instead of stalling.
   assert.ok(freeAtConstrainedStart - countAtSubmit >= 10, `free sequence made ${freeAtConstrainedStart - countAtSubmit} tokens meanwhile`);
 });
+
+test('a tool-constrained job on an engine never given a tokenizer ends with an error; others are unaffected', async () => {
+  const engine = await start();
+  const toolGrammar = { format: 'hermes', tools: [{ name: 'get_weather' }], endTokenIds: [IM_END] };
+  const [constrained, free] = await Promise.all([
+    collect(engine.submit(request(chat(QUESTIONS[0]), { toolGrammar }))),
+    collect(engine.submit(request(chat(QUESTIONS[0])))),
+  ]);
+  assert.equal(constrained.done.reason, 'error');
+  assert.match(constrained.done.message ?? '', /tool-call grammar failed: .*no tokenizer/);
+  assert.deepEqual(constrained.ids, []);
+  assert.ok(free.ids.length > 0);
+  assert.notEqual(free.done.reason, 'error');
+});
