@@ -66,4 +66,3 @@ export function numUncached(seq: Sequence): number {
 export function lastToken(seq: Sequence): number {
   return seq.tokens[seq.tokens.length - 1];
 }
-

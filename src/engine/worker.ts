@@ -87,12 +87,13 @@ class StepLoop {
     if (this.vocabLoading) return;
     this.vocabLoading = true;
     const waiting = () => this.awaitingVocab.splice(0).filter(({ seq }) => this.seqs.has(seq.id));
-    const vocab = this.tokenizer
+    const loading = this.tokenizer
       ? loadVocabIndex(this.tokenizer)
       : Promise.reject(new Error('the engine was given no tokenizer (RunningEngine.setTokenizer)'));
-    vocab.then(
+    loading.then(
       (vocab) => {
         this.vocab = vocab;
+        this.tokenizer = null; // needed no more
         for (const { seq, req } of waiting()) this.admit(seq, req);
         this.queueStep();
       },
@@ -182,7 +183,10 @@ class StepLoop {
       let raw = row;
       let token = forcedToken(processors);
       if (token === null) {
-        if (seq.logprobs > 0 && changesLogits(processors)) (raw = this.raw ??= new Float32Array(vocab)).set(row);
+        if (seq.logprobs > 0 && changesLogits(processors)) {
+          raw = this.raw ??= new Float32Array(vocab);
+          raw.set(row);
+        }
         processLogits(processors, row);
         token = sampleToken(row, seq.sampling, seq.rng);
       }

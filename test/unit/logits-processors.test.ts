@@ -100,7 +100,11 @@ function request(over: Partial<GenerationRequest>): GenerationRequest {
 }
 
 /** A sequence with the processors a job gets at admission, prefilled and ready to take tokens. */
-function admitted(req: GenerationRequest): { s: Scheduler; seq: Sequence; take: (tokens: number[]) => ReturnType<Scheduler['postprocess']> } {
+function admitted(req: GenerationRequest): {
+  s: Scheduler;
+  seq: Sequence;
+  take: (tokens: number[]) => ReturnType<Scheduler['postprocess']>;
+} {
   const s = new Scheduler({ maxBatchSize: 1, maxPrefillTokens: 100 }, new BlockManager(16, 16));
   const seq = createSequence(1, req, Date.now());
   seq.processors = logitsProcessors(req, req.toolGrammar ? grammar : null, () => new Uint8Array(END + 1));
@@ -148,5 +152,8 @@ test('processors at admission: the thinking budget is asked first, then the gram
     ['ThinkingBudgetProcessor', 'GrammarProcessor'],
   );
   assert.equal(forcedToken(seq.processors), FORCE[0]);
-  assert.deepEqual(logitsProcessors(request({}), null, () => new Uint8Array(1)), []);
+  assert.deepEqual(
+    logitsProcessors(request({}), null, () => new Uint8Array(1)),
+    [],
+  );
 });

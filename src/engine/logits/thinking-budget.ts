@@ -22,7 +22,8 @@ export class ThinkingBudgetProcessor implements LogitsProcessor {
   accept(token: number): void {
     const b = this.budget;
     // The forced tokens go out in order; any other token (one it did not force) starts them over.
-    if (this.forcing >= 0) this.forcing = token === b.forceTokenIds[this.forcing] && this.forcing + 1 < b.forceTokenIds.length ? this.forcing + 1 : -1;
+    if (this.forcing >= 0)
+      this.forcing = token === b.forceTokenIds[this.forcing] && this.forcing + 1 < b.forceTokenIds.length ? this.forcing + 1 : -1;
     if (token === b.openTokenId) {
       this.inReasoning = true;
     } else if (token === b.closeTokenId) {
