@@ -1,6 +1,8 @@
 // The main thread's face of the engine: starts the worker, admits or refuses jobs, forwards them
 // and turns the worker's per-step updates into each job's event stream. No model math here.
 import { Worker } from 'node:worker_threads';
+import type { Tokenizer } from '../model/tokenizer.js';
+import { packTokenizer } from './grammar/index.js';
 import { EngineAdmissionError, type Engine, type EngineEvent, type GenerationHandle, type GenerationRequest } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
 
@@ -10,6 +12,12 @@ export interface RunningEngine extends Engine {
   /** Model config and KV pool size, for the start-up log. */
   readonly info: EngineInfo;
   stats(): WorkerStats;
+  /**
+   * Hands the engine the main thread's tokenizer of its model, once, before jobs with a tool
+   * grammar (they fail without it): the grammars' vocabulary is worked out from it, in a
+   * background thread, when the first such job arrives, so no tokenizer file is read twice.
+   */
+  setTokenizer(tokenizer: Tokenizer): void;
 }
 
 /** Starts the worker and resolves once the model is loaded; rejects with the worker's load error. */
@@ -121,6 +129,12 @@ class EngineClient implements RunningEngine {
     this.jobs.set(id, queue);
     this.send({ type: 'submit', id, req, submittedAt: Date.now() });
     return { events: queue, cancel };
+  }
+
+  setTokenizer(tokenizer: Tokenizer): void {
+    if (this.down !== null) return;
+    const packed = packTokenizer(tokenizer);
+    this.worker.postMessage({ type: 'tokenizer', packed } satisfies ToWorker, [packed.buffer]);
   }
 
   stats(): WorkerStats {

@@ -53,7 +53,11 @@ export interface EngineInfo {
 
 // main → worker
 
-export type ToWorker = { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number } | { type: 'cancel'; id: number };
+export type ToWorker =
+  | { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number }
+  | { type: 'cancel'; id: number }
+  /** The main thread's tokenizer (packTokenizer), once: tool-call grammars' vocabulary is worked out from it. */
+  | { type: 'tokenizer'; packed: Uint8Array };
 
 // worker → main
 

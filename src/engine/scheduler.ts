@@ -10,7 +10,13 @@
 // at the head of the queue to be recomputed (prompt + tokens generated so far). The memory
 // budget guarantees the pool holds at least one max-length sequence, so the oldest running
 // sequence can always finish.
+//
+// After the forward pass, postprocess hands each sampling sequence its new tokens — one per step
+// today, several when a step verifies speculated tokens — and ends the sequences they finish.
+// Tokens a sequence took beyond the first are not in the KV cache yet: the next step runs them
+// through the model as one chunk (drawing on the prefill budget, like a recompute).
 import type { BlockManager } from './block-manager.js';
+import { acceptToken } from './logits/processor.js';
 import type { EngineFinishReason } from './types.js';
 import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
 
@@ -39,6 +45,8 @@ export interface ScheduledBatch {
 export interface Finished {
   seq: Sequence;
   reason: EngineFinishReason;
+  /** How many of the step's tokens it took: up to the one that ended it (those after it are dropped). */
+  taken: number;
 }
 
 export class Scheduler {
@@ -105,25 +113,32 @@ export class Scheduler {
   }
 
   /**
-   * Records a finished forward pass: chunks' tokens are now cached, and each sampling chunk gets
-   * its new token (`sampled[i]` for the i-th sampling chunk). Returns the sequences that ended;
-   * they are out of the queues and their blocks are back in the pool.
+   * Records a finished forward pass: chunks' tokens are now cached, and each sampling chunk's
+   * sequence takes its new tokens (`tokens[i]`, at least one, for the i-th sampling chunk). Each
+   * token in order: the sequence's logits processors accept it, it is appended, and a stop token
+   * or max tokens ends the sequence — the tokens after that one are dropped. Returns the
+   * sequences that ended; they are out of the queues and their blocks are back in the pool.
    */
-  postprocess(batch: ScheduledBatch, sampled: readonly number[]): Finished[] {
+  postprocess(batch: ScheduledBatch, tokens: readonly (readonly number[])[]): Finished[] {
     const finished: Finished[] = [];
     let k = 0;
     for (const chunk of batch.chunks) {
       const seq = chunk.seq;
       seq.numCached = chunk.start + chunk.length;
       if (!chunk.sample) continue;
-      const token = sampled[k++];
-      seq.tokens.push(token);
-      let reason: EngineFinishReason | null = null;
-      if (seq.stopTokenIds.has(token)) reason = 'stop';
-      else if (numCompletionTokens(seq) >= seq.maxTokens) reason = 'length';
-      if (reason) {
-        this.finish(seq, reason);
-        finished.push({ seq, reason });
+      const taken = tokens[k++];
+      for (let i = 0; i < taken.length; i++) {
+        const token = taken[i];
+        acceptToken(seq.processors, token);
+        seq.tokens.push(token);
+        let reason: EngineFinishReason | null = null;
+        if (seq.stopTokenIds.has(token)) reason = 'stop';
+        else if (numCompletionTokens(seq) >= seq.maxTokens) reason = 'length';
+        if (reason) {
+          this.finish(seq, reason);
+          finished.push({ seq, reason, taken: i + 1 });
+          break;
+        }
       }
     }
     return finished;

@@ -1,8 +1,8 @@
 // A sequence is plain state: its tokens, how many of them are in the KV cache, the blocks that
 // hold them, and what ends it. The scheduler moves it between queues; nothing here computes.
-import type { EngineFinishReason, GenerationRequest, SamplingParams, ThinkingBudget } from './types.js';
+import type { EngineFinishReason, GenerationRequest, SamplingParams } from './types.js';
 import { createRng, type Rng } from './sampler.js';
-import type { GrammarState, ToolGrammar } from './grammar/index.js';
+import type { LogitsProcessor } from './logits/index.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -27,14 +27,11 @@ export interface Sequence {
   readonly rng: Rng;
   /** How often it lost its blocks and went back to waiting (for stats and tests). */
   numPreemptions: number;
-  /** Tool-call grammar and where the output stands in it; null = unconstrained. */
-  grammar: ToolGrammar | null;
-  grammarState: GrammarState | null;
-  /** Reasoning ceiling and progress: inside a think block, tokens spent, tokens still to force. */
-  readonly thinking: ThinkingBudget | null;
-  inReasoning: boolean;
-  reasoningTokens: number;
-  forced: number[];
+  /**
+   * What shapes its next token beyond sampling (thinking budget, tool-call grammar), each with its
+   * own per-token state; set at admission, empty = plain sampling.
+   */
+  processors: LogitsProcessor[];
 }
 
 export function createSequence(id: number, req: GenerationRequest, submittedAt: number): Sequence {
@@ -53,12 +50,7 @@ export function createSequence(id: number, req: GenerationRequest, submittedAt: 
     deadline: req.timeoutMs > 0 ? submittedAt + req.timeoutMs : Infinity,
     rng: createRng(req.sampling.seed),
     numPreemptions: 0,
-    grammar: null,
-    grammarState: null,
-    thinking: req.thinkingBudget ?? null,
-    inReasoning: req.thinkingBudget?.startsInside ?? false,
-    reasoningTokens: 0,
-    forced: [],
+    processors: [],
   };
 }
 
@@ -66,35 +58,11 @@ export function numCompletionTokens(seq: Sequence): number {
   return seq.tokens.length - seq.numPromptTokens;
 }
 
-/** Tokens not yet in the cache: the whole prompt before prefill, 1 while decoding. */
+/** Tokens not yet in the cache: the whole prompt before prefill, 1 while decoding (more after a step that took several). */
 export function numUncached(seq: Sequence): number {
   return seq.tokens.length - seq.numCached;
 }
 
 export function lastToken(seq: Sequence): number {
   return seq.tokens[seq.tokens.length - 1];
-}
-
-/**
- * The token the thinking budget imposes next, or null to sample freely. Call before sampling;
- * `noteToken` afterwards keeps the count.
- */
-export function forcedToken(seq: Sequence): number | null {
-  const t = seq.thinking;
-  if (t === null) return null;
-  if (seq.forced.length === 0 && seq.inReasoning && seq.reasoningTokens >= t.maxTokens) seq.forced = [...t.forceTokenIds];
-  return seq.forced.length > 0 ? seq.forced.shift()! : null;
-}
-
-/** Tracks think-block boundaries for the thinking budget. */
-export function noteToken(seq: Sequence, token: number): void {
-  const t = seq.thinking;
-  if (t === null) return;
-  if (token === t.openTokenId) {
-    seq.inReasoning = true;
-  } else if (token === t.closeTokenId) {
-    seq.inReasoning = false;
-  } else if (seq.inReasoning) {
-    seq.reasoningTokens++;
-  }
 }

@@ -1,5 +1,6 @@
 // The engine worker: loads the model, sizes and allocates the KV pool, and runs the step loop
-// (cancellations and timeouts → schedule → forward → sample → postprocess → post updates).
+// (cancellations and timeouts → schedule → forward → per sampling row: logits processors → sample
+// → postprocess: processors accept, append, stop checks → post updates).
 // New jobs and cancellations arrive on the port and take effect between steps: each step is
 // one macrotask, so the port's messages are delivered in between.
 import { totalmem } from 'node:os';
@@ -12,9 +13,10 @@ import { BlockManager } from './block-manager.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import { createSequence, forcedToken, noteToken, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
+import { createSequence, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
-import { compileGrammar, loadVocabIndex, maskLogits, type VocabIndex } from './grammar/index.js';
+import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
+import { changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import type { GenerationRequest } from './types.js';
 import type { EngineFinishReason } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
@@ -28,6 +30,8 @@ class StepLoop {
   /** Jobs refused on arrival (a grammar that would not compile): ended with 'error' at the next step. */
   private readonly refused = new Map<number, string>();
   private stepQueued = false;
+  /** The main thread's tokenizer, packed (packTokenizer): what the vocabulary is worked out from. */
+  private tokenizer: Uint8Array | null = null;
   /**
    * Token bytes of the vocabulary for grammar masks: loaded in a background thread when the first
    * constrained job arrives; such jobs wait outside the scheduler until it is there.
@@ -35,16 +39,21 @@ class StepLoop {
   private vocab: VocabIndex | null = null;
   private vocabLoading = false;
   private readonly awaitingVocab: { seq: Sequence; req: GenerationRequest }[] = [];
+  /** Scratch rows, one logits row long: grammar masks, and the raw row kept for log-probabilities. */
   private mask: Uint8Array | null = null;
+  private raw: Float32Array | null = null;
 
   constructor(
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
-    private readonly modelPath: string,
   ) {}
 
   receive(msg: ToWorker): void {
+    if (msg.type === 'tokenizer') {
+      this.tokenizer = msg.packed;
+      return;
+    }
     if (msg.type === 'submit') {
       const seq = createSequence(msg.id, msg.req, msg.submittedAt);
       this.seqs.set(seq.id, seq);
@@ -60,16 +69,17 @@ class StepLoop {
     this.queueStep();
   }
 
-  /** Into the scheduler, with its grammar constraint compiled (the vocabulary is loaded by now). */
+  /** Into the scheduler, with its logits processors (its grammar constraint compiled: the vocabulary is loaded by now). */
   private admit(seq: Sequence, req: GenerationRequest): void {
+    let grammar: ToolGrammar | null = null;
     if (req.constraint) {
       try {
-        seq.grammar = compileGrammar(req.constraint, this.vocab!);
-        seq.grammarState = seq.grammar?.start() ?? null;
+        grammar = compileGrammar(req.constraint, this.vocab!);
       } catch (err) {
         this.refused.set(seq.id, `tool-call grammar failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
+    seq.processors = logitsProcessors(req, grammar, () => (this.mask ??= new Uint8Array(this.runner.vocabSize)));
     this.scheduler.add(seq);
   }
 
@@ -77,9 +87,13 @@ class StepLoop {
     if (this.vocabLoading) return;
     this.vocabLoading = true;
     const waiting = () => this.awaitingVocab.splice(0).filter(({ seq }) => this.seqs.has(seq.id));
-    loadVocabIndex(this.modelPath).then(
+    const loading = this.tokenizer
+      ? loadVocabIndex(this.tokenizer)
+      : Promise.reject(new Error('the engine was given no tokenizer (RunningEngine.setTokenizer)'));
+    loading.then(
       (vocab) => {
         this.vocab = vocab;
+        this.tokenizer = null; // needed no more
         for (const { seq, req } of waiting()) this.admit(seq, req);
         this.queueStep();
       },
@@ -157,31 +171,35 @@ class StepLoop {
   ): void {
     const logits = this.runner.run(batch);
     const vocab = this.runner.vocabSize;
-    const sampled: number[] = [];
+    // Per sampling chunk, the tokens its sequence takes this step (its update's ids: one today).
+    const taken: number[][] = [];
     for (const chunk of batch.chunks) {
       if (!chunk.sample) continue;
-      const k = sampled.length;
+      const k = taken.length;
       const row = logits.subarray(k * vocab, (k + 1) * vocab);
       const seq = chunk.seq;
-      // Log-probabilities are of the model's raw distribution, before grammar masking (as vLLM).
-      const raw = seq.logprobs > 0 && seq.grammar ? row.slice() : row;
-      let token = forcedToken(seq);
+      const processors = seq.processors;
+      // Log-probabilities are of the model's raw distribution, before processors mask it (as vLLM).
+      let raw = row;
+      let token = forcedToken(processors);
       if (token === null) {
-        if (seq.grammar && seq.grammarState) {
-          this.mask ??= new Uint8Array(vocab);
-          seq.grammar.allowedTokens(seq.grammarState, this.mask);
-          maskLogits(row, this.mask);
+        if (seq.logprobs > 0 && changesLogits(processors)) {
+          raw = this.raw ??= new Float32Array(vocab);
+          raw.set(row);
         }
+        processLogits(processors, row);
         token = sampleToken(row, seq.sampling, seq.rng);
       }
-      if (seq.grammar && seq.grammarState) seq.grammarState = seq.grammar.advance(seq.grammarState, token);
-      noteToken(seq, token);
-      sampled.push(token);
       const u = update(seq);
       u.ids.push(token);
       if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
+      taken.push(u.ids);
     }
-    for (const { seq, reason } of this.scheduler.postprocess(batch, sampled)) {
+    for (const { seq, reason, taken: n } of this.scheduler.postprocess(batch, taken)) {
+      // Tokens after the one that ended it are not reported.
+      const u = update(seq);
+      u.ids.length = n;
+      if (u.logprobs) u.logprobs.length = n;
       // postprocess already released it; end() records the done event (finish is idempotent).
       end(seq, reason);
     }
@@ -228,7 +246,7 @@ function start(options: EngineOptions): void {
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, options.kvCacheDtype);
     const blocks = new BlockManager(plan.numBlocks, options.blockSize);
     const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, options.modelPath);
+    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
     info = {
       config,
       ops: ops.name,

@@ -35,6 +35,23 @@ export interface Tokenizer {
   readonly eosToken: string | null;
   /** Whether a prompt should start with BOS (what encode adds with addSpecialTokens). */
   readonly addBosToken: boolean;
+  /** What it was built from, as plain data: another thread rebuilds the same tokenizer with tokenizerFromDefinition. */
+  readonly definition: TokenizerDefinition;
+}
+
+/**
+ * A tokenizer as plain, structured-clone-friendly data (a tokenizer.json object and the special-token
+ * settings beside it), whatever it was read from (tokenizer.json, vocab.json + merges.txt, tokenizer.model,
+ * GGUF metadata). Lets a worker thread use the main thread's tokenizer without reading any file.
+ */
+export interface TokenizerDefinition {
+  tokenizerJson: object;
+  settings: SpecialTokenSettings;
+}
+
+/** The tokenizer a definition describes: the same one it was taken from. */
+export function tokenizerFromDefinition(definition: TokenizerDefinition): Tokenizer {
+  return new HfTokenizer(definition.tokenizerJson, definition.settings);
 }
 
 export class TokenizerLoadError extends Error {}

@@ -58,6 +58,8 @@ export function createModelRuntime(
       maxThinkingBudget: settings.maxThinkingBudget ?? modelToml?.model.maxThinkingBudget ?? null,
     },
   };
+  // Tool-call grammars work out their vocabulary from this tokenizer rather than reading it again.
+  engine.setTokenizer(runtime.tokenizer);
   return { runtime, modelToml };
 }
 

@@ -4,6 +4,7 @@
 import { toolGrammarConstraint, type ToolGrammarSpec } from '../../src/chat/tool-formats/constraint.js';
 import { compileGrammar, type ToolGrammar, type VocabIndex } from '../../src/engine/grammar/index.js';
 
+export { toolGrammarConstraint };
 export type { ToolGrammarSpec };
 export type { ToolDef } from '../../src/chat/tool-formats/format.js';
 

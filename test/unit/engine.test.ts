@@ -15,6 +15,7 @@ import {
   type TokenLogprob,
 } from '../../src/engine/types.js';
 import { toolGrammarConstraint } from '../../src/chat/tool-formats/constraint.js';
+import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const IM_END = 151645;
@@ -253,6 +254,8 @@ test('start-up fails with the loader error or the memory advice', async () => {
 
 test('a tool-constrained job waits for the vocabulary off the step loop: other sequences keep decoding', async () => {
   const engine = await start({ maxSeqLen: 1024 });
+  // What a server does once its runtime is built: the vocabulary thread works from this tokenizer.
+  engine.setTokenizer(loadTokenizer(TINY_CHAT));
   const free = engine.submit(request(chat(QUESTIONS[1]), { maxTokens: 600, stopTokenIds: [] }));
   const freeTokens: number[] = [];
   let freeAtConstrainedStart = -1;
@@ -285,4 +288,18 @@ test('a tool-constrained job waits for the vocabulary off the step loop: other s
   // While the tokenizer was read and the token bytes worked out (seconds), the free sequence
   // went on decoding instead of stalling.
   assert.ok(freeAtConstrainedStart - countAtSubmit >= 10, `free sequence made ${freeAtConstrainedStart - countAtSubmit} tokens meanwhile`);
+});
+
+test('a tool-constrained job on an engine never given a tokenizer ends with an error; others are unaffected', async () => {
+  const engine = await start();
+  const constraint = toolGrammarConstraint({ format: 'hermes', tools: [{ name: 'get_weather' }], endTokenIds: [IM_END] });
+  const [constrained, free] = await Promise.all([
+    collect(engine.submit(request(chat(QUESTIONS[0]), { constraint }))),
+    collect(engine.submit(request(chat(QUESTIONS[0])))),
+  ]);
+  assert.equal(constrained.done.reason, 'error');
+  assert.match(constrained.done.message ?? '', /tool-call grammar failed: .*no tokenizer/);
+  assert.deepEqual(constrained.ids, []);
+  assert.ok(free.ids.length > 0);
+  assert.notEqual(free.done.reason, 'error');
 });

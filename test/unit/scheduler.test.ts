@@ -25,7 +25,7 @@ function step(s: Scheduler): ScheduledBatch {
   const batch = s.schedule();
   s.postprocess(
     batch,
-    batch.chunks.filter((c) => c.sample).map(() => TOKEN),
+    batch.chunks.filter((c) => c.sample).map(() => [TOKEN]),
   );
   return batch;
 }
@@ -143,7 +143,7 @@ test('when blocks run out the newest sequence is preempted and later recomputed'
     }
     s.postprocess(
       batch,
-      batch.chunks.filter((c) => c.sample).map(() => TOKEN),
+      batch.chunks.filter((c) => c.sample).map(() => [TOKEN]),
     );
     checkInvariants(s, bm);
   }
@@ -171,4 +171,93 @@ test('finish (cancel, timeout) frees a sequence from either queue', () => {
   assert.equal(bm.usedBlocks(), 0);
   assert.equal(a.finishReason, 'timeout');
   assert.equal(b.finishReason, 'cancelled');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Several tokens per step (what speculative verification will hand postprocess)
+
+const STOP = 2;
+
+/** Prefills `q` alone and hands it `tokens` in the step that samples its first token. */
+function prefillThenTake(s: Scheduler, q: Sequence, tokens: number[]) {
+  s.add(q);
+  const batch = s.schedule();
+  assert.deepEqual(
+    batch.chunks.map((c) => [c.seq.id, c.sample]),
+    [[q.id, true]],
+  );
+  return s.postprocess(batch, [tokens]);
+}
+
+test('several tokens in one step: a stop token in the middle ends the sequence and drops the rest', () => {
+  const bm = new BlockManager(8, 4);
+  const s = new Scheduler({ maxBatchSize: 2, maxPrefillTokens: 100 }, bm);
+  const a = seq(3, 10, [STOP]);
+  const seen: number[] = [];
+  a.processors = [{ accept: (t) => seen.push(t) }];
+  const finished = prefillThenTake(s, a, [5, 6, STOP, 8, 9]);
+  assert.deepEqual(
+    finished.map((f) => [f.seq, f.reason, f.taken]),
+    [[a, 'stop', 3]],
+  );
+  assert.deepEqual(a.tokens.slice(3), [5, 6, STOP]);
+  // Processors saw each token in order, up to the one that ended it.
+  assert.deepEqual(seen, [5, 6, STOP]);
+  assert.equal(a.finishReason, 'stop');
+  assert.equal(bm.usedBlocks(), 0);
+  assert.equal(s.hasWork(), false);
+});
+
+test('several tokens in one step: reaching max tokens in the middle ends it with length', () => {
+  const bm = new BlockManager(8, 4);
+  const s = new Scheduler({ maxBatchSize: 2, maxPrefillTokens: 100 }, bm);
+  const a = seq(3, 2, [STOP]);
+  const finished = prefillThenTake(s, a, [5, 6, 7, STOP]);
+  assert.deepEqual(
+    finished.map((f) => [f.reason, f.taken]),
+    [['length', 2]],
+  );
+  assert.deepEqual(a.tokens.slice(3), [5, 6]);
+  assert.equal(numCompletionTokens(a), 2);
+  assert.equal(bm.usedBlocks(), 0);
+});
+
+test('several tokens in one step: all are appended, and the next step runs them through the model with KV for each', () => {
+  const bm = new BlockManager(8, 4);
+  const s = new Scheduler({ maxBatchSize: 2, maxPrefillTokens: 100 }, bm);
+  const a = seq(5, 10);
+  assert.deepEqual(prefillThenTake(s, a, [11, 12, 13]), []);
+  assert.deepEqual(a.tokens.slice(5), [11, 12, 13]);
+  assert.equal(a.numCached, 5); // the prompt; the three new tokens are not in the cache yet
+  assert.equal(a.blockTable.length, 2);
+  const b = seq(3, 10);
+  s.add(b);
+
+  // Next step: a's three tokens as one sampling chunk (blocks for all of them), b's prefill beside it.
+  const batch = s.schedule();
+  assert.deepEqual(
+    batch.chunks.map((c) => [c.seq.id, c.start, c.length, c.sample]),
+    [
+      [a.id, 5, 3, true],
+      [b.id, 0, 3, true],
+    ],
+  );
+  assert.equal(a.blockTable.length, 2); // 8 tokens = 2 blocks of 4
+  assert.deepEqual(s.postprocess(batch, [[14], [21, 22]]), []);
+  assert.equal(a.numCached, 8);
+  assert.deepEqual(a.tokens.slice(5), [11, 12, 13, 14]);
+  assert.deepEqual(b.tokens.slice(3), [21, 22]);
+  checkInvariants(s, bm);
+
+  // Then a decodes one token at a time again; b runs its extra token.
+  const next = s.schedule();
+  assert.deepEqual(
+    next.chunks.map((c) => [c.seq.id, c.start, c.length]),
+    [
+      [a.id, 8, 1],
+      [b.id, 3, 2],
+    ],
+  );
+  assert.equal(a.blockTable.length, 3);
+  checkInvariants(s, bm);
 });

@@ -1,7 +1,9 @@
 // What grammars need to know about a model's vocabulary: each token's bytes and the byte trie over
 // them, plus the token-mask cache for nodes every grammar shares. Built once per model: the token
-// bytes in a background thread (loadVocabIndex), the trie in the engine worker.
+// bytes in a background thread (loadVocabIndex) from the main thread's tokenizer (packTokenizer),
+// the trie in the engine worker.
 
+import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { Tokenizer } from '../../model/tokenizer.js';
 import { tokenByteStrings } from './token-bytes.js';
@@ -51,12 +53,23 @@ export function buildVocabIndex(tokenizer: Tokenizer): VocabIndex {
 }
 
 /**
- * The vocabulary index of the model at `modelPath`: the tokenizer is read and the token bytes
- * worked out in a background thread; only the trie is built on the calling thread.
+ * A tokenizer's definition serialized (v8 format, as postMessage would clone it), for loadVocabIndex.
+ * Bytes rather than the object graph: the engine worker only holds and forwards them (a few MB), and
+ * only the short-lived vocabulary thread pays for deserializing. (~0.1 s for a 150k vocabulary.)
  */
-export function loadVocabIndex(modelPath: string): Promise<VocabIndex> {
+export function packTokenizer(tokenizer: Tokenizer): Uint8Array<ArrayBuffer> {
+  // A copy with its own exactly sized buffer, so it can be transferred.
+  return new Uint8Array(serialize(tokenizer.definition));
+}
+
+/**
+ * The vocabulary index of a tokenizer packed by packTokenizer: the tokenizer is rebuilt and the
+ * token bytes worked out in a background thread (no file is read); only the trie is built on the
+ * calling thread.
+ */
+export function loadVocabIndex(packedTokenizer: Uint8Array): Promise<VocabIndex> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./vocab-worker.js', import.meta.url), { workerData: modelPath });
+    const worker = new Worker(new URL('./vocab-worker.js', import.meta.url), { workerData: packedTokenizer });
     worker.once('message', (msg: { ok: true; packed: PackedVocab } | { ok: false; message: string }) => {
       void worker.terminate();
       if (!msg.ok) return reject(new Error(msg.message));

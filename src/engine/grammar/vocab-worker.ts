@@ -1,14 +1,16 @@
-// A short-lived thread that reads a model's tokenizer and works out each token's bytes for the
-// grammar's vocabulary index (about 2 s for a 152k vocabulary), so the engine's step loop keeps
-// serving other sequences meanwhile. Replies with the bytes packed into two transferable arrays.
+// A short-lived thread that rebuilds the main thread's tokenizer (from packTokenizer's bytes; no
+// file is read) and works out each token's bytes for the grammar's vocabulary index (about 2 s for
+// a 152k vocabulary), so the engine's step loop keeps serving other sequences meanwhile. Replies
+// with the bytes packed into two transferable arrays.
+import { deserialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import { loadTokenizer } from '../../model/tokenizer.js';
+import { tokenizerFromDefinition, type TokenizerDefinition } from '../../model/tokenizer.js';
 import { tokenByteStrings } from './token-bytes.js';
 import type { PackedVocab } from './vocab-index.js';
 
 const port = parentPort!;
 try {
-  const tokens = tokenByteStrings(loadTokenizer(workerData as string));
+  const tokens = tokenByteStrings(tokenizerFromDefinition(deserialize(workerData as Uint8Array) as TokenizerDefinition));
   const offsets = new Int32Array(tokens.length + 1);
   let total = 0;
   tokens.forEach((t, id) => {

@@ -1,6 +1,6 @@
 // Tokenizer over a Hugging Face tokenizer.json object, run by @huggingface/tokenizers.
 import { Tokenizer as HfTokenizerCore } from '@huggingface/tokenizers';
-import type { Tokenizer, EncodeOptions, DecodeOptions } from '../tokenizer.js';
+import type { Tokenizer, EncodeOptions, DecodeOptions, TokenizerDefinition } from '../tokenizer.js';
 
 /** What tokenizer.json does not say: special tokens and BOS/EOS policy (from tokenizer_config.json or GGUF metadata). */
 export interface SpecialTokenSettings {
@@ -26,9 +26,12 @@ export class HfTokenizer implements Tokenizer {
   private readonly bosId: number | undefined;
   private readonly eosId: number | undefined;
   private readonly cleanUp: boolean;
+  /** The inputs below (the core keeps the tokenizer.json object anyway, so this costs no memory). */
+  readonly definition: TokenizerDefinition;
 
   constructor(tokenizerJson: object, settings: SpecialTokenSettings) {
     this.core = new HfTokenizerCore(tokenizerJson, {});
+    this.definition = { tokenizerJson, settings };
     this.bosToken = settings.bosToken ?? null;
     this.eosToken = settings.eosToken ?? null;
     this.bosId = this.bosToken !== null ? this.core.token_to_id(this.bosToken) : undefined;
