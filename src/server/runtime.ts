@@ -44,7 +44,7 @@ export function createModelRuntime(
   settings: RuntimeSettings,
 ): { runtime: ModelRuntime; modelToml: ModelToml | null } {
   const config = engine.info.config;
-  const modelToml = findModelToml(source, config.architecture, modelName);
+  const modelToml = findModelToml(source, config.architecture, modelName, { checkpointName: config.nameOrPath });
   const runtime: ModelRuntime = {
     engine,
     tokenizer: loadTokenizer(source),

@@ -79,7 +79,6 @@ export async function serve(config: Config): Promise<void> {
     engine = await startEngine({
       modelPath: source,
       fastLoad: config.fastLoad,
-      modelNameHint: modelName,
       kvCacheDtype: config.kvCacheDtype as 'fp8' | 'bf16',
       maxSeqLen: config.maxSeqLen,
       maxBatchSize: config.maxBatchSize,
