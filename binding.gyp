@@ -8,6 +8,7 @@
         "native/cpu_features.cc",
         "native/threadpool.cc",
         "native/runtime.cc",
+        "native/dtypes.cc",
         "native/dequant.cc",
         "native/packed.cc",
         "native/kernels_scalar.cc",
@@ -19,7 +20,7 @@
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
-      "cflags_cc": ["-std=c++17", "-O3", "-fno-exceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "cflags_cc": ["-std=c++20", "-O3", "-fno-exceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "cflags_cc!": ["-fno-rtti"],
       "ldflags": ["-pthread"]
     }

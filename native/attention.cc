@@ -1,8 +1,9 @@
 // storeKv and attention over the paged KV cache ([numBlocks][blockSize][numKvHeads][headDim]).
-// Attention is flash-style: each task owns some query rows of one sequence and the query heads that
-// share one KV head; it walks the sequence's KV blocks once, decoding each block (bf16 / fp8) into
-// scratch, and keeps a running max, denominator and output per query (online softmax), so no
-// [queries x keys] score matrix is ever materialised.
+// K and V each have their own dtype; its traits row (dtypes.h) names the codec slots, resolved once
+// per op. Attention is flash-style: each task owns some query rows of one sequence and the query
+// heads that share one KV head; it walks the sequence's KV blocks once, decoding each block (bf16 /
+// fp8; f32 is read in place) into scratch, and keeps a running max, denominator and output per query
+// (online softmax), so no [queries x keys] score matrix is ever materialised.
 #include <napi.h>
 
 #include <algorithm>
@@ -10,10 +11,11 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "dtypes.h"
 #include "kernels.h"
-#include "kv_codec.h"
 #include "napi_args.h"
 #include "quant.h"
 #include "threadpool.h"
@@ -23,14 +25,30 @@ namespace {
 
 constexpr int kRowsPerTask = 16;  // query rows per task in prefill: a decoded block serves 16 x group queries
 
-struct KvLayerView {
+// One side (K or V) of a layer: its bytes, dtype and scale.
+struct KvSide {
   int dtype;
-  int num_blocks, block_size, kv_heads, hd;
-  uint8_t* k;
-  uint8_t* v;
-  double k_scale, v_scale;
-  size_t elem_bytes() const { return dtype == kKvF32 ? 4 : dtype == kKvBF16 ? 2 : 1; }
+  uint8_t* data;
+  double scale;
+  size_t elem_bytes() const { return (size_t)kv_dtype_traits(dtype).elem_bytes; }
 };
+
+struct KvLayerView {
+  int num_blocks, block_size, kv_heads, hd;
+  KvSide k, v;
+};
+
+// A side's codec slots from the chosen kernel table, looked up once per op.
+struct KvCodec {
+  KvEncodeFn encode;
+  KvDecodeFn decode;  // null: f32, read in place
+  double scale;
+};
+
+KvCodec codec_for(const Kernels& K, const KvSide& side) {
+  const KvDTypeTraits& t = kv_dtype_traits(side.dtype);
+  return KvCodec{K.*t.encode, t.decode ? K.*t.decode : nullptr, side.scale};
+}
 
 struct Seq {
   int q_start, q_len, kv_len;
@@ -41,30 +59,15 @@ struct Task {
   int seq, j0, j1, kv_head, h0, h1;
 };
 
-void encode_row(const Kernels& K, int dtype, double scale, const float* src, uint8_t* dst, int count) {
-  switch (dtype) {
-    case kKvF32: std::memcpy(dst, src, (size_t)count * 4); break;
-    case kKvBF16:
-      for (int i = 0; i < count; i++) {
-        const uint16_t h = f32_to_bf16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      break;
-    case kKvFP8:
-      // Same rounding as the reference: value / scale in f64, rounded to f32, then to E4M3.
-      K.f32_to_fp8(src, dst, count, scale);
-      break;
-  }
-}
-
 void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const int32_t* slots) {
   const Kernels& K = kernels();
+  const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
   const int width = L.kv_heads * L.hd;
-  const size_t row = (size_t)width * L.elem_bytes();
+  const size_t krow = (size_t)width * L.k.elem_bytes(), vrow = (size_t)width * L.v.elem_bytes();
   auto body = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; i++) {
-      encode_row(K, L.dtype, L.k_scale, k + (size_t)i * width, L.k + (size_t)slots[i] * row, width);
-      encode_row(K, L.dtype, L.v_scale, v + (size_t)i * width, L.v + (size_t)slots[i] * row, width);
+      kc.encode(k + (size_t)i * width, L.k.data + (size_t)slots[i] * krow, width, kc.scale);
+      vc.encode(v + (size_t)i * width, L.v.data + (size_t)slots[i] * vrow, width, vc.scale);
     }
   };
   // Prefill batches are worth the pool's wake-up; a decode step's few rows are not.
@@ -73,27 +76,23 @@ void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const
 }
 
 // Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf.
-const float* block_rows(const Kernels& K, const KvLayerView& L, const uint8_t* base, double scale, int phys, int kv_head,
-                        int nt, float* buf, size_t* stride) {
+const float* block_rows(const KvLayerView& L, const KvSide& side, const KvCodec& c, int phys, int kv_head, int nt,
+                        float* buf, size_t* stride) {
   const size_t width = (size_t)L.kv_heads * L.hd;
   const size_t first = ((size_t)phys * L.block_size * L.kv_heads + kv_head) * L.hd;  // element index
-  if (L.dtype == kKvF32) {
+  if (!c.decode) {
     *stride = width;
-    return reinterpret_cast<const float*>(base) + first;
+    return reinterpret_cast<const float*>(side.data) + first;
   }
   *stride = (size_t)L.hd;
-  if (L.dtype == kKvBF16) {
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(base) + first;
-    for (int t = 0; t < nt; t++) K.bf16_to_f32(src + t * width, buf + (size_t)t * L.hd, L.hd);
-  } else {
-    const float mult = (float)(256.0 * scale);
-    for (int t = 0; t < nt; t++) K.fp8_to_f32(base + first + t * width, buf + (size_t)t * L.hd, L.hd, mult);
-  }
+  const size_t eb = side.elem_bytes();
+  const uint8_t* src = side.data + first * eb;
+  for (int t = 0; t < nt; t++) c.decode(src + (size_t)t * width * eb, buf + (size_t)t * L.hd, L.hd, c.scale);
   return buf;
 }
 
-void run_task(const Kernels& K, const KvLayerView& L, const Seq& s, const Task& tk, const float* q, float* out,
-              int num_heads, float scale, int window, int ith) {
+void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const KvCodec& vc, const Seq& s, const Task& tk,
+              const float* q, float* out, int num_heads, float scale, int window, int ith) {
   const int hd = L.hd, bs = L.block_size;
   const int nh = tk.h1 - tk.h0;
   const int nq = (tk.j1 - tk.j0) * nh;
@@ -124,8 +123,8 @@ void run_task(const Kernels& K, const KvLayerView& L, const Seq& s, const Task& 
     const int t0 = blk * bs;
     const int nt = std::min(bs, last + 1 - t0);
     size_t kstride, vstride;
-    const float* Kr = block_rows(K, L, L.k, L.k_scale, s.table[blk], tk.kv_head, nt, Kbuf, &kstride);
-    const float* Vr = block_rows(K, L, L.v, L.v_scale, s.table[blk], tk.kv_head, nt, Vbuf, &vstride);
+    const float* Kr = block_rows(L, L.k, kc, s.table[blk], tk.kv_head, nt, Kbuf, &kstride);
+    const float* Vr = block_rows(L, L.v, vc, s.table[blk], tk.kv_head, nt, Vbuf, &vstride);
     for (int j = tk.j0; j < tk.j1; j++) {
       const int pos = offset + j;
       // Causal: keys <= pos; sliding window (HF): pos - t < window.
@@ -164,6 +163,7 @@ void run_task(const Kernels& K, const KvLayerView& L, const Seq& s, const Task& 
 void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* q, float* out, int num_heads,
                float scale, int window) {
   const Kernels& K = kernels();
+  const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
   const int nth = ThreadPool::instance().size();
   const int group = num_heads / L.kv_heads;
   // Task list, reused between calls (grows rarely).
@@ -190,7 +190,7 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
   auto body = [&](int64_t b, int64_t e, int ith) {
     for (int64_t t = b; t < e; t++) {
       const Task& tk = tasks[(size_t)t];
-      run_task(K, L, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, ith);
+      run_task(K, L, kc, vc, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, ith);
     }
   };
   parallel_for((int64_t)tasks.size(), 1, body);
@@ -198,43 +198,48 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
 
 // ---- bindings ----
 
-// Layer arguments first..first+8: dtype, numBlocks, blockSize, numKvHeads, headDim, k, v, kScale, vScale.
+// Layer arguments first..first+9: kDtype, vDtype, numBlocks, blockSize, numKvHeads, headDim, k, v,
+// kScale, vScale.
 bool layer_arg(Args& a, size_t first, KvLayerView* L) {
-  L->dtype = (int)a.integer(first, "kv dtype code", 0, 2);
-  L->num_blocks = (int)a.integer(first + 1, "numBlocks", 0, INT32_MAX);
-  L->block_size = (int)a.integer(first + 2, "blockSize", 1, 1 << 20);
-  L->kv_heads = (int)a.integer(first + 3, "numKvHeads", 1, 1 << 16);
-  L->hd = (int)a.integer(first + 4, "headDim", 1, 1 << 16);
+  L->k.dtype = (int)a.integer(first, "k dtype code", 0, kKvDTypeCount - 1);
+  L->v.dtype = (int)a.integer(first + 1, "v dtype code", 0, kKvDTypeCount - 1);
+  L->num_blocks = (int)a.integer(first + 2, "numBlocks", 0, INT32_MAX);
+  L->block_size = (int)a.integer(first + 3, "blockSize", 1, 1 << 20);
+  L->kv_heads = (int)a.integer(first + 4, "numKvHeads", 1, 1 << 16);
+  L->hd = (int)a.integer(first + 5, "headDim", 1, 1 << 16);
   if (!a.ok()) return false;
-  const size_t bytes = (size_t)L->num_blocks * L->block_size * L->kv_heads * L->hd * L->elem_bytes();
-  L->k = a.u8(first + 5, "layer.k", bytes);
+  const size_t elems = (size_t)L->num_blocks * L->block_size * L->kv_heads * L->hd;
+  L->k.data = a.u8(first + 6, "layer.k", elems * L->k.elem_bytes());
   const size_t koff = a.last_byte_offset();
-  L->v = a.u8(first + 6, "layer.v", bytes);
+  L->v.data = a.u8(first + 7, "layer.v", elems * L->v.elem_bytes());
   const size_t voff = a.last_byte_offset();
-  L->k_scale = a.number(first + 7, "kScale");
-  L->v_scale = a.number(first + 8, "vScale");
+  L->k.scale = a.number(first + 8, "kScale");
+  L->v.scale = a.number(first + 9, "vScale");
   if (!a.ok()) return false;
-  if (koff % L->elem_bytes() != 0 || voff % L->elem_bytes() != 0) {
+  if (koff % L->k.elem_bytes() != 0 || voff % L->v.elem_bytes() != 0) {
     a.fail("layer.k / layer.v must start at a multiple of the element size (use their own ArrayBuffer)");
     return false;
   }
-  if (L->dtype == kKvFP8 && !(L->k_scale > 0.0 && L->v_scale > 0.0)) {
-    a.fail("fp8 kScale and vScale must be positive");
-    return false;
+  for (const KvSide* side : {&L->k, &L->v}) {
+    const KvDTypeTraits& t = kv_dtype_traits(side->dtype);
+    if (t.scaled && !(side->scale > 0.0)) {
+      a.fail(std::string(t.name) + (side == &L->k ? " kScale" : " vScale") + " must be positive");
+      return false;
+    }
   }
   return true;
 }
 
-// storeKv(layer x9, k, v, n, slots)
+// storeKv(layer x10, k, v, n, slots)
 Napi::Value StoreKv(const Napi::CallbackInfo& info) {
   Args a(info, "storeKv");
   KvLayerView L;
   if (!layer_arg(a, 0, &L)) return info.Env().Undefined();
-  const int n = (int)a.integer(11, "n", 0, INT32_MAX);
+  const int n = (int)a.integer(12, "n", 0, INT32_MAX);
   const size_t width = (size_t)L.kv_heads * L.hd;
-  const float* k = a.f32(9, "k", (size_t)n * width);
-  const float* v = a.f32(10, "v", (size_t)n * width);
-  const int32_t* slots = a.i32(12, "slots", (size_t)n);
+  const float* k = a.f32(10, "k", (size_t)n * width);
+  const float* v = a.f32(11, "v", (size_t)n * width);
+  const int32_t* slots = a.i32(13, "slots", (size_t)n);
   if (!a.ok()) return info.Env().Undefined();
   const int64_t total = (int64_t)L.num_blocks * L.block_size;
   for (int i = 0; i < n; i++)
@@ -247,24 +252,24 @@ Napi::Value StoreKv(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// attention(layer x9, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables)
+// attention(layer x10, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables)
 // seqMeta holds [qStart, qLen, kvLen, tableOffset, tableLen] per sequence; tables the block ids.
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   Args a(info, "attention");
   KvLayerView L;
   if (!layer_arg(a, 0, &L)) return info.Env().Undefined();
-  const int total_rows = (int)a.integer(11, "totalRows", 0, INT32_MAX);
-  const int num_heads = (int)a.integer(12, "numHeads", 1, 1 << 16);
-  const double scale = a.number(13, "scale");
-  const int window = (int)a.integer(14, "slidingWindow", 0, INT32_MAX);
+  const int total_rows = (int)a.integer(12, "totalRows", 0, INT32_MAX);
+  const int num_heads = (int)a.integer(13, "numHeads", 1, 1 << 16);
+  const double scale = a.number(14, "scale");
+  const int window = (int)a.integer(15, "slidingWindow", 0, INT32_MAX);
   if (a.ok() && num_heads % L.kv_heads != 0)
     a.fail("numHeads " + std::to_string(num_heads) + " is not a multiple of numKvHeads " + std::to_string(L.kv_heads));
   const size_t qsize = (size_t)total_rows * num_heads * L.hd;
-  const float* q = a.f32(9, "q", qsize);
-  float* out = a.f32(10, "out", qsize);
-  const int32_t* meta = a.i32(15, "seqMeta", 0);
+  const float* q = a.f32(10, "q", qsize);
+  float* out = a.f32(11, "out", qsize);
+  const int32_t* meta = a.i32(16, "seqMeta", 0);
   const size_t meta_len = a.last_length();
-  const int32_t* tables = a.i32(16, "blockTables", 0);
+  const int32_t* tables = a.i32(17, "blockTables", 0);
   const size_t tables_len = a.last_length();
   if (!a.ok()) return info.Env().Undefined();
   if (meta_len % 5 != 0) {

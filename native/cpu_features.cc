@@ -4,8 +4,6 @@
 #include "cpu_features.h"
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels.h"
@@ -103,29 +101,12 @@ static const Kernels* table_for(CpuPath p) {
   return &kScalarKernels;
 }
 
-static CpuPath initial_path() {
-  CpuPath p = best_cpu_path();
-  const char* env = std::getenv("SVC_CPU_FEATURES");
-  if (env && *env) {
-    CpuPath want;
-    if (!parse_cpu_path(env, &want)) {
-      std::fprintf(stderr, "svc: ignoring SVC_CPU_FEATURES=%s (expected scalar, avx2, avx512 or amx)\n", env);
-    } else if (!supported(want)) {
-      std::fprintf(stderr, "svc: SVC_CPU_FEATURES=%s is not supported by this CPU; using %s\n", env,
-                   cpu_path_name(p));
-    } else {
-      p = want;
-    }
-  }
-  return p;
-}
-
 static std::atomic<int> g_path{-1};
 
 CpuPath current_cpu_path() {
   int p = g_path.load(std::memory_order_acquire);
   if (p < 0) {
-    int fresh = (int)initial_path();
+    int fresh = (int)best_cpu_path();
     g_path.compare_exchange_strong(p, fresh);  // first caller wins; p holds the stored value on failure
     p = g_path.load(std::memory_order_acquire);
   }

@@ -17,7 +17,8 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 // Fastest path this CPU supports.
 CpuPath best_cpu_path();
-// Path in use: best_cpu_path(), or SVC_CPU_FEATURES=scalar|avx2|avx512 at start-up, or set_cpu_path().
+// Path in use: best_cpu_path() until set_cpu_path() (src/kernels/native.ts calls it at load for
+// SVC_CPU_FEATURES, and tests of the fallbacks call it).
 CpuPath current_cpu_path();
 // Switch paths (tests of the fallbacks); false when the CPU lacks the features.
 bool set_cpu_path(CpuPath p);

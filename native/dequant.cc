@@ -1,10 +1,11 @@
 // Row decoders for every weight dtype, transcribed from ggml-quants.c (dequantize_row_*). Scalar:
 // they serve embedding lookups and the K-quant matmul, which decodes a few rows into scratch and
-// multiplies them with the f32 GEMM.
+// multiplies them with the f32 GEMM. Each is its dtype's `to_float` (dtypes.cc).
 #include "dequant.h"
 
 #include <cstring>
 
+#include "dtypes.h"
 #include "quant.h"
 
 namespace svc {
@@ -12,17 +13,30 @@ namespace {
 
 inline uint16_t half_at(const uint8_t* p) { uint16_t h; std::memcpy(&h, p, 2); return h; }
 
-void row_f32(const uint8_t* src, float* y, int64_t k) { std::memcpy(y, src, (size_t)k * 4); }
+// 6-bit scale and min of sub-block j from the 12 packed bytes (get_scale_min_k4 in ggml).
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (uint8_t)((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
 
-void row_f16(const uint8_t* src, float* y, int64_t k) {
+}  // namespace
+
+void dequantize_row_f32(const uint8_t* src, float* y, int64_t k) { std::memcpy(y, src, (size_t)k * 4); }
+
+void dequantize_row_f16(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k; i++) y[i] = fp16_to_f32(half_at(src + 2 * i));
 }
 
-void row_bf16(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_bf16(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k; i++) y[i] = bf16_to_f32(half_at(src + 2 * i));
 }
 
-void row_q8_0(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_q8_0(const uint8_t* src, float* y, int64_t k) {
   for (int64_t b = 0; b < k / QK8_0; b++) {
     const block_q8_0* x = reinterpret_cast<const block_q8_0*>(src) + b;
     const float d = fp16_to_f32(half_at(src + b * sizeof(block_q8_0)));
@@ -30,7 +44,7 @@ void row_q8_0(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
-void row_q4_0(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_q4_0(const uint8_t* src, float* y, int64_t k) {
   for (int64_t b = 0; b < k / QK4_0; b++, y += QK4_0) {
     const block_q4_0* x = reinterpret_cast<const block_q4_0*>(src) + b;
     const float d = fp16_to_f32(half_at(src + b * sizeof(block_q4_0)));
@@ -41,7 +55,7 @@ void row_q4_0(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
-void row_q2_K(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_q2_K(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; i++) {
     const block_q2_K* x = reinterpret_cast<const block_q2_K*>(src) + i;
     const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
@@ -65,18 +79,7 @@ void row_q2_K(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
-// 6-bit scale and min of sub-block j from the 12 packed bytes (get_scale_min_k4 in ggml).
-inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (uint8_t)((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
-void row_q4_K(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_q4_K(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; i++) {
     const block_q4_K* x = reinterpret_cast<const block_q4_K*>(src) + i;
     const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
@@ -94,7 +97,7 @@ void row_q4_K(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
-void row_q5_K(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_q5_K(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; i++) {
     const block_q5_K* x = reinterpret_cast<const block_q5_K*>(src) + i;
     const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
@@ -116,7 +119,7 @@ void row_q5_K(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
-void row_q6_K(const uint8_t* src, float* y, int64_t k) {
+void dequantize_row_q6_K(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; i++) {
     const block_q6_K* x = reinterpret_cast<const block_q6_K*>(src) + i;
     const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
@@ -143,21 +146,9 @@ void row_q6_K(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
-}  // namespace
-
 void dequantize_row(int dt, const uint8_t* src, float* dst, int64_t cols) {
-  switch (dt) {
-    case kF32: row_f32(src, dst, cols); break;
-    case kF16: row_f16(src, dst, cols); break;
-    case kBF16: row_bf16(src, dst, cols); break;
-    case kQ8_0: row_q8_0(src, dst, cols); break;
-    case kQ4_0: row_q4_0(src, dst, cols); break;
-    case kQ2_K: row_q2_K(src, dst, cols); break;
-    case kQ4_K: row_q4_K(src, dst, cols); break;
-    case kQ5_K: row_q5_K(src, dst, cols); break;
-    case kQ6_K: row_q6_K(src, dst, cols); break;
-    default: break;
-  }
+  const DequantRowFn to_float = dtype_traits(dt).to_float;
+  if (to_float) to_float(src, dst, cols);
 }
 
 }  // namespace svc

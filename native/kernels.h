@@ -1,7 +1,9 @@
-// Per-ISA inner loops. The scalar, AVX2 and AVX-512 files each fill one `Kernels` table with the
-// same slots; cpu_features.cc picks a table once at start-up (or when a test forces a path), and the
-// op drivers (matmul.cc, norm_rope_act.cc, attention.cc) only ever call through it. Drivers own
-// threading and scratch memory; kernels never allocate.
+// Per-ISA inner loops. The scalar, AVX2 and AVX-512 files each fill one `Kernels` table, slot by
+// name; cpu_features.cc picks a table once at start-up (or when a test forces a path), and the op
+// drivers (matmul.cc, norm_rope_act.cc, attention.cc) only ever call through it. A dtype's slots are
+// named in its row of the traits tables (dtypes.h), so a driver finds a dtype's kernel once per op
+// through that row and never by position. Drivers own threading and scratch memory; kernels never
+// allocate.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,20 +37,31 @@ using GemmQuantFn = void (*)(int n, const QuantActs& x, const uint8_t* w, size_t
 using GemmPackedFn = void (*)(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows,
                               float* y, size_t ldy, uint8_t* scratch);
 
+// KV cache rows (attention.cc): encode n f32 values into a dtype's storage, or decode them back.
+// `scale` is the layer's kScale / vScale; dtypes whose traits are not `scaled` ignore it. fp8:
+// stored = f32_to_fp8((float)((double)src[i] / scale)) and read back = e4m3(code) * scale
+// (kv_codec.h), byte for byte like the reference codecs.
+using KvEncodeFn = void (*)(const float* src, uint8_t* dst, int n, double scale);
+using KvDecodeFn = void (*)(const uint8_t* src, float* dst, int n, double scale);
+
 struct Kernels {
   const char* name;
 
-  // ---- matmul ----
+  // ---- matmul, one slot per weight dtype (the traits row of each dtype names its slot) ----
   GemmFloatFn gemm_f32;
   GemmFloatFn gemm_f16;
   GemmFloatFn gemm_bf16;
   GemmQuantFn gemm_q8_0;
   GemmQuantFn gemm_q4_0;
-  // K-quants (index by dtype - kQ2_K: Q2_K, Q4_K, Q5_K, Q6_K). Null: the driver decodes weight rows
-  // to f32 and uses gemm_f32 instead (the scalar path, which keeps activations exact).
-  GemmQuantFn gemm_kquant[4];
-  // Q8_0x16 and Q4_0x16 (index by dtype - kQ8_0x16).
-  GemmPackedFn gemm_packed[2];
+  // K-quants. Null: the driver decodes weight rows to f32 and uses gemm_f32 instead (the scalar
+  // path, which keeps activations exact). Any int8 slot may be left null the same way.
+  GemmQuantFn gemm_q2_k;
+  GemmQuantFn gemm_q4_k;
+  GemmQuantFn gemm_q5_k;
+  GemmQuantFn gemm_q6_k;
+  // Packed layouts (packed.h).
+  GemmPackedFn gemm_q8_0x16;
+  GemmPackedFn gemm_q4_0x16;
   // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127),
   // the k/16 sums of QuantActs::s16 when s16 is not null, and the k/32 corrections of
   // QuantActs::corr (-zero * block sum) when corr is not null.
@@ -70,11 +83,14 @@ struct Kernels {
   // s[t] = exp(s[t] - m); returns the sum.
   float (*exp_sum)(float* s, int n, float m);
   void (*scale)(float* x, int n, float a);
-  void (*bf16_to_f32)(const uint16_t* src, float* dst, int n);
-  // dst[i] = e4m3(src[i]) * mult
-  void (*fp8_to_f32)(const uint8_t* src, float* dst, int n, float mult);
-  // dst[i] = f32_to_fp8((float)((double)src[i] / scale)) (kv_codec.h), byte for byte.
-  void (*f32_to_fp8)(const float* src, uint8_t* dst, int n, double scale);
+
+  // ---- KV cache codecs, one slot per KV dtype and direction (named by the KV traits rows) ----
+  KvEncodeFn kv_encode_f32;
+  KvEncodeFn kv_encode_bf16;
+  KvEncodeFn kv_encode_fp8;
+  // f32 needs no decoder: attention reads f32 rows in place.
+  KvDecodeFn kv_decode_bf16;
+  KvDecodeFn kv_decode_fp8;
 };
 
 extern const Kernels kScalarKernels;

@@ -512,7 +512,8 @@ SVC_AVX2 void scale(float* x, int n, float a) {
   for (; i < n; i++) x[i] *= a;
 }
 
-SVC_AVX2 void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
+SVC_AVX2 void kv_decode_bf16(const uint8_t* bytes, float* dst, int n, double) {
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(bytes);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(src + i)));
@@ -521,7 +522,8 @@ SVC_AVX2 void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
   for (; i < n; i++) dst[i] = bf16_to_f32(src[i]);
 }
 
-SVC_AVX2 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
+SVC_AVX2 void kv_decode_fp8(const uint8_t* src, float* dst, int n, double scale) {
+  const float mult = fp8_decode_mult(scale);
   const __m256 mv = _mm256_set1_ps(mult);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -534,7 +536,7 @@ SVC_AVX2 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) 
 }
 
 // The scalar f32_to_fp8 (kv_codec.h) eight lanes at a time (see the AVX-512 version).
-SVC_AVX2 void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double scale) {
+SVC_AVX2 void kv_encode_fp8(const float* src, uint8_t* dst, int n, double scale) {
   const __m256d sv = _mm256_set1_pd(scale);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -568,13 +570,32 @@ SVC_AVX2 void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double scale
 }  // namespace
 
 const Kernels kAvx2Kernels = {
-  "avx2",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
-  {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
-  {gemm_packed<PQ8>, gemm_packed<PQ4>},
-  quantize_row_q8,
-  sum_squares, scale_mul, silu_mul, add,
-  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row, f32_to_fp8_row,
+    .name = "avx2",
+    .gemm_f32 = gemm_float<WF32>,
+    .gemm_f16 = gemm_float<WF16>,
+    .gemm_bf16 = gemm_float<WBF16>,
+    .gemm_q8_0 = gemm_quant<WQ8_0>,
+    .gemm_q4_0 = gemm_quant<WQ4_0>,
+    .gemm_q2_k = gemm_kquant<KQ2>,
+    .gemm_q4_k = gemm_kquant<KQ4>,
+    .gemm_q5_k = gemm_kquant<KQ5>,
+    .gemm_q6_k = gemm_kquant<KQ6>,
+    .gemm_q8_0x16 = gemm_packed<PQ8>,
+    .gemm_q4_0x16 = gemm_packed<PQ4>,
+    .quantize_row_q8 = quantize_row_q8,
+    .sum_squares = sum_squares,
+    .scale_mul = scale_mul,
+    .silu_mul = silu_mul,
+    .add = add,
+    .qk = qk,
+    .pv = pv,
+    .exp_sum = exp_sum,
+    .scale = scale,
+    .kv_encode_f32 = kv_encode_f32_row,
+    .kv_encode_bf16 = kv_encode_bf16_row,
+    .kv_encode_fp8 = kv_encode_fp8,
+    .kv_decode_bf16 = kv_decode_bf16,
+    .kv_decode_fp8 = kv_decode_fp8,
 };
 
 }  // namespace svc

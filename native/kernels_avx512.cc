@@ -675,14 +675,16 @@ SVC_AVX512 void scale(float* x, int n, float a) {
   }
 }
 
-SVC_AVX512 void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
+SVC_AVX512 void kv_decode_bf16(const uint8_t* bytes, float* dst, int n, double) {
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(bytes);
   for (int i = 0; i < n; i += 16) {
     const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
     _mm512_mask_storeu_ps(dst + i, m, WBF16::widen(_mm256_maskz_loadu_epi16(m, src + i)));
   }
 }
 
-SVC_AVX512 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
+SVC_AVX512 void kv_decode_fp8(const uint8_t* src, float* dst, int n, double scale) {
+  const float mult = fp8_decode_mult(scale);
   const __m512 mv = _mm512_set1_ps(mult);
   for (int i = 0; i < n; i += 16) {
     const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
@@ -695,7 +697,7 @@ SVC_AVX512 void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult
 
 // The scalar f32_to_fp8 (kv_codec.h) sixteen lanes at a time: same saturation, subnormal rounding
 // (cvtps rounds ties to even like nearbyint) and mantissa rounding; NaN -> 0.
-SVC_AVX512 void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double scale) {
+SVC_AVX512 void kv_encode_fp8(const float* src, uint8_t* dst, int n, double scale) {
   const __m512d sv = _mm512_set1_pd(scale);
   for (int i = 0; i < n; i += 16) {
     const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
@@ -722,27 +724,42 @@ SVC_AVX512 void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double sca
   }
 }
 
+// The AVX-512 table, with the packed Q8_0 / Q4_0 slots given (the AMX path swaps only those).
+constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPackedFn q4_0x16) {
+  return Kernels{
+      .name = name,
+      .gemm_f32 = gemm_float<WF32>,
+      .gemm_f16 = gemm_float<WF16>,
+      .gemm_bf16 = gemm_float<WBF16>,
+      .gemm_q8_0 = gemm_quant<WQ8_0>,
+      .gemm_q4_0 = gemm_quant<WQ4_0>,
+      .gemm_q2_k = gemm_kquant<KQ2>,
+      .gemm_q4_k = gemm_kquant<KQ4>,
+      .gemm_q5_k = gemm_kquant<KQ5>,
+      .gemm_q6_k = gemm_kquant<KQ6>,
+      .gemm_q8_0x16 = q8_0x16,
+      .gemm_q4_0x16 = q4_0x16,
+      .quantize_row_q8 = quantize_row_q8,
+      .sum_squares = sum_squares,
+      .scale_mul = scale_mul,
+      .silu_mul = silu_mul,
+      .add = add,
+      .qk = qk,
+      .pv = pv,
+      .exp_sum = exp_sum,
+      .scale = scale,
+      .kv_encode_f32 = kv_encode_f32_row,
+      .kv_encode_bf16 = kv_encode_bf16_row,
+      .kv_encode_fp8 = kv_encode_fp8,
+      .kv_decode_bf16 = kv_decode_bf16,
+      .kv_decode_fp8 = kv_decode_fp8,
+  };
+}
+
 }  // namespace
 
-const Kernels kAvx512Kernels = {
-  "avx512",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
-  {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
-  {gemm_packed<PQ8>, gemm_packed<PQ4>},
-  quantize_row_q8,
-  sum_squares, scale_mul, silu_mul, add,
-  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row, f32_to_fp8_row,
-};
-
-const Kernels kAmxKernels = {
-  "amx",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_quant<WQ8_0>, gemm_quant<WQ4_0>,
-  {gemm_kquant<KQ2>, gemm_kquant<KQ4>, gemm_kquant<KQ5>, gemm_kquant<KQ6>},
-  {gemm_packed_amx<PQ8>, gemm_packed_amx<PQ4>},
-  quantize_row_q8,
-  sum_squares, scale_mul, silu_mul, add,
-  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row, f32_to_fp8_row,
-};
+const Kernels kAvx512Kernels = avx512_kernels("avx512", gemm_packed<PQ8>, gemm_packed<PQ4>);
+const Kernels kAmxKernels = avx512_kernels("amx", gemm_packed_amx<PQ8>, gemm_packed_amx<PQ4>);
 
 }  // namespace svc
 #endif  // __x86_64__

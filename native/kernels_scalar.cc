@@ -183,28 +183,50 @@ void scale(float* x, int n, float a) {
   for (int i = 0; i < n; i++) x[i] *= a;
 }
 
-void bf16_to_f32_row(const uint16_t* src, float* dst, int n) {
-  for (int i = 0; i < n; i++) dst[i] = bf16_to_f32(src[i]);
+void kv_decode_bf16(const uint8_t* src, float* dst, int n, double) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
+  for (int i = 0; i < n; i++) dst[i] = bf16_to_f32(h[i]);
 }
 
-void fp8_to_f32_row(const uint8_t* src, float* dst, int n, float mult) {
+void kv_decode_fp8(const uint8_t* src, float* dst, int n, double scale) {
+  const float mult = fp8_decode_mult(scale);
   for (int i = 0; i < n; i++) dst[i] = fp8_to_f32(src[i], mult);
 }
 
-void f32_to_fp8_row(const float* src, uint8_t* dst, int n, double scale) {
+void kv_encode_fp8(const float* src, uint8_t* dst, int n, double scale) {
   for (int i = 0; i < n; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
 }
 
 }  // namespace
 
 const Kernels kScalarKernels = {
-  "scalar",
-  gemm_float<WF32>, gemm_float<WF16>, gemm_float<WBF16>, gemm_q8_0, gemm_q4_0,
-  {nullptr, nullptr, nullptr, nullptr},  // K-quants: decode to f32 in the driver
-  {gemm_packed<kQ8_0x16>, gemm_packed<kQ4_0x16>},
-  quantize_row_q8,
-  sum_squares, scale_mul, silu_mul, add,
-  qk, pv, exp_sum, scale, bf16_to_f32_row, fp8_to_f32_row, f32_to_fp8_row,
+    .name = "scalar",
+    .gemm_f32 = gemm_float<WF32>,
+    .gemm_f16 = gemm_float<WF16>,
+    .gemm_bf16 = gemm_float<WBF16>,
+    .gemm_q8_0 = gemm_q8_0,
+    .gemm_q4_0 = gemm_q4_0,
+    // K-quants: no int8 slots, so the driver decodes rows to f32 (activations stay exact).
+    .gemm_q2_k = nullptr,
+    .gemm_q4_k = nullptr,
+    .gemm_q5_k = nullptr,
+    .gemm_q6_k = nullptr,
+    .gemm_q8_0x16 = gemm_packed<kQ8_0x16>,
+    .gemm_q4_0x16 = gemm_packed<kQ4_0x16>,
+    .quantize_row_q8 = quantize_row_q8,
+    .sum_squares = sum_squares,
+    .scale_mul = scale_mul,
+    .silu_mul = silu_mul,
+    .add = add,
+    .qk = qk,
+    .pv = pv,
+    .exp_sum = exp_sum,
+    .scale = scale,
+    .kv_encode_f32 = kv_encode_f32_row,
+    .kv_encode_bf16 = kv_encode_bf16_row,
+    .kv_encode_fp8 = kv_encode_fp8,
+    .kv_decode_bf16 = kv_decode_bf16,
+    .kv_decode_fp8 = kv_decode_fp8,
 };
 
 }  // namespace svc

@@ -1,8 +1,9 @@
 // KV cache element codecs: OCP FP8 E4M3 (fp8 with a per-layer scale) and bf16, matching the
-// reference codecs in src/engine/kv-cache.ts bit for bit.
+// reference codecs in src/kernels/kv-codec.ts bit for bit.
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "quant.h"
 
@@ -35,5 +36,17 @@ inline uint16_t fp8_to_half_bits(uint8_t c) {
   return (uint16_t)(((c & 0x80) << 8) | ((c & 0x7f) << 7));
 }
 inline float fp8_to_f32(uint8_t c, float mult) { return fp16_to_f32(fp8_to_half_bits(c)) * mult; }
+
+// The multiplier fp8_to_f32 takes for a layer scale.
+inline float fp8_decode_mult(double scale) { return (float)(256.0 * scale); }
+
+// Row encoders every path shares (Kernels::kv_encode_f32 / kv_encode_bf16; the scale is unused).
+inline void kv_encode_f32_row(const float* src, uint8_t* dst, int n, double) { std::memcpy(dst, src, (size_t)n * 4); }
+inline void kv_encode_bf16_row(const float* src, uint8_t* dst, int n, double) {
+  for (int i = 0; i < n; i++) {
+    const uint16_t h = f32_to_bf16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
 
 }  // namespace svc

@@ -1,15 +1,18 @@
 // matmul and embed. Threads split the output into tasks of (activation-row chunk x weight-row
 // chunk), handed out dynamically; the activation chunk is sized to stay in L2 while every weight row
-// streams past it once. Q8_0, Q4_0 and (on the SIMD paths) the K-quants first quantize the
-// activations to int8 blocks, once per matmul into shared scratch, and use integer dot products; the
-// scalar path decodes K-quant rows into per-thread scratch and reuses the f32 GEMM. Packed Q8_0 /
-// Q4_0 weights (packed.h, made by prepareWeight) split their tasks by 16-row groups.
+// streams past it once. The weight dtype's traits row (dtypes.h) names its kernel slot, looked up
+// once per matmul: int8 slots (Q8_0, Q4_0 and, on the SIMD paths, the K-quants) first quantize the
+// activations to int8 blocks, once per matmul into shared scratch, and use integer dot products; a
+// dtype whose slot the path leaves null (the K-quants on the scalar path) has its rows decoded into
+// per-thread scratch and multiplied with the f32 GEMM. Packed Q8_0 / Q4_0 weights (packed.h, made by
+// prepareWeight) split their tasks by 16-row groups.
 #include <napi.h>
 
 #include <algorithm>
 #include <mutex>
 
 #include "dequant.h"
+#include "dtypes.h"
 #include "kernels.h"
 #include "napi_args.h"
 #include "packed.h"
@@ -107,11 +110,11 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   ThreadPool& pool = ThreadPool::instance();
   const size_t wstride = row_bytes(dt, cols);
   const double macs = (double)n * rows * cols;
-  const bool kquant = dt >= kQ2_K && dt <= kQ6_K;
+  const DTypeTraits& T = dtype_traits(dt);
 
-  if (is_packed(dt)) {
-    const GemmPackedFn pgemm = K.gemm_packed[dt - kQ8_0x16];
-    const QuantActs xa = quantize_acts(K, x, n, cols, false, packed_zero(dt));
+  if (T.gemm_packed) {
+    const GemmPackedFn pgemm = K.*T.gemm_packed;
+    const QuantActs xa = quantize_acts(K, x, n, cols, false, T.pack_zero);
     const int groups = pack_groups(rows);
     const Plan p = plan_packed(n, groups, cols, pool.size());
     const int nb = cols / 32;
@@ -124,9 +127,9 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
     return;
   }
 
-  GemmQuantFn qgemm = dt == kQ8_0 ? K.gemm_q8_0 : dt == kQ4_0 ? K.gemm_q4_0 : kquant ? K.gemm_kquant[dt - kQ2_K] : nullptr;
+  const GemmQuantFn qgemm = T.gemm_quant ? K.*T.gemm_quant : nullptr;
   if (qgemm) {
-    const QuantActs xa = quantize_acts(K, x, n, cols, kquant, 0);
+    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, 0);
     const Plan p = plan(n, rows, (size_t)cols, pool.size());
     for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
       const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * (cols / 32),
@@ -138,8 +141,8 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   }
 
   const Plan p = plan(n, rows, (size_t)cols * 4, pool.size());
-  if (dt == kF32 || dt == kF16 || dt == kBF16) {
-    const GemmFloatFn gemm = dt == kF32 ? K.gemm_f32 : dt == kF16 ? K.gemm_f16 : K.gemm_bf16;
+  const GemmFloatFn gemm = T.gemm_float ? K.*T.gemm_float : nullptr;
+  if (gemm) {
     for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
       gemm(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
       if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
@@ -147,13 +150,13 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
     return;
   }
 
-  // K-quants without an int8 kernel (scalar path): decode kKQuantRowTile rows into this thread's
-  // scratch and multiply them as f32, which keeps the activations exact.
+  // No kernel for this dtype on this path (the K-quants on the scalar path): decode kKQuantRowTile
+  // rows into this thread's scratch and multiply them as f32, which keeps the activations exact.
   for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int ith) {
     float* tile = static_cast<float*>(pool.thread_scratch(ith, (size_t)kKQuantRowTile * cols * sizeof(float)));
     for (int r = r0; r < r1; r += kKQuantRowTile) {
       const int nr = std::min(kKQuantRowTile, r1 - r);
-      for (int j = 0; j < nr; j++) dequantize_row(dt, w + (size_t)(r + j) * wstride, tile + (size_t)j * cols, cols);
+      for (int j = 0; j < nr; j++) T.to_float(w + (size_t)(r + j) * wstride, tile + (size_t)j * cols, cols);
       K.gemm_f32(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, reinterpret_cast<const uint8_t*>(tile),
                  (size_t)cols * sizeof(float), 0, nr, y + (size_t)i0 * rows + r, (size_t)rows);
     }
@@ -180,8 +183,8 @@ bool weight_arg(Args& a, size_t first, WeightArg* wa) {
   if (!a.ok()) return false;
   wa->stride = row_bytes(wa->dt, wa->cols);
   if (wa->stride == 0) {
-    a.fail(std::string(dtype_layout(wa->dt).name) + " rows must be a multiple of " +
-           std::to_string(dtype_layout(wa->dt).elements) + " elements, got " + std::to_string(wa->cols));
+    a.fail(std::string(dtype_traits(wa->dt).name) + " rows must be a multiple of " +
+           std::to_string(dtype_traits(wa->dt).block_elements) + " elements, got " + std::to_string(wa->cols));
     return false;
   }
   const size_t need = is_packed(wa->dt) ? packed_bytes(wa->dt, wa->rows, wa->cols) : wa->stride * (size_t)wa->rows;
@@ -195,7 +198,7 @@ Napi::Value PackWeight(const Napi::CallbackInfo& info) {
   Args a(info, "packWeight");
   WeightArg wa;
   if (!weight_arg(a, 0, &wa)) return info.Env().Undefined();
-  const int pdt = wa.dt == kQ8_0 ? kQ8_0x16 : wa.dt == kQ4_0 ? kQ4_0x16 : -1;
+  const int pdt = dtype_traits(wa.dt).packed;
   if (pdt < 0 || wa.rows == 0) return info.Env().Undefined();
   const size_t bytes = packed_bytes(pdt, wa.rows, wa.cols);
   void* arena = nullptr;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "dtypes.h"
 #include "threadpool.h"
 
 namespace svc {
@@ -112,7 +113,7 @@ void packed_free(void* arena) {
 
 void pack_weight(int dt, int rows, int cols, const uint8_t* src, uint8_t* dst) {
   const int nb = cols / 32;
-  const size_t stride = row_bytes(packed_source(dt), cols);
+  const size_t stride = row_bytes(dtype_traits(dt).packed_from, cols);
   const size_t gb = group_bytes(dt, nb);
   parallel_for(pack_groups(rows), 16, [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1; g++) pack_group(dt, rows, nb, src, stride, (int)g, dst + (size_t)g * gb);

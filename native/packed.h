@@ -38,12 +38,11 @@ constexpr int kPackScaleBytes = 32;     // 16 halves
 constexpr int kQ8PackZero = 128;
 constexpr int kQ4PackZero = 8;
 
-inline bool is_packed(int dt) { return dt == kQ8_0x16 || dt == kQ4_0x16; }
-// The GGUF dtype a packed one is made from.
-inline int packed_source(int dt) { return dt == kQ8_0x16 ? kQ8_0 : kQ4_0; }
-inline int packed_zero(int dt) { return dt == kQ8_0x16 ? kQ8PackZero : kQ4PackZero; }
-inline int pack_quant_bytes(int dt) { return dt == kQ8_0x16 ? kQ8PackQuantBytes : kQ4PackQuantBytes; }
-inline size_t group_bytes(int dt, int nb) { return (size_t)nb * (size_t)(pack_quant_bytes(dt) + kPackScaleBytes); }
+// Layout constants of the two packed dtypes (their traits rows in dtypes.cc say which dtype each is
+// made from; these serve the kernels, as compile-time constants).
+constexpr int packed_zero(int dt) { return dt == kQ8_0x16 ? kQ8PackZero : kQ4PackZero; }
+constexpr int pack_quant_bytes(int dt) { return dt == kQ8_0x16 ? kQ8PackQuantBytes : kQ4PackQuantBytes; }
+constexpr size_t group_bytes(int dt, int nb) { return (size_t)nb * (size_t)(pack_quant_bytes(dt) + kPackScaleBytes); }
 inline int pack_groups(int rows) { return (rows + kPackRows - 1) / kPackRows; }
 inline size_t packed_bytes(int dt, int rows, int cols) { return (size_t)pack_groups(rows) * group_bytes(dt, cols / 32); }
 

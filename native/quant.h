@@ -1,5 +1,6 @@
-// Storage formats shared by every kernel: dtype codes (the order src/kernels/native.ts sends),
-// ggml's quantized block structs, and scalar f16 / bf16 conversions.
+// Storage formats shared by every kernel: dtype codes (the codes src/kernels/dtypes.ts sends),
+// ggml's quantized block structs, and scalar f16 / bf16 conversions. What each dtype is (block size,
+// decoder, kernel slots) is its row in the traits tables of dtypes.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -7,16 +8,17 @@
 
 namespace svc {
 
-// Weight dtypes; the numbering is part of the JS <-> C++ contract (see DTYPE_CODES in native.ts).
-// kQ8_0x16 / kQ4_0x16 are Q8_0 / Q4_0 repacked by prepareWeight (layout in packed.h).
+// Weight dtypes; the numbering is part of the JS <-> C++ contract (`code` in WEIGHT_DTYPES,
+// src/kernels/dtypes.ts). kQ8_0x16 / kQ4_0x16 are Q8_0 / Q4_0 repacked by prepareWeight (layout in
+// packed.h; `packedCode` in WEIGHT_DTYPES).
 enum DType : int {
   kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ2_K = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
   kQ8_0x16 = 9, kQ4_0x16 = 10,
   kDTypeCount = 11,
 };
 
-// KV cache dtypes (KV_DTYPE_CODES in native.ts).
-enum KvDType : int { kKvF32 = 0, kKvBF16 = 1, kKvFP8 = 2 };
+// KV cache dtypes (`code` in KV_DTYPES, src/kernels/dtypes.ts).
+enum KvDType : int { kKvF32 = 0, kKvBF16 = 1, kKvFP8 = 2, kKvDTypeCount = 3 };
 
 constexpr int QK8_0 = 32;
 constexpr int QK4_0 = 32;
@@ -36,28 +38,6 @@ static_assert(sizeof(block_q2_K) == 84, "block_q2_K must be 84 bytes");
 static_assert(sizeof(block_q4_K) == 144, "block_q4_K must be 144 bytes");
 static_assert(sizeof(block_q5_K) == 176, "block_q5_K must be 176 bytes");
 static_assert(sizeof(block_q6_K) == 210, "block_q6_K must be 210 bytes");
-
-struct DTypeLayout { int elements; int bytes; const char* name; };
-
-// Elements per block and bytes per block; plain floats are 1-element blocks. The packed dtypes
-// keep their source's bytes per block (a packed matrix is padded to whole groups of 16 rows).
-inline const DTypeLayout& dtype_layout(int dt) {
-  static const DTypeLayout kLayouts[kDTypeCount] = {
-    {1, 4, "f32"}, {1, 2, "f16"}, {1, 2, "bf16"},
-    {QK8_0, (int)sizeof(block_q8_0), "q8_0"}, {QK4_0, (int)sizeof(block_q4_0), "q4_0"},
-    {QK_K, (int)sizeof(block_q2_K), "q2_k"}, {QK_K, (int)sizeof(block_q4_K), "q4_k"},
-    {QK_K, (int)sizeof(block_q5_K), "q5_k"}, {QK_K, (int)sizeof(block_q6_K), "q6_k"},
-    {QK8_0, (int)sizeof(block_q8_0), "q8_0x16"}, {QK4_0, (int)sizeof(block_q4_0), "q4_0x16"},
-  };
-  return kLayouts[dt];
-}
-
-// Bytes of one row of `cols` elements, or 0 when cols does not fill whole blocks.
-inline size_t row_bytes(int dt, int64_t cols) {
-  const DTypeLayout& l = dtype_layout(dt);
-  if (cols % l.elements != 0) return 0;
-  return (size_t)(cols / l.elements) * (size_t)l.bytes;
-}
 
 inline float bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 inline uint32_t f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }

@@ -1,18 +1,20 @@
-// Runtime controls exposed to JS: which kernel path and how many threads (for logs and for tests
-// that exercise the fallbacks).
+// Runtime controls exposed to JS: which kernel path, how many threads and how long they spin (set
+// by src/kernels/native.ts at load from SVC_CPU_FEATURES / SVC_THREADS / SVC_SPIN_US, which nothing
+// in the addon reads; also used by tests that exercise the fallbacks), and info() for logs.
 #include <napi.h>
 
 #include <mutex>
 #include <string>
 
 #include "cpu_features.h"
+#include "dtypes.h"
 #include "kernels.h"
 #include "threadpool.h"
 
 namespace svc {
 namespace {
 
-// info() -> { cpuPath, bestCpuPath, threads, features: { avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, amxInt8 } }
+// info() -> { cpuPath, bestCpuPath, threads, spinUs, features: { avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, amxInt8 } }
 Napi::Value Info(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const CpuFeatures& f = cpu_features();
@@ -30,6 +32,7 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   o.Set("cpuPath", cpu_path_name(current_cpu_path()));
   o.Set("bestCpuPath", cpu_path_name(best_cpu_path()));
   o.Set("threads", ThreadPool::instance().size());
+  o.Set("spinUs", (double)ThreadPool::instance().spin_ns() / 1000.0);
   o.Set("features", feats);
   return o;
 }
@@ -67,12 +70,59 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// dtypeTraits() -> { weights: [{ name, blockElements, blockBytes, packed }], kv: [{ name, elementBytes, scaled }] },
+// each at its code: the C++ traits rows, for the test that src/kernels/dtypes.ts agrees with them.
+Napi::Value DTypeTraitsInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array weights = Napi::Array::New(env, kDTypeCount);
+  for (int i = 0; i < kDTypeCount; i++) {
+    const DTypeTraits& t = dtype_traits(i);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", t.name);
+    o.Set("blockElements", t.block_elements);
+    o.Set("blockBytes", t.block_bytes);
+    o.Set("packed", t.packed);
+    weights.Set((uint32_t)i, o);
+  }
+  Napi::Array kv = Napi::Array::New(env, kKvDTypeCount);
+  for (int i = 0; i < kKvDTypeCount; i++) {
+    const KvDTypeTraits& t = kv_dtype_traits(i);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", t.name);
+    o.Set("elementBytes", t.elem_bytes);
+    o.Set("scaled", t.scaled);
+    kv.Set((uint32_t)i, o);
+  }
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("weights", weights);
+  o.Set("kv", kv);
+  return o;
+}
+
+// setSpinMicros(us): how long idle kernel threads spin for the next op before they sleep.
+Napi::Value SetSpinMicros(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "setSpinMicros: expected a number of microseconds").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const double us = info[0].As<Napi::Number>().DoubleValue();
+  if (!(us >= 0 && us <= 9.0e12)) {
+    Napi::RangeError::New(env, "setSpinMicros: microseconds must be >= 0").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  ThreadPool::instance().set_spin_ns((int64_t)(us * 1000.0));
+  return env.Undefined();
+}
+
 }  // namespace
 
 void InitRuntime(Napi::Env env, Napi::Object exports) {
   exports.Set("info", Napi::Function::New(env, Info));
   exports.Set("setCpuPath", Napi::Function::New(env, SetCpuPath));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads));
+  exports.Set("setSpinMicros", Napi::Function::New(env, SetSpinMicros));
+  exports.Set("dtypeTraits", Napi::Function::New(env, DTypeTraitsInfo));
 }
 
 }  // namespace svc

@@ -32,13 +32,8 @@ int64_t now_ns() {
       .count();
 }
 
+// One per core. SVC_THREADS is read in src/kernels/native.ts, which resizes the pool at load.
 int default_threads() {
-  const char* env = std::getenv("SVC_THREADS");
-  if (env && *env) {
-    const int n = std::atoi(env);
-    if (n >= 1 && n <= 1024) return n;
-    std::fprintf(stderr, "svc: ignoring SVC_THREADS=%s (expected 1..1024)\n", env);
-  }
   const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : (int)hc;
 }
@@ -56,11 +51,7 @@ std::mutex& op_mutex() {
   return *m;
 }
 
-ThreadPool::ThreadPool() {
-  const char* spin = std::getenv("SVC_SPIN_US");
-  if (spin && *spin) spin_ns_ = (int64_t)std::atoll(spin) * 1000;
-  start(default_threads());
-}
+ThreadPool::ThreadPool() { start(default_threads()); }
 
 ThreadPool::~ThreadPool() { stop(); }
 
@@ -131,7 +122,7 @@ void ThreadPool::worker(int ith, uint32_t seen) {
   for (;;) {
     uint64_t j = job_.load(std::memory_order_acquire);
     if (job_gen(j) == seen) {
-      const int64_t deadline = now_ns() + spin_ns_;
+      const int64_t deadline = now_ns() + spin_ns_.load(std::memory_order_relaxed);
       for (int i = 1; job_gen(j = job_.load(std::memory_order_acquire)) == seen; i++) {
         cpu_relax();
         if ((i & 255) == 0 && now_ns() > deadline) {

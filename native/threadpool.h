@@ -1,4 +1,5 @@
-// The kernels' own thread pool: one thread per core by default (SVC_THREADS overrides), the calling
+// The kernels' own thread pool: one thread per core by default (SVC_THREADS, read in
+// src/kernels/native.ts, resizes it when the addon loads), the calling
 // thread takes part as thread 0. An op is a set of chunks handed out through one atomic word, and the
 // op is over when every chunk is done, not when every worker has checked in: a worker the OS has not
 // scheduled yet simply finds nothing left, so an oversubscribed machine costs throughput, not a
@@ -23,6 +24,10 @@ class ThreadPool {
   int size() const { return nth_; }
   // Restart with nth threads in all (>= 1). Not while an op runs.
   void resize(int nth);
+  // How long idle workers spin for the next op before they sleep (SVC_SPIN_US, handed over by
+  // src/kernels/native.ts when the addon loads; default 100 us).
+  void set_spin_ns(int64_t ns) { spin_ns_.store(ns < 0 ? 0 : ns, std::memory_order_relaxed); }
+  int64_t spin_ns() const { return spin_ns_.load(std::memory_order_relaxed); }
 
   // Runs f(chunk, ith) for every chunk in [0, nchunks) across the pool (the caller is ith 0) and
   // returns when all chunks are done.
@@ -73,7 +78,7 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::condition_variable cv_;
-  int64_t spin_ns_ = 100000;
+  std::atomic<int64_t> spin_ns_{100000};
 };
 
 // Ops hold this for their whole run: the pool, its scratch and the kernel caches serve one op at a

@@ -16,8 +16,6 @@ export interface EngineOptions {
   modelPath: string;
   /** Large sequential reads (true) or memory-mapping (false). */
   fastLoad: boolean;
-  /** Model id the path was resolved from (lets the loader recognize model families). */
-  modelNameHint?: string;
   kvCacheDtype: KvDType;
   maxSeqLen: number;
   /** Most sequences holding KV and stepping together. */

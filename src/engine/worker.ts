@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { defaultOps } from '../kernels/index.js';
 import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
-import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
+import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from './kv-cache.js';
 import { BlockManager } from './block-manager.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
@@ -222,13 +222,15 @@ function start(options: EngineOptions): void {
   let loop: StepLoop;
   let info: EngineInfo;
   try {
-    const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad, nameHint: options.modelNameHint });
+    const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad });
     // Tied embeddings expose one buffer under two names: count each buffer once.
     const buffers = new Set<Uint8Array>();
     for (const t of checkpoint.tensors.values()) buffers.add(t.data);
     let weightBytes = 0;
     for (const data of buffers) weightBytes += data.byteLength;
     const config = checkpoint.config;
+    // Every layer stores keys and values in --kv-cache-dtype (a per-layer plan allows other choices).
+    const kvDtypes = kvLayerDTypes(options.kvCacheDtype, config.numLayers);
     const memoryBytes = options.memoryBytes ?? totalmem();
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({
@@ -236,14 +238,14 @@ function start(options: EngineOptions): void {
       gpuMemoryUtilization: options.gpuMemoryUtilization,
       weightBytes,
       oomGuardMb: options.oomGuardMb,
-      kvBytesPerToken: kvBytesPerToken(config, options.kvCacheDtype),
+      kvBytesPerToken: kvBytesPerToken(config, kvDtypes),
       blockSize: options.blockSize,
       maxSeqLen: options.maxSeqLen,
       maxNumSeqs: options.maxNumSeqs,
     });
     const ops = defaultOps();
     const model = createModel(checkpoint, ops);
-    const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, options.kvCacheDtype);
+    const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
     const blocks = new BlockManager(plan.numBlocks, options.blockSize);
     const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);

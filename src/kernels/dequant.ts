@@ -1,7 +1,8 @@
 // Scalar conversions between weight storage dtypes and f32: IEEE half, bfloat16, and the ggml
 // block-quantized formats (Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K) laid out exactly as llama.cpp's
 // ggml-quants.c defines them. This is the numerical ground truth the native kernels are checked against.
-import type { DType } from '../model/types.js';
+// Each row decoder is the `decodeRow` of its dtype's row in WEIGHT_DTYPES (dtypes.ts), which also
+// holds the block sizes; dequantizeRow / dequantize / bytesPerRow live there.
 
 /** Elements per block of the K-quants (QK_K in ggml). */
 export const QK_K = 256;
@@ -9,28 +10,16 @@ export const QK_K = 256;
 export const QK8_0 = 32;
 export const QK4_0 = 32;
 
-/** Elements per block and bytes per block of each storage dtype (plain floats are 1-element "blocks"). */
-export const BLOCK_LAYOUT: Record<DType, { elements: number; bytes: number }> = {
-  f32: { elements: 1, bytes: 4 },
-  f16: { elements: 1, bytes: 2 },
-  bf16: { elements: 1, bytes: 2 },
-  q8_0: { elements: 32, bytes: 2 + 32 },
-  q4_0: { elements: 32, bytes: 2 + 16 },
-  q2_k: { elements: 256, bytes: 16 + 64 + 2 + 2 },
-  q4_k: { elements: 256, bytes: 2 + 2 + 12 + 128 },
-  q5_k: { elements: 256, bytes: 2 + 2 + 12 + 32 + 128 },
-  q6_k: { elements: 256, bytes: 128 + 64 + 16 + 2 },
-};
+/** Bytes per block of each ggml block layout (ggml-common.h). */
+export const BLOCK_Q8_0_BYTES = 2 + 32;
+export const BLOCK_Q4_0_BYTES = 2 + 16;
+export const BLOCK_Q2_K_BYTES = 16 + 64 + 2 + 2;
+export const BLOCK_Q4_K_BYTES = 2 + 2 + 12 + 128;
+export const BLOCK_Q5_K_BYTES = 2 + 2 + 12 + 32 + 128;
+export const BLOCK_Q6_K_BYTES = 128 + 64 + 16 + 2;
 
-/** Bytes one row of `cols` elements occupies; throws when cols does not fill whole blocks. */
-export function bytesPerRow(dtype: DType, cols: number): number {
-  const layout = BLOCK_LAYOUT[dtype];
-  if (!layout) throw new Error(`unknown dtype ${String(dtype)}`);
-  if (cols % layout.elements !== 0) {
-    throw new Error(`${dtype} rows must be a multiple of ${layout.elements} elements, got ${cols}`);
-  }
-  return (cols / layout.elements) * layout.bytes;
-}
+/** Decodes `cols` elements of one row from data[start…] into out[outOffset…]. */
+export type RowDecoder = (data: Uint8Array, start: number, cols: number, out: Float32Array, outOffset: number) => void;
 
 // ---- half precision ----
 
@@ -100,55 +89,13 @@ export function f32ToBf16(value: number): number {
   return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
-// ---- row dequantization ----
-
-/**
- * Decode row `row` of a [rows, cols] matrix stored in `dtype` into out[outOffset .. outOffset+cols).
- * `data` holds the whole matrix (row r starts at r · bytesPerRow(dtype, cols)).
- */
-export function dequantizeRow(dtype: DType, data: Uint8Array, row: number, cols: number, out: Float32Array, outOffset = 0): void {
-  const rowBytes = bytesPerRow(dtype, cols);
-  const start = row * rowBytes;
-  if (start + rowBytes > data.length) {
-    throw new Error(`dequantizeRow: row ${row} (${rowBytes} bytes of ${dtype}) lies beyond the ${data.length}-byte tensor`);
-  }
-  if (outOffset + cols > out.length) throw new Error(`dequantizeRow: output too short for ${cols} values at ${outOffset}`);
-  switch (dtype) {
-    case 'f32':
-      return decodeF32(data, start, cols, out, outOffset);
-    case 'f16':
-      return decodeF16(data, start, cols, out, outOffset);
-    case 'bf16':
-      return decodeBf16(data, start, cols, out, outOffset);
-    case 'q8_0':
-      return decodeQ8_0(data, start, cols, out, outOffset);
-    case 'q4_0':
-      return decodeQ4_0(data, start, cols, out, outOffset);
-    case 'q2_k':
-      return decodeQ2K(data, start, cols, out, outOffset);
-    case 'q4_k':
-      return decodeQ4K(data, start, cols, out, outOffset);
-    case 'q5_k':
-      return decodeQ5K(data, start, cols, out, outOffset);
-    case 'q6_k':
-      return decodeQ6K(data, start, cols, out, outOffset);
-    default:
-      throw new Error(`dequantizeRow: unsupported dtype ${String(dtype)}`);
-  }
-}
-
-/** Decode a whole [rows, cols] tensor to f32 (convenience for norms, biases, tests). */
-export function dequantize(dtype: DType, data: Uint8Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) dequantizeRow(dtype, data, r, cols, out, r * cols);
-  return out;
-}
+// ---- row decoders ----
 
 function half(data: Uint8Array, p: number): number {
   return F16_TABLE[data[p] | (data[p + 1] << 8)];
 }
 
-function decodeF32(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeF32Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   const byteOffset = data.byteOffset + start;
   if (byteOffset % 4 === 0) {
     out.set(new Float32Array(data.buffer, byteOffset, cols), o);
@@ -159,17 +106,17 @@ function decodeF32(data: Uint8Array, start: number, cols: number, out: Float32Ar
   for (let i = 0; i < cols; i++) out[o + i] = view.getFloat32(i * 4, true);
 }
 
-function decodeF16(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeF16Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let i = 0, p = start; i < cols; i++, p += 2) out[o + i] = F16_TABLE[data[p] | (data[p + 1] << 8)];
 }
 
-function decodeBf16(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeBf16Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   const u32 = new Uint32Array(out.buffer, out.byteOffset + o * 4, cols);
   for (let i = 0, p = start; i < cols; i++, p += 2) u32[i] = (data[p] | (data[p + 1] << 8)) << 16;
 }
 
 // block_q8_0 { half d; int8 qs[32]; }  y = d · q
-function decodeQ8_0(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeQ8_0Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let b = 0, p = start; b < cols / 32; b++, p += 34) {
     const d = half(data, p);
     for (let j = 0; j < 32; j++) out[o++] = d * ((data[p + 2 + j] << 24) >> 24);
@@ -177,7 +124,7 @@ function decodeQ8_0(data: Uint8Array, start: number, cols: number, out: Float32A
 }
 
 // block_q4_0 { half d; uint8 qs[16]; }  low nibbles are elements 0..15, high nibbles 16..31; y = d · (q - 8)
-function decodeQ4_0(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeQ4_0Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let b = 0, p = start; b < cols / 32; b++, p += 18, o += 32) {
     const d = half(data, p);
     for (let j = 0; j < 16; j++) {
@@ -190,7 +137,7 @@ function decodeQ4_0(data: Uint8Array, start: number, cols: number, out: Float32A
 
 // block_q2_K { uint8 scales[16]; uint8 qs[64]; half d; half dmin; }
 // 16 sub-blocks of 16: y = d · (sc & 15) · q - dmin · (sc >> 4), q 2-bit, four planes per 32-byte group.
-function decodeQ2K(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeQ2KRow(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let b = 0, p = start; b < cols / QK_K; b++, p += 84) {
     const scales = p;
     const d = half(data, p + 80);
@@ -225,7 +172,7 @@ const scaleMin = new Int32Array(2);
 
 // block_q4_K { half d; half dmin; uint8 scales[12]; uint8 qs[128]; }
 // 8 sub-blocks of 32; each 32-byte group holds two sub-blocks (low nibbles, then high nibbles).
-function decodeQ4K(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeQ4KRow(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let b = 0, p = start; b < cols / QK_K; b++, p += 144) {
     const d = half(data, p);
     const dmin = half(data, p + 2);
@@ -246,7 +193,7 @@ function decodeQ4K(data: Uint8Array, start: number, cols: number, out: Float32Ar
 
 // block_q5_K { half d; half dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]; }
 // Q4_K plus a fifth bit per element from qh (bit 2k for the low-nibble sub-block, 2k+1 for the high).
-function decodeQ5K(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeQ5KRow(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let b = 0, p = start; b < cols / QK_K; b++, p += 176) {
     const d = half(data, p);
     const dmin = half(data, p + 2);
@@ -270,7 +217,7 @@ function decodeQ5K(data: Uint8Array, start: number, cols: number, out: Float32Ar
 
 // block_q6_K { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d; }
 // 6-bit q = 4 low bits from ql + 2 high bits from qh, minus 32; y = d · scale[sub-block of 16] · q.
-function decodeQ6K(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+export function decodeQ6KRow(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
   for (let b = 0, p = start; b < cols / QK_K; b++, p += 210) {
     const d = half(data, p + 208);
     for (let n = 0; n < 2; n++, o += 128) {
@@ -297,7 +244,7 @@ function decodeQ6K(data: Uint8Array, start: number, cols: number, out: Float32Ar
 
 /** Quantize `cols` values of x (from xOffset) to Q8_0 blocks: d = amax/127, q = round(x/d). */
 export function quantizeRowQ8_0(x: Float32Array, cols: number, xOffset = 0): Uint8Array {
-  const out = new Uint8Array(bytesPerRow('q8_0', cols));
+  const out = new Uint8Array(quantizedRowBytes('q8_0', cols, QK8_0, BLOCK_Q8_0_BYTES));
   for (let b = 0; b < cols / 32; b++) {
     const base = xOffset + b * 32;
     let amax = 0;
@@ -316,7 +263,7 @@ export function quantizeRowQ8_0(x: Float32Array, cols: number, xOffset = 0): Uin
 
 /** Quantize `cols` values to Q4_0 blocks: d = (signed max-magnitude value)/-8, q = min(15, trunc(x/d + 8.5)). */
 export function quantizeRowQ4_0(x: Float32Array, cols: number, xOffset = 0): Uint8Array {
-  const out = new Uint8Array(bytesPerRow('q4_0', cols));
+  const out = new Uint8Array(quantizedRowBytes('q4_0', cols, QK4_0, BLOCK_Q4_0_BYTES));
   for (let b = 0; b < cols / 32; b++) {
     const base = xOffset + b * 32;
     let amax = 0,
@@ -341,6 +288,11 @@ export function quantizeRowQ4_0(x: Float32Array, cols: number, xOffset = 0): Uin
     }
   }
   return out;
+}
+
+function quantizedRowBytes(name: string, cols: number, elements: number, bytes: number): number {
+  if (cols % elements !== 0) throw new Error(`${name} rows must be a multiple of ${elements} elements, got ${cols}`);
+  return (cols / elements) * bytes;
 }
 
 function roundAwayFromZero(v: number): number {

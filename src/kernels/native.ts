@@ -6,9 +6,9 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DType } from '../model/types.js';
-import type { AttentionParams, AttentionSeq, KvDType, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
-import { BLOCK_LAYOUT } from './dequant.js';
+import { readEnv } from '../common/env.js';
+import type { AttentionParams, AttentionSeq, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import { KV_DTYPES, WEIGHT_DTYPES, type KvDTypeTraits } from './dtypes.js';
 
 /** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
 export type CpuPath = 'scalar' | 'avx2' | 'avx512' | 'amx';
@@ -19,6 +19,8 @@ export interface NativeInfo {
   bestCpuPath: CpuPath;
   /** Threads per op, the calling thread included (SVC_THREADS, default one per core). */
   threads: number;
+  /** Microseconds idle kernel threads spin before they sleep (SVC_SPIN_US). */
+  spinUs: number;
   features: Record<'avx2' | 'fma' | 'f16c' | 'avx512f' | 'avx512bw' | 'avx512vl' | 'avx512vnni' | 'avx512bf16' | 'amxInt8', boolean>;
 }
 
@@ -43,7 +45,8 @@ export interface NativeAddon {
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
   add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
   storeKv(
-    dtype: number,
+    kDtype: number,
+    vDtype: number,
     numBlocks: number,
     blockSize: number,
     numKvHeads: number,
@@ -58,7 +61,8 @@ export interface NativeAddon {
     slots: Int32Array,
   ): void;
   attention(
-    dtype: number,
+    kDtype: number,
+    vDtype: number,
     numBlocks: number,
     blockSize: number,
     numKvHeads: number,
@@ -79,26 +83,19 @@ export interface NativeAddon {
   info(): NativeInfo;
   setCpuPath(path: CpuPath): void;
   setNumThreads(n: number): void;
+  setSpinMicros(us: number): void;
+  /** The C++ traits rows, each at its code (native/dtypes.cc). */
+  dtypeTraits(): NativeDTypeTraits;
 }
 
-/** dtype numbering shared with native/quant.h (enum DType). */
-const DTYPE_CODES: Record<DType, number> = {
-  f32: 0,
-  f16: 1,
-  bf16: 2,
-  q8_0: 3,
-  q4_0: 4,
-  q2_k: 5,
-  q4_k: 6,
-  q5_k: 7,
-  q6_k: 8,
-};
-/**
- * Packed layouts (native/packed.h): Q8_0 / Q4_0 rows regrouped 16 at a time for the int8 kernels, made
- * by prepareWeight. A packed weight keeps its dtype ('q8_0' / 'q4_0'); what marks it is its data
- * array, registered here with the layout's code. Only nativeOps reads these bytes.
- */
-const PACKED_CODES: Partial<Record<DType, number>> = { q8_0: 9, q4_0: 10 };
+export interface NativeDTypeTraits {
+  weights: { name: string; blockElements: number; blockBytes: number; packed: number }[];
+  kv: { name: string; elementBytes: number; scaled: boolean }[];
+}
+
+// Packed layouts (native/packed.h): Q8_0 / Q4_0 rows regrouped 16 at a time for the int8 kernels, made
+// by prepareWeight (a dtype's `packedCode`). A packed weight keeps its dtype ('q8_0' / 'q4_0'); what
+// marks it is its data array, registered here with the layout's code. Only nativeOps reads these bytes.
 const PACK_ROWS = 16;
 const packedData = new WeakMap<Uint8Array, number>();
 
@@ -106,10 +103,6 @@ const packedData = new WeakMap<Uint8Array, number>();
 export function isPackedWeight(w: WeightMatrix): boolean {
   return packedData.has(w.data);
 }
-
-/** KV dtype numbering shared with native/quant.h (enum KvDType). */
-const KV_DTYPE_CODES: Record<KvDType, number> = { f32: 0, bf16: 1, fp8: 2 };
-const KV_ELEMENT_BYTES: Record<KvDType, number> = { f32: 4, bf16: 2, fp8: 1 };
 
 let loaded: NativeAddon | null = null;
 
@@ -124,7 +117,9 @@ export function loadAddon(): NativeAddon {
   for (let i = 0; i < 5; i++) {
     const candidate = join(dir, 'build', 'Release', 'svc_native.node');
     if (existsSync(candidate)) {
-      loaded = require(candidate) as NativeAddon;
+      const addon = require(candidate) as NativeAddon;
+      configureFromEnv(addon);
+      loaded = addon;
       return loaded;
     }
     dir = dirname(dir);
@@ -132,9 +127,34 @@ export function loadAddon(): NativeAddon {
   throw new Error('svc native addon not found (build/Release/svc_native.node): run `npx node-gyp rebuild`');
 }
 
+/**
+ * Hands the addon its environment settings (the addon reads no environment variables itself):
+ * SVC_THREADS, SVC_SPIN_US, SVC_CPU_FEATURES. An invalid value throws the EnvError naming the
+ * variable, so start-up fails with it. A path this CPU lacks is a warning, and the best path stays.
+ */
+function configureFromEnv(addon: NativeAddon): void {
+  const threads = readEnv('SVC_THREADS');
+  const spinUs = readEnv('SVC_SPIN_US');
+  const cpuPath = readEnv('SVC_CPU_FEATURES');
+  if (threads !== null) addon.setNumThreads(threads);
+  if (spinUs !== null) addon.setSpinMicros(spinUs);
+  if (cpuPath !== null) {
+    try {
+      addon.setCpuPath(cpuPath);
+    } catch {
+      process.stderr.write(`svc: SVC_CPU_FEATURES=${cpuPath} is not supported by this CPU; using ${addon.info().cpuPath}\n`);
+    }
+  }
+}
+
 /** Kernel path and thread count, for start-up logs. */
 export function nativeInfo(): NativeInfo {
   return loadAddon().info();
+}
+
+/** The addon's dtype traits rows (for the test that they agree with WEIGHT_DTYPES / KV_DTYPES). */
+export function nativeDTypeTraits(): NativeDTypeTraits {
+  return loadAddon().dtypeTraits();
 }
 
 /** Force a kernel path (tests of the fallbacks); throws when the CPU lacks it. */
@@ -167,20 +187,19 @@ function checkKind(op: string, name: string, arr: unknown, kind: typeof Float32A
 
 /** The dtype code the addon gets for w (a packed code for packed weights), after checking w's shape and size. */
 function checkWeight(op: string, w: WeightMatrix): number {
-  let code = DTYPE_CODES[w.dtype];
-  if (code === undefined) fail(op, `unsupported weight dtype ${String(w.dtype)}`);
+  const traits = WEIGHT_DTYPES[w.dtype] as (typeof WEIGHT_DTYPES)[keyof typeof WEIGHT_DTYPES] | undefined;
+  if (traits === undefined) fail(op, `unsupported weight dtype ${String(w.dtype)}`);
   checkCount(op, 'weight rows', w.rows);
   checkCount(op, 'weight cols', w.cols, 1);
-  const layout = BLOCK_LAYOUT[w.dtype];
-  if (w.cols % layout.elements !== 0) fail(op, `${w.dtype} weight cols must be a multiple of ${layout.elements}, got ${w.cols}`);
+  const { blockElements, blockBytes } = traits;
+  if (w.cols % blockElements !== 0) fail(op, `${w.dtype} weight cols must be a multiple of ${blockElements}, got ${w.cols}`);
   checkKind(op, 'weight data', w.data, Uint8Array);
   const packed = packedData.get(w.data);
   // Packed matrices are padded to whole groups of 16 rows.
   const rows = packed === undefined ? w.rows : Math.ceil(w.rows / PACK_ROWS) * PACK_ROWS;
-  const need = rows * (w.cols / layout.elements) * layout.bytes;
+  const need = rows * (w.cols / blockElements) * blockBytes;
   if (w.data.byteLength < need) fail(op, `${w.dtype} weight [${w.rows}, ${w.cols}] needs ${need} bytes, data has ${w.data.byteLength}`);
-  if (packed !== undefined) code = packed;
-  return code;
+  return packed ?? traits.code;
 }
 
 /** True when two views share bytes (matmul's output must not overwrite an input other threads still read). */
@@ -188,24 +207,38 @@ function overlaps(a: ArrayBufferView, b: ArrayBufferView): boolean {
   return a.buffer === b.buffer && a.byteOffset < b.byteOffset + b.byteLength && b.byteOffset < a.byteOffset + a.byteLength;
 }
 
-function checkLayer(op: string, layer: KvLayer): number {
-  const code = KV_DTYPE_CODES[layer.dtype];
-  if (code === undefined) fail(op, `unsupported KV dtype ${String(layer.dtype)}`);
+function kvTraits(op: string, side: 'k' | 'v', dtype: KvLayer['kDtype']): KvDTypeTraits {
+  const traits = KV_DTYPES[dtype] as KvDTypeTraits | undefined;
+  if (traits === undefined) fail(op, `unsupported ${side === 'k' ? 'K' : 'V'} dtype ${String(dtype)}`);
+  return traits;
+}
+
+/** Checks the layer's shape and both sides' storage; the addon gets each side's dtype code. */
+function checkLayer(op: string, layer: KvLayer): void {
   checkCount(op, 'layer.numBlocks', layer.numBlocks);
   checkCount(op, 'layer.blockSize', layer.blockSize, 1);
   checkCount(op, 'layer.numKvHeads', layer.numKvHeads, 1);
   checkCount(op, 'layer.headDim', layer.headDim, 1);
-  const bytes = layer.numBlocks * layer.blockSize * layer.numKvHeads * layer.headDim * KV_ELEMENT_BYTES[layer.dtype];
-  for (const [name, arr] of [
-    ['layer.k', layer.k],
-    ['layer.v', layer.v],
-  ] as const) {
-    checkKind(op, name, arr, Uint8Array);
-    if (arr.byteLength < bytes) fail(op, `${name} has ${arr.byteLength} bytes, the layer needs ${bytes}`);
-    if (arr.byteOffset % KV_ELEMENT_BYTES[layer.dtype] !== 0) fail(op, `${name} must be aligned to its ${layer.dtype} elements`);
-  }
-  if (layer.dtype === 'fp8' && !(layer.kScale > 0 && layer.vScale > 0)) fail(op, 'fp8 kScale and vScale must be positive');
-  return code;
+  const elements = layer.numBlocks * layer.blockSize * layer.numKvHeads * layer.headDim;
+  checkSide(op, 'k', kvTraits(op, 'k', layer.kDtype), layer.kDtype, layer.k, layer.kScale, elements);
+  checkSide(op, 'v', kvTraits(op, 'v', layer.vDtype), layer.vDtype, layer.v, layer.vScale, elements);
+}
+
+function checkSide(
+  op: string,
+  side: 'k' | 'v',
+  traits: KvDTypeTraits,
+  dtype: string,
+  arr: Uint8Array,
+  scale: number,
+  elements: number,
+): void {
+  const name = `layer.${side}`;
+  checkKind(op, name, arr, Uint8Array);
+  const bytes = elements * traits.elementBytes;
+  if (arr.byteLength < bytes) fail(op, `${name} has ${arr.byteLength} bytes, the layer needs ${bytes}`);
+  if (arr.byteOffset % traits.elementBytes !== 0) fail(op, `${name} must be aligned to its ${dtype} elements`);
+  if (traits.scaled && !(scale > 0)) fail(op, `${dtype} ${side}Scale must be positive`);
 }
 
 // Attention's per-sequence metadata, marshalled into two reusable Int32Arrays per call.
@@ -241,12 +274,13 @@ export const nativeOps: Ops = {
   // stream without per-block shuffling; matmul and embed both read that layout, so a tied embedding
   // table serves as lm_head unchanged. Other dtypes are multiplied in their loaded layout.
   prepareWeight(w) {
-    if (PACKED_CODES[w.dtype] === undefined || packedData.has(w.data)) return w;
+    const packedCode = WEIGHT_DTYPES[w.dtype]?.packedCode ?? null;
+    if (packedCode === null || packedData.has(w.data)) return w;
     const code = checkWeight('prepareWeight', w);
     const buf = loadAddon().packWeight(code, w.rows, w.cols, w.data);
     if (buf === undefined) return w;
     const data = new Uint8Array(buf);
-    packedData.set(data, PACKED_CODES[w.dtype]!);
+    packedData.set(data, packedCode);
     return { dtype: w.dtype, rows: w.rows, cols: w.cols, data };
   },
 
@@ -325,7 +359,7 @@ export const nativeOps: Ops = {
   },
 
   storeKv(layer, k, v, n, slots) {
-    const code = checkLayer('storeKv', layer);
+    checkLayer('storeKv', layer);
     checkCount('storeKv', 'n', n);
     const width = layer.numKvHeads * layer.headDim;
     checkKind('storeKv', 'k', k, Float32Array);
@@ -335,7 +369,8 @@ export const nativeOps: Ops = {
     checkLength('storeKv', 'v', v, n * width);
     checkLength('storeKv', 'slots', slots, n);
     loadAddon().storeKv(
-      code,
+      KV_DTYPES[layer.kDtype].code,
+      KV_DTYPES[layer.vDtype].code,
       layer.numBlocks,
       layer.blockSize,
       layer.numKvHeads,
@@ -352,7 +387,7 @@ export const nativeOps: Ops = {
   },
 
   attention(q, layer, seqs, params: AttentionParams, out) {
-    const code = checkLayer('attention', layer);
+    checkLayer('attention', layer);
     const { numHeads, scale, slidingWindow } = params;
     checkCount('attention', 'numHeads', numHeads, 1);
     if (numHeads % layer.numKvHeads !== 0) fail('attention', `numHeads ${numHeads} is not a multiple of numKvHeads ${layer.numKvHeads}`);
@@ -365,7 +400,8 @@ export const nativeOps: Ops = {
     const totalRows = Math.floor(Math.min(q.length, out.length) / (numHeads * layer.headDim));
     const { meta, tables } = marshalSeqs(seqs);
     loadAddon().attention(
-      code,
+      KV_DTYPES[layer.kDtype].code,
+      KV_DTYPES[layer.vDtype].code,
       layer.numBlocks,
       layer.blockSize,
       layer.numKvHeads,

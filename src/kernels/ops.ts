@@ -1,7 +1,9 @@
 // The kernel interface every architecture is written against. Two implementations:
 // `reference.ts` (plain TypeScript, the numerical ground truth) and `native.ts` (the C++ addon).
 // All activations are Float32Array, row-major. No op allocates its output: callers pass buffers.
-import type { DType } from '../model/types.js';
+import type { DType, KvDType } from './dtypes.js';
+
+export type { DType, KvDType } from './dtypes.js';
 
 /** A 2-D weight [rows = out_features, cols = in_features] in its storage dtype. */
 export interface WeightMatrix {
@@ -11,23 +13,22 @@ export interface WeightMatrix {
   data: Uint8Array;
 }
 
-/** Storage type of the paged KV cache. fp8 is OCP E4M3 with a per-layer scale. */
-export type KvDType = 'f32' | 'bf16' | 'fp8';
-
 /**
  * One layer's paged KV storage. Layout of `k` and `v`:
- * [numBlocks][blockSize][numKvHeads][headDim] elements of `dtype`.
+ * [numBlocks][blockSize][numKvHeads][headDim] elements, of `kDtype` and `vDtype` respectively
+ * (independent: keys and values may be stored at different precisions, and layers may differ).
  * A token's slot is block * blockSize + offsetInBlock.
  */
 export interface KvLayer {
-  dtype: KvDType;
+  kDtype: KvDType;
+  vDtype: KvDType;
   numBlocks: number;
   blockSize: number;
   numKvHeads: number;
   headDim: number;
   k: Uint8Array;
   v: Uint8Array;
-  /** fp8 only: stored = value / scale. 1 unless calibrated. */
+  /** For a scaled dtype (fp8) of k / v: stored = value / scale. 1 unless calibrated. */
   kScale: number;
   vScale: number;
 }

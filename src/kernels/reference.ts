@@ -1,8 +1,7 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
 import type { AttentionParams, AttentionSeq, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
-import { dequantizeRow } from './dequant.js';
-import { decodeKvElements, encodeKvElements } from '../engine/kv-cache.js';
+import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
   const { rows, cols } = w;
@@ -99,26 +98,29 @@ function add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): 
   for (let i = 0; i < len; i++) out[i] = a[i] + b[i];
 }
 
+// K and V are coded each with its own dtype's codec (KV_DTYPES) and scale.
 function storeKv(layer: KvLayer, k: Float32Array, v: Float32Array, n: number, slots: Int32Array): void {
   const width = layer.numKvHeads * layer.headDim;
   const totalSlots = layer.numBlocks * layer.blockSize;
   for (let i = 0; i < n; i++) {
     const slot = slots[i];
     if (slot < 0 || slot >= totalSlots) throw new RangeError(`KV slot ${slot} outside the cache (${totalSlots} slots)`);
-    encodeKvElements(layer.dtype, layer.kScale, k, i * width, layer.k, slot * width, width);
-    encodeKvElements(layer.dtype, layer.vScale, v, i * width, layer.v, slot * width, width);
+    KV_DTYPES[layer.kDtype].encode(layer.kScale, k, i * width, layer.k, slot * width, width);
+    KV_DTYPES[layer.vDtype].encode(layer.vScale, v, i * width, layer.v, slot * width, width);
   }
 }
 
 /** Decode one sequence's first kvLen tokens of k and v for one KV head into [kvLen, headDim] buffers. */
 function gatherHead(layer: KvLayer, seq: AttentionSeq, kvHead: number, keys: Float32Array, values: Float32Array): void {
   const { blockSize, numKvHeads, headDim } = layer;
+  const decodeK = KV_DTYPES[layer.kDtype].decode;
+  const decodeV = KV_DTYPES[layer.vDtype].decode;
   for (let t = 0; t < seq.kvLen; t++) {
     const block = seq.blockTable[Math.floor(t / blockSize)];
     const slot = block * blockSize + (t % blockSize);
     const elem = (slot * numKvHeads + kvHead) * headDim;
-    decodeKvElements(layer.dtype, layer.kScale, layer.k, elem, headDim, keys, t * headDim);
-    decodeKvElements(layer.dtype, layer.vScale, layer.v, elem, headDim, values, t * headDim);
+    decodeK(layer.kScale, layer.k, elem, headDim, keys, t * headDim);
+    decodeV(layer.vScale, layer.v, elem, headDim, values, t * headDim);
   }
 }
 

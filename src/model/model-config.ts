@@ -1,45 +1,24 @@
 // Normalize a Hugging Face config.json (+ generation_config.json) or GGUF metadata into ModelConfig.
 //
-// Architecture choice: config.json `model_type` (or GGUF `general.architecture`) picks the family.
-// SmolLM2 ships as a plain Llama config, so a llama model becomes 'smollm2' when its `_name_or_path`,
-// GGUF `general.name`, or the caller's name hint (the model id or path it was loaded from) mentions
-// "smollm". Both run the same forward pass; the distinction only feeds per-model defaults.
-import type { ArchitectureName, ModelConfig } from './types.js';
+// Architecture choice: config.json `model_type` (or GGUF `general.architecture`) picks the row of
+// ARCHITECTURES (architectures/index.ts) whose module runs it; where families read their configs
+// differently (sliding window, q/k/v biases), the module says how. Nothing here looks at the name a
+// model is served under.
+import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
+import type { ModelConfig } from './types.js';
 
 type Json = Record<string, unknown>;
 
-const SUPPORTED = ['llama', 'mistral', 'qwen2', 'qwen3', 'smollm2'] as const;
-
 export class ModelConfigError extends Error {}
 
-/** Model types of config.json we run, and the family each maps to. */
-const HF_MODEL_TYPES: Record<string, ArchitectureName> = {
-  llama: 'llama',
-  mistral: 'mistral',
-  qwen2: 'qwen2',
-  qwen3: 'qwen3',
-};
-
-/** GGUF general.architecture values we run (llama.cpp writes Mistral models as 'llama'). */
-const GGUF_ARCHITECTURES: Record<string, ArchitectureName> = {
-  llama: 'llama',
-  qwen2: 'qwen2',
-  qwen3: 'qwen3',
-};
-
-function isSmolLm(...names: Array<string | null | undefined>): boolean {
-  return names.some((n) => typeof n === 'string' && /smollm/i.test(n));
-}
-
 function unsupported(kind: string, where: string): ModelConfigError {
-  return new ModelConfigError(`unsupported model architecture "${kind}" (${where}); supported: ${SUPPORTED.join(', ')}`);
+  const supported = ARCHITECTURES.map((a) => a.name).join(', ');
+  return new ModelConfigError(`unsupported model architecture "${kind}" (${where}); supported: ${supported}`);
 }
 
 export interface HfConfigOptions {
   /** Parsed generation_config.json, when the model has one (its eos/bos ids are merged in). */
   generationConfig?: Json | null;
-  /** Model id or path it was loaded from; used only to recognize SmolLM2. */
-  nameHint?: string;
   /** Where the config came from, for error messages. */
   source?: string;
 }
@@ -49,8 +28,8 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
   const where = opts.source ?? 'config.json';
   const modelType = typeof raw.model_type === 'string' ? raw.model_type : undefined;
   if (!modelType) throw new ModelConfigError(`${where}: no "model_type"`);
-  const family = HF_MODEL_TYPES[modelType];
-  if (!family) throw unsupported(modelType, `model_type in ${where}`);
+  const arch = architectureForHf(modelType);
+  if (!arch) throw unsupported(modelType, `model_type in ${where}`);
   const nameOrPath = typeof raw._name_or_path === 'string' && raw._name_or_path ? raw._name_or_path : null;
 
   const num = (key: string, fallback?: number): number => {
@@ -63,15 +42,13 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
   const numHeads = num('num_attention_heads');
   const gen = opts.generationConfig ?? null;
 
-  // Qwen2/Qwen3 carry a sliding_window value even when use_sliding_window is false.
-  let slidingWindow: number | null = null;
   const window = typeof raw.sliding_window === 'number' ? raw.sliding_window : null;
-  if (family === 'mistral') slidingWindow = window;
-  else if ((family === 'qwen2' || family === 'qwen3') && raw.use_sliding_window === true) slidingWindow = window;
+  const windowRule = arch.module.hfSlidingWindow;
+  const slidingWindow = windowRule === 'always' || (windowRule === 'use_sliding_window' && raw.use_sliding_window === true) ? window : null;
 
   const bos = tokenIdOf(raw.bos_token_id) ?? tokenIdOf(gen?.bos_token_id);
   return {
-    architecture: family === 'llama' && isSmolLm(nameOrPath, opts.nameHint) ? 'smollm2' : family,
+    architecture: arch.name,
     hiddenSize,
     intermediateSize: num('intermediate_size'),
     numLayers: num('num_hidden_layers'),
@@ -84,9 +61,7 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
     // Every family here defaults to untied in transformers; the loader sets true when lm_head is absent.
     tieWordEmbeddings: raw.tie_word_embeddings === true,
     slidingWindow,
-    // Qwen2 always has q/k/v biases (hard-coded in transformers, not in its config).
-    attentionBias: family === 'qwen2' || raw.attention_bias === true,
-    qkNorm: family === 'qwen3',
+    attentionBias: arch.module.alwaysQkvBias || raw.attention_bias === true,
     maxPositionEmbeddings: num('max_position_embeddings', 2048),
     bosTokenId: bos,
     eosTokenIds: unionIds(tokenIdsOf(raw.eos_token_id), tokenIdsOf(gen?.eos_token_id)),
@@ -99,7 +74,6 @@ export interface GgufConfigOptions {
   hasOutputWeight: boolean;
   /** Rows of token_embd, used when the metadata names no vocabulary size. */
   embeddingRows?: number;
-  nameHint?: string;
   source?: string;
 }
 
@@ -108,8 +82,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const where = opts.source ?? 'GGUF metadata';
   const arch = typeof meta['general.architecture'] === 'string' ? (meta['general.architecture'] as string) : undefined;
   if (!arch) throw new ModelConfigError(`${where}: no general.architecture`);
-  const family = GGUF_ARCHITECTURES[arch];
-  if (!family) throw unsupported(arch, `general.architecture in ${where}`);
+  const row = architectureForGguf(arch);
+  if (!row) throw unsupported(arch, `general.architecture in ${where}`);
   const name = typeof meta['general.name'] === 'string' ? (meta['general.name'] as string) : null;
 
   const num = (key: string, fallback?: number): number => {
@@ -133,7 +107,7 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const eos = unionIds(tokenIdsOf(meta['tokenizer.ggml.eos_token_id']), tokenIdsOf(meta['tokenizer.ggml.eot_token_id']));
 
   return {
-    architecture: family === 'llama' && isSmolLm(name, opts.nameHint) ? 'smollm2' : family,
+    architecture: row.name,
     hiddenSize,
     intermediateSize: num('feed_forward_length'),
     numLayers: num('block_count'),
@@ -145,8 +119,7 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     rmsNormEps: num('attention.layer_norm_rms_epsilon', 1e-5),
     tieWordEmbeddings: !opts.hasOutputWeight,
     slidingWindow: window ?? null,
-    attentionBias: family === 'qwen2',
-    qkNorm: family === 'qwen3',
+    attentionBias: row.module.alwaysQkvBias,
     maxPositionEmbeddings: num('context_length', 2048),
     bosTokenId: tokenIdOf(meta['tokenizer.ggml.bos_token_id']),
     eosTokenIds: eos,

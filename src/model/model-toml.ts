@@ -140,27 +140,44 @@ export function loadRegistry(dir = REGISTRY_DIR): ModelToml[] {
     .map((f) => parseModelToml(readFileSync(join(dir, f), 'utf8'), join(dir, f)));
 }
 
+export interface FindModelTomlOptions {
+  /**
+   * The checkpoint's own name (config.json `_name_or_path`, GGUF `general.name`): its name patterns
+   * are tried when the served name and the path match none, before the architecture.
+   */
+  checkpointName?: string | null;
+  registry?: ModelToml[];
+}
+
 /**
  * MODEL.toml for a checkpoint: the file beside it (in the model directory, or beside a .gguf
  * file), else the registry entry with the longest name pattern found in the model name (so
- * "qwen3-coder" beats "qwen3"), else the first whose architecture matches. Name patterns are
- * case-insensitive substrings.
+ * "qwen3-coder" beats "qwen3"), then in the checkpoint's own name, else the first whose
+ * architecture matches. Name patterns are case-insensitive substrings.
  */
-export function findModelToml(source: string, architecture: string, modelName: string, registry = loadRegistry()): ModelToml | null {
+export function findModelToml(source: string, architecture: string, modelName: string, opts: FindModelTomlOptions = {}): ModelToml | null {
   const dir = source.endsWith('.gguf') ? dirname(source) : source;
   const beside = join(dir, 'MODEL.toml');
   if (existsSync(beside)) return parseModelToml(readFileSync(beside, 'utf8'), beside);
-  const name = `${modelName} ${basename(source)}`.toLowerCase();
-  let best: ModelToml | null = null;
-  let bestLen = 0;
-  for (const e of registry) {
-    for (const p of e.match.namePatterns) {
-      if (p.length > bestLen && name.includes(p.toLowerCase())) {
-        best = e;
-        bestLen = p.length;
+  const registry = opts.registry ?? loadRegistry();
+  const byName = (name: string): ModelToml | null => {
+    const lower = name.toLowerCase();
+    let best: ModelToml | null = null;
+    let bestLen = 0;
+    for (const e of registry) {
+      for (const p of e.match.namePatterns) {
+        if (p.length > bestLen && lower.includes(p.toLowerCase())) {
+          best = e;
+          bestLen = p.length;
+        }
       }
     }
-  }
-  if (best) return best;
-  return registry.find((e) => e.match.architectures.includes(architecture)) ?? null;
+    return best;
+  };
+  return (
+    byName(`${modelName} ${basename(source)}`) ??
+    (opts.checkpointName ? byName(opts.checkpointName) : null) ??
+    registry.find((e) => e.match.architectures.includes(architecture)) ??
+    null
+  );
 }

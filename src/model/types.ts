@@ -1,7 +1,9 @@
 // Shared model-side types: tensors as loaded, the normalized model config, a loaded checkpoint.
 
-/** Storage types of weight tensors. Quantized ones use GGUF block layouts along each row. */
-export type DType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q2_k' | 'q4_k' | 'q5_k' | 'q6_k';
+import type { DType } from '../kernels/dtypes.js';
+
+/** Storage types of weight tensors: the kernels' weight dtypes (src/kernels/dtypes.ts). */
+export type { DType } from '../kernels/dtypes.js';
 
 /**
  * A weight tensor as loaded. `shape` is row-major, outermost first, as Hugging Face writes it
@@ -15,11 +17,10 @@ export interface Tensor {
   data: Uint8Array;
 }
 
-export type ArchitectureName = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'smollm2';
-
 /** Model hyper-parameters, normalized from config.json or GGUF metadata. */
 export interface ModelConfig {
-  architecture: ArchitectureName;
+  /** The architecture that runs it: a row name of ARCHITECTURES (src/model/architectures/index.ts). */
+  architecture: string;
   hiddenSize: number;
   intermediateSize: number;
   numLayers: number;
@@ -34,8 +35,6 @@ export interface ModelConfig {
   slidingWindow: number | null;
   /** Bias on q/k/v projections (Qwen2). */
   attentionBias: boolean;
-  /** Per-head RMSNorm on q and k before RoPE (Qwen3). */
-  qkNorm: boolean;
   maxPositionEmbeddings: number;
   bosTokenId: number | null;
   eosTokenIds: number[];

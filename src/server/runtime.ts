@@ -42,7 +42,7 @@ export function createModelRuntime(
   settings: RuntimeSettings,
 ): { runtime: ModelRuntime; modelToml: ModelToml | null } {
   const config = engine.info.config;
-  const modelToml = findModelToml(source, config.architecture, modelName);
+  const modelToml = findModelToml(source, config.architecture, modelName, { checkpointName: config.nameOrPath });
   const parser = toolCallParser(settings, modelToml);
   const runtime: ModelRuntime = {
     engine,

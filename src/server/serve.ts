@@ -33,7 +33,7 @@ export interface ServeOptions {
   /** The HTTP app's options, less the model name and body limit. */
   readonly app: Readonly<Omit<AppOptions, 'modelName' | 'maxBodyBytes'>>;
   /** The engine worker's options, less the model path and name and the KV block size. */
-  readonly engine: Readonly<Omit<EngineOptions, 'modelPath' | 'modelNameHint' | 'blockSize'>>;
+  readonly engine: Readonly<Omit<EngineOptions, 'modelPath' | 'blockSize'>>;
   /** The loaded model's chat settings (tool-call parser, thinking). */
   readonly runtime: Readonly<RuntimeSettings>;
 }
@@ -88,11 +88,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     }
 
     log.info(`Loading ${modelName} from ${source}`);
-    engine = await startEngine({ ...options.engine, modelPath: source, modelNameHint: modelName, blockSize: KV_BLOCK_SIZE }).catch(
-      (err: Error) => {
-        throw new StartupError(err.message);
-      },
-    );
+    engine = await startEngine({ ...options.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }).catch((err: Error) => {
+      throw new StartupError(err.message);
+    });
     const info = engine.info;
     const { runtime, modelToml } = createModelRuntime(source, modelName, engine, options.runtime);
     lifecycle.setReady(runtime);

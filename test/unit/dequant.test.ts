@@ -1,19 +1,11 @@
-// Numerics of the dtype conversions and block dequantizers in src/kernels/dequant.ts.
+// Numerics of the dtype conversions and block dequantizers in src/kernels/dequant.ts, reached through
+// the weight dtype traits (src/kernels/dtypes.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  bf16ToF32,
-  bytesPerRow,
-  dequantize,
-  dequantizeRow,
-  f16ToF32,
-  f32ToBf16,
-  f32ToF16,
-  quantizeRowQ4_0,
-  quantizeRowQ8_0,
-} from '../../src/kernels/dequant.js';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { bytesPerRow, dequantize, dequantizeRow } from '../../src/kernels/dtypes.js';
 import { readGgufHeader, GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
 import type { DType } from '../../src/model/types.js';
 import { FIXTURES } from '../helpers/paths.js';

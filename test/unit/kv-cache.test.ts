@@ -1,15 +1,10 @@
-// KV cache storage: allocation sizes and the f32 / bf16 / fp8 E4M3 element codecs.
+// KV cache storage: allocation sizes (per-layer K and V dtypes) and the f32 / bf16 / fp8 E4M3
+// element codecs (src/kernels/kv-codec.ts, reached through the KV dtype traits).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  allocateKvCache,
-  decodeFp8,
-  decodeKvElements,
-  encodeFp8,
-  encodeKvElements,
-  FP8_E4M3_MAX,
-  kvBytesPerToken,
-} from '../../src/engine/kv-cache.js';
+import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from '../../src/engine/kv-cache.js';
+import { decodeFp8, encodeFp8, FP8_E4M3_MAX } from '../../src/kernels/kv-codec.js';
+import { decodeKvElements, encodeKvElements, KV_DTYPES } from '../../src/kernels/dtypes.js';
 import type { ModelConfig } from '../../src/model/types.js';
 
 const config: ModelConfig = {
@@ -26,7 +21,6 @@ const config: ModelConfig = {
   tieWordEmbeddings: false,
   slidingWindow: null,
   attentionBias: false,
-  qkNorm: false,
   maxPositionEmbeddings: 512,
   bosTokenId: 1,
   eosTokenIds: [2],
@@ -67,7 +61,8 @@ test('allocateKvCache: one layer per model layer, sized [blocks][blockSize][kvHe
     const layers = allocateKvCache(config, 5, 4, dtype);
     assert.equal(layers.length, 3);
     for (const layer of layers) {
-      assert.equal(layer.dtype, dtype);
+      assert.equal(layer.kDtype, dtype);
+      assert.equal(layer.vDtype, dtype);
       assert.equal(layer.k.byteLength, 5 * 4 * 2 * 16 * bytes);
       assert.equal(layer.v.byteLength, layer.k.byteLength);
       assert.notEqual(layer.k.buffer, layer.v.buffer);
@@ -76,6 +71,29 @@ test('allocateKvCache: one layer per model layer, sized [blocks][blockSize][kvHe
     assert.equal(kvBytesPerToken(config, dtype), 2 * 3 * 2 * 16 * bytes);
   }
   assert.throws(() => allocateKvCache(config, 0, 4, 'f32'), RangeError);
+});
+
+test('allocateKvCache: a per-layer plan gives each layer its own K and V dtypes', () => {
+  const plan = [
+    { k: 'bf16', v: 'fp8' },
+    { k: 'f32', v: 'f32' },
+    { k: 'fp8', v: 'bf16' },
+  ] as const;
+  const layers = allocateKvCache(config, 5, 4, plan);
+  const elements = 5 * 4 * 2 * 16;
+  layers.forEach((layer, i) => {
+    assert.deepEqual([layer.kDtype, layer.vDtype], [plan[i].k, plan[i].v]);
+    assert.equal(layer.k.byteLength, elements * KV_DTYPES[plan[i].k].elementBytes);
+    assert.equal(layer.v.byteLength, elements * KV_DTYPES[plan[i].v].elementBytes);
+  });
+  // Per token: 2 KV heads x 16 per layer, (2 + 1) + (4 + 4) + (1 + 2) bytes per element pair.
+  assert.equal(kvBytesPerToken(config, plan), 2 * 16 * (3 + 8 + 3));
+  // One dtype is the uniform plan.
+  assert.deepEqual(kvLayerDTypes('fp8', 2), [
+    { k: 'fp8', v: 'fp8' },
+    { k: 'fp8', v: 'fp8' },
+  ]);
+  assert.throws(() => allocateKvCache(config, 5, 4, plan.slice(0, 2)), /plan has 2 layers, the model 3/);
 });
 
 test('fp8: every code decodes to its E4M3 value; only 0x7f/0xff are NaN', () => {

@@ -9,7 +9,7 @@ import { loadCheckpoint, loadSafetensorsCheckpoint, parseSafetensors } from '../
 import { unpermuteRows } from '../../src/model/loaders/gguf.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { configFromGguf, configFromHf } from '../../src/model/model-config.js';
-import { dequantize } from '../../src/kernels/dequant.js';
+import { dequantize } from '../../src/kernels/dtypes.js';
 import type { Checkpoint, Tensor } from '../../src/model/types.js';
 import { FIXTURES, MODELS, TINY_CHAT } from '../helpers/paths.js';
 
@@ -115,7 +115,6 @@ test('tie_word_embeddings: lm_head is the embedding (qwen3) or added when absent
   const qwen3 = loadFixture('tiny_qwen3');
   assert.equal(qwen3.tensors.get('lm_head.weight')!.data, qwen3.tensors.get('model.embed_tokens.weight')!.data);
   assert.equal(qwen3.config.architecture, 'qwen3');
-  assert.equal(qwen3.config.qkNorm, true);
   assert.equal(qwen3.config.headDim, 6);
   assert.deepEqual(qwen3.tensors.get('model.layers.0.self_attn.q_norm.weight')!.shape, [6]);
 
@@ -125,8 +124,8 @@ test('tie_word_embeddings: lm_head is the embedding (qwen3) or added when absent
   assert.deepEqual(head.shape, [12, 8]);
   assert.equal(head.data, smol.tensors.get('model.embed_tokens.weight')!.data);
   assert.equal(smol.config.tieWordEmbeddings, true);
-  // A llama config is recognized as SmolLM2 from the name it was loaded under.
-  assert.equal(smol.config.architecture, 'smollm2');
+  // SmolLM2 is a Llama checkpoint: the Llama architecture runs it (its MODEL.toml entry matches by name).
+  assert.equal(smol.config.architecture, 'llama');
   assert.equal(smol.config.ropeTheta, 100000);
 });
 
@@ -153,10 +152,9 @@ test('config normalization: mistral window, qwen2 bias, qwen3 head_dim, eos unio
   assert.equal(chat.slidingWindow, null);
   assert.equal(chat.tieWordEmbeddings, true);
 
-  assert.equal(
-    configFromHf({ ...read(fixture('tiny_llama_config.json')), _name_or_path: 'HuggingFaceTB/SmolLM2-135M' }).architecture,
-    'smollm2',
-  );
+  // The architecture comes from model_type alone, never from a name.
+  const smol = configFromHf({ ...read(fixture('tiny_llama_config.json')), _name_or_path: 'HuggingFaceTB/SmolLM2-135M' });
+  assert.deepEqual([smol.architecture, smol.nameOrPath], ['llama', 'HuggingFaceTB/SmolLM2-135M']);
   assert.throws(() => configFromHf(read(fixture('tiny_mixtral_config.json'))), /"mixtral".*supported: llama/);
   assert.throws(() => configFromHf({ model_type: 'llama', hidden_size: 8 }), /num_attention_heads/);
 });
@@ -348,7 +346,6 @@ test('GGUF metadata normalization: qwen families, eos/eot union, unset ids, erro
   assert.deepEqual(
     [
       q3.architecture,
-      q3.qkNorm,
       q3.attentionBias,
       q3.headDim,
       q3.vocabSize,
@@ -358,12 +355,12 @@ test('GGUF metadata normalization: qwen families, eos/eot union, unset ids, erro
       q3.maxPositionEmbeddings,
       q3.tieWordEmbeddings,
     ],
-    ['qwen3', true, false, 32, 3, null, [2, 1], 1000000, 4096, false],
+    ['qwen3', false, 32, 3, null, [2, 1], 1000000, 4096, false],
   );
   const q2 = configFromGguf({ ...base('qwen2'), 'qwen2.vocab_size': 10 }, { hasOutputWeight: false });
   assert.deepEqual([q2.architecture, q2.attentionBias, q2.headDim, q2.vocabSize, q2.tieWordEmbeddings], ['qwen2', true, 16, 10, true]);
   const smol = configFromGguf({ ...base('llama'), 'general.name': 'SmolLM2 135M Instruct' }, { hasOutputWeight: false });
-  assert.equal(smol.architecture, 'smollm2');
+  assert.equal(smol.architecture, 'llama');
   assert.equal(smol.nameOrPath, 'SmolLM2 135M Instruct');
   assert.throws(() => configFromGguf(base('gemma2'), { hasOutputWeight: true }), /"gemma2".*general\.architecture/);
   assert.throws(() => configFromGguf({ ...base('llama'), 'llama.rope.dimension_count': 8 }, { hasOutputWeight: true }), /partial rotary/);

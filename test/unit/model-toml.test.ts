@@ -7,11 +7,12 @@ import { isToolCallParserName } from '../../src/chat/tool-formats/registry.js';
 import type { RunningEngine } from '../../src/engine/engine-client.js';
 import { findModelToml, loadRegistry, parseModelToml } from '../../src/model/model-toml.js';
 import { createModelRuntime } from '../../src/server/runtime.js';
+import { ARCHITECTURES } from '../../src/model/architectures/index.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 test('registry entries all parse and name a tool-call parser', () => {
   const reg = loadRegistry();
-  assert.ok(reg.length >= 8);
+  assert.ok(reg.length >= 6);
   for (const e of reg) assert.ok(e.model.toolCallParser, `${e.source} has a parser`);
 });
 
@@ -29,6 +30,25 @@ test('longest name pattern wins over architecture', () => {
   const byArch = findModelToml('/nowhere/x', 'mistral', 'some-finetune');
   assert.equal(byArch?.model.family, 'mistral');
   assert.equal(findModelToml('/nowhere/x', 'unknown-arch', 'nothing'), null);
+});
+
+test("SmolLM2 (a Llama checkpoint) finds its entry by the served name, or else by the checkpoint's own name", () => {
+  assert.equal(findModelToml('/nowhere/x', 'llama', 'HuggingFaceTB/SmolLM2-135M-Instruct')?.model.family, 'smollm2');
+  assert.equal(findModelToml('/models/SmolLM2-360M-Instruct-Q8_0.gguf', 'llama', 'bot')?.model.family, 'smollm2');
+  // --served-model-name bot: the checkpoint's _name_or_path / general.name still says what it is.
+  assert.equal(findModelToml('/nowhere/x', 'llama', 'bot', { checkpointName: 'SmolLM2 135M Instruct' })?.model.family, 'smollm2');
+  // The served name comes first; the architecture last.
+  assert.equal(findModelToml('/nowhere/x', 'llama', 'llama-3-bot', { checkpointName: 'SmolLM2 135M' })?.model.family, 'llama');
+  assert.equal(findModelToml('/nowhere/x', 'llama', 'bot', { checkpointName: null })?.model.family, 'llama');
+});
+
+test('registry entries match only architectures svc runs', () => {
+  // An entry matches by architecture (one the loader runs) or by name; names alone are enough for
+  // families of a supported architecture (qwen3-coder, smollm2).
+  const supported = new Set(ARCHITECTURES.map((a) => a.name));
+  for (const e of loadRegistry()) {
+    for (const a of e.match.architectures) assert.ok(supported.has(a), `${e.source}: architecture ${a} is not one svc runs`);
+  }
 });
 
 test('a MODEL.toml beside the checkpoint wins and is validated', () => {

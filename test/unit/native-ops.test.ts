@@ -13,11 +13,19 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { isPackedWeight, nativeOps, nativeInfo, setCpuPath, setNumThreads, type CpuPath } from '../../src/kernels/native.js';
+import {
+  isPackedWeight,
+  nativeDTypeTraits,
+  nativeOps,
+  nativeInfo,
+  setCpuPath,
+  setNumThreads,
+  type CpuPath,
+} from '../../src/kernels/native.js';
 import { referenceOps } from '../../src/kernels/reference.js';
-import { BLOCK_LAYOUT, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
-import type { AttentionSeq, KvDType, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
-import type { DType } from '../../src/model/types.js';
+import { f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type KvDType } from '../../src/kernels/dtypes.js';
+import type { AttentionSeq, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { FIXTURES } from '../helpers/paths.js';
 import { existsSync, readFileSync } from 'node:fs';
@@ -79,7 +87,7 @@ function relL2(actual: Float32Array, expected: Float32Array): number {
 
 /** A [rows, cols] weight in `dtype` built from random values (K-quants: random blocks with sane scales). */
 function makeWeight(rand: () => number, dtype: DType, rows: number, cols: number): WeightMatrix {
-  const { elements, bytes } = BLOCK_LAYOUT[dtype];
+  const { blockElements: elements, blockBytes: bytes } = WEIGHT_DTYPES[dtype];
   const data = new Uint8Array(rows * (cols / elements) * bytes);
   const put16 = (p: number, h: number) => {
     data[p] = h & 0xff;
@@ -146,8 +154,9 @@ function roundActivations(x: Float32Array): Float32Array {
   return out;
 }
 
+/** A zeroed layer; `dtype` is both sides' dtype, or K's and V's. */
 function makeLayer(
-  dtype: KvDType,
+  dtype: KvDType | { k: KvDType; v: KvDType },
   numBlocks: number,
   blockSize: number,
   numKvHeads: number,
@@ -155,8 +164,20 @@ function makeLayer(
   kScale = 1,
   vScale = 1,
 ): KvLayer {
-  const bytes = numBlocks * blockSize * numKvHeads * headDim * { f32: 4, bf16: 2, fp8: 1 }[dtype];
-  return { dtype, numBlocks, blockSize, numKvHeads, headDim, k: new Uint8Array(bytes), v: new Uint8Array(bytes), kScale, vScale };
+  const { k: kDtype, v: vDtype } = typeof dtype === 'string' ? { k: dtype, v: dtype } : dtype;
+  const elements = numBlocks * blockSize * numKvHeads * headDim;
+  return {
+    kDtype,
+    vDtype,
+    numBlocks,
+    blockSize,
+    numKvHeads,
+    headDim,
+    k: new Uint8Array(elements * KV_DTYPES[kDtype].elementBytes),
+    v: new Uint8Array(elements * KV_DTYPES[vDtype].elementBytes),
+    kScale,
+    vScale,
+  };
 }
 
 // ---- the suites ----
@@ -183,6 +204,47 @@ describe('native kernels: runtime', () => {
     assert.equal(child.cpuPath, 'scalar');
     assert.equal(child.threads, 3);
   });
+  it('takes SVC_SPIN_US at start-up, and fails on an invalid SVC_THREADS with the EnvError message', () => {
+    const script = `import('${new URL('../../src/kernels/native.js', import.meta.url).href}').then((m) => console.log(JSON.stringify(m.nativeInfo())))`;
+    const run = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ['-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    const spin = run({ SVC_SPIN_US: '250' });
+    assert.equal(spin.status, 0, spin.stderr);
+    assert.equal((JSON.parse(spin.stdout) as { spinUs: number }).spinUs, 250);
+    const bad = run({ SVC_THREADS: 'many' });
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /SVC_THREADS: expected an integer from 1 to 1024, got "many"/);
+    const missing = ORDER.slice(ORDER.indexOf(info.bestCpuPath) + 1)[0];
+    if (missing) {
+      // A path this CPU lacks: a warning, and the best path stays.
+      const r = run({ SVC_CPU_FEATURES: missing });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stderr, new RegExp(`SVC_CPU_FEATURES=${missing} is not supported by this CPU; using ${info.bestCpuPath}`));
+      assert.equal((JSON.parse(r.stdout) as { cpuPath: string }).cpuPath, info.bestCpuPath);
+    }
+  });
+  it('has the same dtype traits rows as src/kernels/dtypes.ts, at the same codes', () => {
+    const native = nativeDTypeTraits();
+    for (const dtype of ALL_DTYPES) {
+      const t = WEIGHT_DTYPES[dtype];
+      const row = native.weights[t.code];
+      assert.deepEqual(
+        [row.name, row.blockElements, row.blockBytes, row.packed],
+        [dtype, t.blockElements, t.blockBytes, t.packedCode ?? -1],
+        `weight dtype ${dtype}`,
+      );
+      if (t.packedCode !== null) {
+        const packed = native.weights[t.packedCode];
+        assert.deepEqual([packed.blockElements, packed.blockBytes], [t.blockElements, t.blockBytes], `${dtype} packed`);
+      }
+    }
+    assert.equal(native.weights.length, ALL_DTYPES.length + ALL_DTYPES.filter((d) => WEIGHT_DTYPES[d].packedCode !== null).length);
+    assert.deepEqual(
+      native.kv.map((r) => [r.name, r.elementBytes, r.scaled]),
+      ALL_KV_DTYPES.map((d) => [d, KV_DTYPES[d].elementBytes, KV_DTYPES[d].scaled]),
+    );
+    ALL_KV_DTYPES.forEach((d, i) => assert.equal(KV_DTYPES[d].code, i, d));
+  });
   it('rejects a path the CPU lacks and unknown names', () => {
     assert.throws(() => setCpuPath('sse9' as CpuPath), TypeError);
     for (const path of ORDER.slice(ORDER.indexOf(info.bestCpuPath) + 1)) assert.throws(() => setCpuPath(path), path);
@@ -195,7 +257,7 @@ describe('native kernels: runtime', () => {
       assert.ok(isPackedWeight(p) && !isPackedWeight(w), dtype);
       assert.deepEqual([p.dtype, p.rows, p.cols], [w.dtype, w.rows, w.cols]);
       // Padded to whole 16-row groups, same bytes per block.
-      assert.equal(p.data.byteLength, 32 * (64 / 32) * BLOCK_LAYOUT[dtype].bytes);
+      assert.equal(p.data.byteLength, 32 * (64 / 32) * WEIGHT_DTYPES[dtype].blockBytes);
       assert.equal(nativeOps.prepareWeight(p), p, 'preparing twice is a no-op');
     }
     for (const dtype of ['f32', 'bf16', 'q4_k'] as DType[]) {
@@ -335,7 +397,7 @@ for (const path of PATHS) {
       const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES].map((d) => [d as DType, false]);
       cases.push(['q8_0', true], ['q4_0', true]);
       for (const [dtype, pack] of cases) {
-        const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 1280 : 1088;
+        const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 1280 : 1088;
         const rows = pack ? 37 : 13;
         const raw = makeWeight(rand, dtype, rows, cols);
         const w = pack ? nativeOps.prepareWeight(raw) : raw;
@@ -364,7 +426,7 @@ for (const path of PATHS) {
     it('embed decodes rows of every dtype, packed tables too', () => {
       const rand = rng(4);
       for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
-        const cols = BLOCK_LAYOUT[dtype].elements === 256 ? 512 : 64;
+        const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 512 : 64;
         const table = makeWeight(rand, dtype, 19, cols);
         const ids = Int32Array.from([0, 10, 3, 3, 7, 15, 16, 18]);
         const want = new Float32Array(ids.length * cols),
@@ -507,6 +569,53 @@ for (const path of PATHS) {
       }
     });
 
+    it('storeKv and attention with K and V in different dtypes match the reference', () => {
+      const rand = rng(17);
+      const pairs: Array<{ k: KvDType; v: KvDType }> = [
+        { k: 'bf16', v: 'fp8' },
+        { k: 'fp8', v: 'bf16' },
+        { k: 'f32', v: 'fp8' },
+        { k: 'bf16', v: 'f32' },
+      ];
+      const blockSize = 4,
+        numKvHeads = 2,
+        numHeads = 6,
+        headDim = 40,
+        width = numKvHeads * headDim;
+      const lens = [
+        [5, 13],
+        [1, 9],
+      ];
+      for (const dtypes of pairs) {
+        const mk = () => makeLayer(dtypes, 8, blockSize, numKvHeads, headDim, 0.5, 0.25);
+        const ref = mk(),
+          nat = mk();
+        const seqs: AttentionSeq[] = [];
+        let qStart = 0,
+          block = 7;
+        for (const [qLen, kvLen] of lens) {
+          const blockTable = Int32Array.from({ length: Math.ceil(kvLen / blockSize) }, () => block--);
+          const slots = Int32Array.from({ length: kvLen }, (_, t) => blockTable[Math.floor(t / blockSize)] * blockSize + (t % blockSize));
+          const k = randomF32(rand, kvLen * width, 3),
+            v = randomF32(rand, kvLen * width, 2);
+          referenceOps.storeKv(ref, k, v, kvLen, slots);
+          nativeOps.storeKv(nat, k, v, kvLen, slots);
+          seqs.push({ qStart, qLen, kvLen, blockTable });
+          qStart += qLen;
+        }
+        const what = `K ${dtypes.k}, V ${dtypes.v}`;
+        assert.deepEqual(nat.k, ref.k, `${what}: k bytes`);
+        assert.deepEqual(nat.v, ref.v, `${what}: v bytes`);
+        const q = randomF32(rand, qStart * numHeads * headDim, 2);
+        const params = { numHeads, scale: 1 / Math.sqrt(headDim), slidingWindow: null };
+        const want = new Float32Array(q.length),
+          got = new Float32Array(q.length);
+        referenceOps.attention(q, ref, seqs, params, want);
+        nativeOps.attention(q, nat, seqs, params, got);
+        assertClose(got, want, 2e-5, `attention ${what}`);
+      }
+    });
+
     it('attention over the paged cache matches (GQA, block crossings, prefill + decode, windows, every KV dtype)', () => {
       const rand = rng(9);
       const cases = [
@@ -602,7 +711,7 @@ describe('native kernels on real GGUF K-quant blocks (tiny_kquant.gguf)', () => 
         dtype,
         rows: 4,
         cols: 256,
-        data: new Uint8Array(bytes.buffer, bytes.byteOffset + t.offset, 4 * BLOCK_LAYOUT[dtype].bytes),
+        data: new Uint8Array(bytes.buffer, bytes.byteOffset + t.offset, 4 * WEIGHT_DTYPES[dtype].blockBytes),
       };
       const ids = Int32Array.from([3, 0, 2, 1]);
       const want = new Float32Array(4 * 256),
@@ -680,6 +789,20 @@ describe('native kernels: argument checks', () => {
     assert.throws(() => nativeOps.rmsnorm(new Float32Array(10), 2, 8, new Float32Array(8), 1e-6, new Float32Array(16)), TypeError);
     assert.throws(() => nativeOps.rope(new Float32Array(12), 1, 2, 6, new Int32Array(0), 1e4, 'neox'), TypeError);
     assert.throws(() => nativeOps.siluMul(new Float32Array(4), new Float32Array(3), new Float32Array(4), 4), TypeError);
+    // Each side is sized, aligned and scaled by its own dtype.
+    const row = new Float32Array(8);
+    const mixed = makeLayer({ k: 'f32', v: 'bf16' }, 2, 4, 1, 8);
+    assert.throws(
+      () => nativeOps.storeKv({ ...mixed, v: mixed.v.subarray(0, 64) }, row, row, 1, new Int32Array([0])),
+      /layer\.v has 64 bytes/,
+    );
+    assert.throws(
+      () => nativeOps.storeKv({ ...mixed, v: new Uint8Array(130).subarray(1, 129) }, row, row, 1, new Int32Array([0])),
+      /aligned/,
+    );
+    const fp8v = makeLayer({ k: 'bf16', v: 'fp8' }, 2, 4, 1, 8);
+    assert.throws(() => nativeOps.storeKv({ ...fp8v, vScale: 0 }, row, row, 1, new Int32Array([0])), /fp8 vScale must be positive/);
+    nativeOps.storeKv({ ...fp8v, kScale: 0 }, row, row, 1, new Int32Array([0])); // bf16 ignores its scale
     // The raw addon checks bounds too, for callers that skip the TypeScript face.
     assert.throws(
       () => nativeOps.storeKv(makeLayer('f32', 2, 4, 1, 8), new Float32Array(8), new Float32Array(4), 1, new Int32Array([0])),

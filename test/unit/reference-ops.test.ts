@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { referenceOps as ops } from '../../src/kernels/reference.js';
 import type { AttentionSeq, KvDType, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
-import { dequantize, f32ToBf16, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { f32ToBf16, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { dequantize, KV_DTYPES } from '../../src/kernels/dtypes.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import type { ModelConfig } from '../../src/model/types.js';
 
@@ -142,7 +143,6 @@ function kvConfig(): ModelConfig {
     tieWordEmbeddings: false,
     slidingWindow: null,
     attentionBias: false,
-    qkNorm: false,
     maxPositionEmbeddings: 64,
     bosTokenId: null,
     eosTokenIds: [],
@@ -276,6 +276,37 @@ test('attention: bf16 and fp8 caches stay close to the f32 result', () => {
   assertClose(outs.get('bf16')!, f32, 1e-2, 'bf16');
   assertClose(outs.get('fp8')!, f32, 8e-2, 'fp8');
   assert.notDeepEqual(outs.get('fp8'), f32);
+});
+
+test('attention: K and V are each stored and read in their own dtype, with their own scale', () => {
+  const seqs = makeSeqs(seededRandom(11));
+  /** values as a cache of `dtype` gives them back: encoded and decoded with the dtype's codec. */
+  const through = (dtype: KvDType, scale: number, values: Float32Array): Float32Array => {
+    const bytes = new Uint8Array(values.length * 4);
+    const out = new Float32Array(values.length);
+    KV_DTYPES[dtype].encode(scale, values, 0, bytes, 0, values.length);
+    KV_DTYPES[dtype].decode(scale, bytes, 0, values.length, out, 0);
+    return out;
+  };
+  const pairs: Array<[KvDType, KvDType]> = [
+    ['bf16', 'fp8'],
+    ['fp8', 'f32'],
+    ['f32', 'bf16'],
+  ];
+  for (const [kDtype, vDtype] of pairs) {
+    const [layer] = allocateKvCache(kvConfig(), 9, BLOCK_SIZE, [{ k: kDtype, v: vDtype }]);
+    assert.deepEqual([layer.kDtype, layer.vDtype], [kDtype, vDtype]);
+    layer.kScale = 0.5;
+    layer.vScale = 0.25;
+    const out = pagedAttention(seqs, layer, null);
+    let row = 0;
+    for (const s of seqs) {
+      const want = denseAttention(s.q, through(kDtype, 0.5, s.k), through(vDtype, 0.25, s.v), s.len, s.qLen, null);
+      const got = out.subarray(row * NUM_HEADS * HEAD_DIM, (row + s.qLen) * NUM_HEADS * HEAD_DIM);
+      assertClose(got, want, 1e-6, `K ${kDtype}, V ${vDtype}, seq len ${s.len}`);
+      row += s.qLen;
+    }
+  }
 });
 
 test('storeKv: rejects slots outside the cache', () => {

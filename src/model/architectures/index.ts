@@ -1,26 +1,56 @@
-// Architecture registry: picks the forward pass for a checkpoint's architecture.
+// Architecture registry: one row per architecture, mapping the names checkpoints give it (config.json
+// `model_type`, GGUF `general.architecture`) to the module that reads its config quirks and runs it.
+// A new architecture is its module plus one row here.
 import type { Ops } from '../../kernels/ops.js';
-import type { ArchitectureName, Checkpoint } from '../types.js';
-import type { Model } from './model.js';
-import { createLlama } from './llama.js';
-import { createMistral } from './mistral.js';
-import { createQwen2 } from './qwen2.js';
-import { createQwen3 } from './qwen3.js';
-import { createSmolLM2 } from './smollm2.js';
+import type { Checkpoint } from '../types.js';
+import type { ArchitectureModule, Model } from './model.js';
+import { llama } from './llama.js';
+import { mistral } from './mistral.js';
+import { qwen2 } from './qwen2.js';
+import { qwen3 } from './qwen3.js';
 
-export type { ForwardBatch, Model } from './model.js';
+export type { ArchitectureModule, ForwardBatch, Model } from './model.js';
 
-const ARCHITECTURES: Record<ArchitectureName, (checkpoint: Checkpoint, ops: Ops) => Model> = {
-  llama: createLlama,
-  mistral: createMistral,
-  qwen2: createQwen2,
-  qwen3: createQwen3,
-  smollm2: createSmolLM2,
-};
+export interface ArchitectureRow {
+  /** ModelConfig.architecture: logs, and MODEL.toml `[match] architectures`. */
+  readonly name: string;
+  /**
+   * config.json `model_type` values it runs: what transformers' Auto classes dispatch on (the
+   * `architectures` list names head classes of that type, e.g. LlamaForCausalLM).
+   */
+  readonly hfModelTypes: readonly string[];
+  /** GGUF `general.architecture` values it runs. */
+  readonly ggufArchitectures: readonly string[];
+  readonly module: ArchitectureModule;
+}
+
+export const ARCHITECTURES: readonly ArchitectureRow[] = [
+  // SmolLM2 checkpoints are Llama ones (LlamaForCausalLM); their MODEL.toml entry matches by name.
+  { name: 'llama', hfModelTypes: ['llama'], ggufArchitectures: ['llama'], module: llama },
+  // llama.cpp writes Mistral models as general.architecture 'llama'.
+  { name: 'mistral', hfModelTypes: ['mistral'], ggufArchitectures: [], module: mistral },
+  { name: 'qwen2', hfModelTypes: ['qwen2'], ggufArchitectures: ['qwen2'], module: qwen2 },
+  { name: 'qwen3', hfModelTypes: ['qwen3'], ggufArchitectures: ['qwen3'], module: qwen3 },
+];
+
+/** The row whose config.json `model_type` this is, if svc runs it. */
+export function architectureForHf(modelType: string): ArchitectureRow | undefined {
+  return ARCHITECTURES.find((a) => a.hfModelTypes.includes(modelType));
+}
+
+/** The row whose GGUF `general.architecture` this is, if svc runs it. */
+export function architectureForGguf(name: string): ArchitectureRow | undefined {
+  return ARCHITECTURES.find((a) => a.ggufArchitectures.includes(name));
+}
+
+/** The row named `name` (ModelConfig.architecture). */
+export function architectureNamed(name: string): ArchitectureRow | undefined {
+  return ARCHITECTURES.find((a) => a.name === name);
+}
 
 /** Builds the model for `checkpoint`, preparing its weights for `ops` once, here. */
 export function createModel(checkpoint: Checkpoint, ops: Ops): Model {
-  const create = ARCHITECTURES[checkpoint.config.architecture];
-  if (!create) throw new Error(`unsupported architecture ${String(checkpoint.config.architecture)}`);
-  return create(checkpoint, ops);
+  const row = architectureNamed(checkpoint.config.architecture);
+  if (!row) throw new Error(`unsupported architecture ${String(checkpoint.config.architecture)}`);
+  return row.module.create(checkpoint, ops);
 }

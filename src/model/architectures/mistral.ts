@@ -1,14 +1,17 @@
 // Mistral (MistralForCausalLM): Llama without biases, with sliding-window attention when the config sets one.
-import type { Ops } from '../../kernels/ops.js';
-import type { Checkpoint } from '../types.js';
+// (llama.cpp writes Mistral GGUFs as general.architecture 'llama', so those run as Llama.)
 import { DecoderTransformer } from './decoder.js';
-import type { Model } from './model.js';
+import type { ArchitectureModule } from './model.js';
 
-export function createMistral(checkpoint: Checkpoint, ops: Ops): Model {
-  return new DecoderTransformer(checkpoint, ops, {
-    qkvBias: 'none',
-    oBiasIfPresent: false,
-    qkNorm: false,
-    slidingWindow: checkpoint.config.slidingWindow,
-  });
-}
+export const mistral: ArchitectureModule = {
+  hfSlidingWindow: 'always',
+  alwaysQkvBias: false,
+  ggufQkPermuted: false,
+  create: (checkpoint, ops) =>
+    new DecoderTransformer(checkpoint, ops, {
+      qkvBias: 'none',
+      oBiasIfPresent: false,
+      qkNorm: false,
+      slidingWindow: checkpoint.config.slidingWindow,
+    }),
+};

@@ -1,6 +1,7 @@
-// What every architecture exposes to the engine: one batched forward step over the paged KV cache.
-import type { AttentionSeq, KvLayer } from '../../kernels/ops.js';
-import type { ModelConfig } from '../types.js';
+// What every architecture exposes to the engine (one batched forward step over the paged KV cache),
+// and what an architecture module tells the loaders and builds.
+import type { AttentionSeq, KvLayer, Ops } from '../../kernels/ops.js';
+import type { Checkpoint, ModelConfig } from '../types.js';
 
 /** One engine step: the new tokens of every scheduled sequence, laid out sequence after sequence. */
 export interface ForwardBatch {
@@ -20,4 +21,22 @@ export interface Model {
   readonly config: ModelConfig;
   /** Runs the step, writing each token's k/v into `kv` (one KvLayer per layer). Returns logits [logitRows.length, vocab]. */
   forward(batch: ForwardBatch, kv: KvLayer[]): Float32Array;
+}
+
+/**
+ * One architecture: how its checkpoints' configs are read where families differ, and the forward
+ * pass. Which checkpoint names reach it is its row in ARCHITECTURES (index.ts).
+ */
+export interface ArchitectureModule {
+  /**
+   * config.json `sliding_window`: applied always (Mistral), only with `use_sliding_window: true`
+   * (Qwen2 / Qwen3 carry a value even when it is off), or never. GGUF files set it only when it applies.
+   */
+  readonly hfSlidingWindow: 'always' | 'use_sliding_window' | 'never';
+  /** q/k/v biases whatever the config says (Qwen2: hard-coded in transformers, not in its config). */
+  readonly alwaysQkvBias: boolean;
+  /** llama.cpp's converter interleaved its GGUF Q/K rows ("normal" RoPE); the GGUF loader undoes it. */
+  readonly ggufQkPermuted: boolean;
+  /** Builds the model for `checkpoint`, preparing its weights for `ops` once. */
+  create(checkpoint: Checkpoint, ops: Ops): Model;
 }

@@ -1,6 +1,6 @@
 // Turns a checkpoint's tensors into what the kernels take: prepared weight matrices and f32 vectors.
 import type { Ops, WeightMatrix } from '../../kernels/ops.js';
-import { dequantize } from '../../kernels/dequant.js';
+import { dequantize } from '../../kernels/dtypes.js';
 import type { Checkpoint, Tensor } from '../types.js';
 
 export class CheckpointWeights {

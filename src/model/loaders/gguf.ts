@@ -1,29 +1,18 @@
 // GGUF checkpoints: one file holding metadata and ggml tensors. Tensors come out under Hugging Face
 // names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
 // Hugging Face layout (and rotates with neox-style RoPE).
-import { basename } from 'node:path';
 import type { Checkpoint, DType, Tensor } from '../types.js';
+import { architectureNamed } from '../architectures/index.js';
 import { configFromGguf } from '../model-config.js';
-import { bytesPerRow } from '../../kernels/dequant.js';
+import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow } from '../../kernels/dtypes.js';
 import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
 import { loadFileBytes } from './file-bytes.js';
 
-const GGML_TO_DTYPE = new Map<number, DType>([
-  [GGML_TYPE.F32, 'f32'],
-  [GGML_TYPE.F16, 'f16'],
-  [GGML_TYPE.BF16, 'bf16'],
-  [GGML_TYPE.Q8_0, 'q8_0'],
-  [GGML_TYPE.Q4_0, 'q4_0'],
-  [GGML_TYPE.Q2_K, 'q2_k'],
-  [GGML_TYPE.Q4_K, 'q4_k'],
-  [GGML_TYPE.Q5_K, 'q5_k'],
-  [GGML_TYPE.Q6_K, 'q6_k'],
-]);
+/** ggml type ids → the weight dtypes (each dtype's row in WEIGHT_DTYPES names its ggml type). */
+const GGML_TO_DTYPE = new Map<number, DType>(ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, d]));
 
 const GGML_TYPE_NAMES = new Map<number, string>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k]));
-
-/** GGUF architectures whose converter interleaved the Q/K rows (llama.cpp's "normal" RoPE). */
-const PERMUTED_QK_ARCHITECTURES = new Set(['llama']);
+const GGML_SUPPORTED = ALL_DTYPES.map((d) => GGML_TYPE_NAMES.get(WEIGHT_DTYPES[d].ggmlType) ?? d).join(', ');
 
 const TOP_LEVEL_NAMES: Record<string, string> = {
   'token_embd.weight': 'model.embed_tokens.weight',
@@ -54,17 +43,17 @@ export function hfNameOf(ggufName: string): string | null {
   return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
 }
 
-export function loadGgufCheckpoint(path: string, fastLoad: boolean, nameHint?: string): Checkpoint {
+export function loadGgufCheckpoint(path: string, fastLoad: boolean): Checkpoint {
   const header = readGgufHeader(path);
   const metadata = header.metadata;
-  const arch = String(metadata['general.architecture'] ?? '');
   const infos = new Map(header.tensors.map((t) => [t.name, t]));
   const config = configFromGguf(metadata, {
     hasOutputWeight: infos.has('output.weight'),
     embeddingRows: infos.get('token_embd.weight')?.dims[1],
-    nameHint: nameHint ?? basename(path),
     source: path,
   });
+  // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
+  const qkPermuted = architectureNamed(config.architecture)?.module.ggufQkPermuted ?? false;
 
   // Validate every tensor against the file size before touching (or mapping) the data.
   for (const info of header.tensors) {
@@ -83,7 +72,7 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, nameHint?: s
     const dtype = dtypeOf(info, path);
     const shape = [...info.dims].reverse();
     let data = bytes.subarray(info.offset, info.offset + tensorBytes(info, dtype, path));
-    if (PERMUTED_QK_ARCHITECTURES.has(arch)) {
+    if (qkPermuted) {
       const heads = /\.attn_q\.(weight|bias)$/.test(info.name)
         ? config.numHeads
         : /\.attn_k\.(weight|bias)$/.test(info.name)
@@ -105,9 +94,7 @@ function dtypeOf(info: GgufTensorInfo, path: string): DType {
   const dtype = GGML_TO_DTYPE.get(info.ggmlType);
   if (!dtype) {
     const typeName = GGML_TYPE_NAMES.get(info.ggmlType) ?? `ggml type ${info.ggmlType}`;
-    throw new Error(
-      `${path}: tensor ${info.name} has unsupported dtype ${typeName} (supported: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K)`,
-    );
+    throw new Error(`${path}: tensor ${info.name} has unsupported dtype ${typeName} (supported: ${GGML_SUPPORTED})`);
   }
   return dtype;
 }

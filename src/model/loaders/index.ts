@@ -12,8 +12,6 @@ export { loadFileBytes } from './file-bytes.js';
 export interface LoadOptions {
   /** true: sequential reads into memory (default loader); false: memory-map via the native addon. */
   fastLoad: boolean;
-  /** Model id the path was resolved from, used to recognize SmolLM2 (see model-config.ts). */
-  nameHint?: string;
 }
 
 /**
@@ -23,12 +21,12 @@ export interface LoadOptions {
 export function loadCheckpoint(path: string, opts: LoadOptions): Checkpoint {
   if (!existsSync(path)) throw new Error(`${path}: no such file or directory`);
   if (!statSync(path).isDirectory()) {
-    if (path.toLowerCase().endsWith('.gguf')) return loadGgufCheckpoint(path, opts.fastLoad, opts.nameHint);
+    if (path.toLowerCase().endsWith('.gguf')) return loadGgufCheckpoint(path, opts.fastLoad);
     throw new Error(`${path}: not a model (expected a .gguf file or a Hugging Face model directory)`);
   }
-  if (existsSync(join(path, 'config.json'))) return loadSafetensorsDirectory(path, opts.fastLoad, opts.nameHint);
+  if (existsSync(join(path, 'config.json'))) return loadSafetensorsDirectory(path, opts.fastLoad);
   const ggufs = readdirSync(path).filter((f) => f.toLowerCase().endsWith('.gguf'));
-  if (ggufs.length === 1) return loadGgufCheckpoint(join(path, ggufs[0]), opts.fastLoad, opts.nameHint ?? path);
+  if (ggufs.length === 1) return loadGgufCheckpoint(join(path, ggufs[0]), opts.fastLoad);
   if (ggufs.length > 1) throw new Error(`${path}: several .gguf files (${ggufs.join(', ')}); pass one of them`);
   throw new Error(`${path}: no config.json and no .gguf file`);
 }

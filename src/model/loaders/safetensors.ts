@@ -4,13 +4,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Checkpoint, DType, Tensor } from '../types.js';
 import { configFromHf } from '../model-config.js';
+import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import { loadFileBytes } from './file-bytes.js';
 
-const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = {
-  F32: { dtype: 'f32', size: 4 },
-  F16: { dtype: 'f16', size: 2 },
-  BF16: { dtype: 'bf16', size: 2 },
-};
+/** safetensors dtype names → the weight dtypes stored under them (their rows in WEIGHT_DTYPES name them). */
+const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = Object.fromEntries(
+  ALL_DTYPES.flatMap((dtype) => {
+    const t = WEIGHT_DTYPES[dtype];
+    return t.safetensors === null ? [] : [[t.safetensors, { dtype, size: t.blockBytes }]];
+  }),
+);
+const SAFETENSORS_SUPPORTED = Object.keys(SAFETENSORS_DTYPES).join(', ');
 
 export interface SafetensorsFile {
   tensors: Map<string, Tensor>;
@@ -48,7 +52,7 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
       throw new Error(`${path}: bad safetensors JSON header (tensor ${name} lacks dtype/shape/data_offsets)`);
     }
     const kind = SAFETENSORS_DTYPES[e.dtype];
-    if (!kind) throw new Error(`${path}: tensor ${name} has unsupported dtype ${e.dtype} (supported: F32, F16, BF16)`);
+    if (!kind) throw new Error(`${path}: tensor ${name} has unsupported dtype ${e.dtype} (supported: ${SAFETENSORS_SUPPORTED})`);
     const shape = e.shape as number[];
     const [begin, end] = e.data_offsets as number[];
     const expected = shape.reduce((a, b) => a * b, 1) * kind.size;
@@ -82,8 +86,6 @@ export interface SafetensorsCheckpointSpec {
   generationConfigPath?: string | null;
   /** Reported as Checkpoint.source; defaults to the config's directory. */
   source?: string;
-  /** Model id or path, used to recognize SmolLM2 (see model-config.ts); defaults to the config path. */
-  nameHint?: string;
   fastLoad: boolean;
 }
 
@@ -91,11 +93,7 @@ export interface SafetensorsCheckpointSpec {
 export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Checkpoint {
   const rawConfig = readJson(spec.configPath);
   const generationConfig = spec.generationConfigPath ? readJson(spec.generationConfigPath) : null;
-  const config = configFromHf(rawConfig, {
-    generationConfig,
-    nameHint: spec.nameHint ?? spec.configPath,
-    source: spec.configPath,
-  });
+  const config = configFromHf(rawConfig, { generationConfig, source: spec.configPath });
 
   const tensors = new Map<string, Tensor>();
   const aliases: Record<string, string> = {};
@@ -132,7 +130,7 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
 }
 
 /** Load a Hugging Face model directory (config.json + model.safetensors or a sharded index). */
-export function loadSafetensorsDirectory(dir: string, fastLoad: boolean, nameHint?: string): Checkpoint {
+export function loadSafetensorsDirectory(dir: string, fastLoad: boolean): Checkpoint {
   const configPath = resolve(dir, 'config.json');
   if (!existsSync(configPath)) throw new Error(`${dir}: no config.json`);
   const index = resolve(dir, 'model.safetensors.index.json');
@@ -147,7 +145,6 @@ export function loadSafetensorsDirectory(dir: string, fastLoad: boolean, nameHin
     configPath,
     generationConfigPath: existsSync(gen) ? gen : null,
     source: dir,
-    nameHint: nameHint ?? dir,
     fastLoad,
   });
 }

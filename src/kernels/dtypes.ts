@@ -1,0 +1,208 @@
+// The weight and KV-cache dtypes, each one row of a traits table with named fields (as ggml's
+// type_traits): the code the addon takes, the block layout, and the reference codec. Everything that
+// needs a dtype's size or decoder reads its row, so adding a dtype is a row here (and its codec), a
+// row in native/dtypes.cc at the same code, and its kernel slots (native/kernels.h).
+import {
+  BLOCK_Q2_K_BYTES,
+  BLOCK_Q4_0_BYTES,
+  BLOCK_Q4_K_BYTES,
+  BLOCK_Q5_K_BYTES,
+  BLOCK_Q6_K_BYTES,
+  BLOCK_Q8_0_BYTES,
+  QK4_0,
+  QK8_0,
+  QK_K,
+  decodeBf16Row,
+  decodeF16Row,
+  decodeF32Row,
+  decodeQ2KRow,
+  decodeQ4KRow,
+  decodeQ4_0Row,
+  decodeQ5KRow,
+  decodeQ6KRow,
+  decodeQ8_0Row,
+  type RowDecoder,
+} from './dequant.js';
+import {
+  decodeBf16,
+  decodeF32,
+  decodeFp8Elements,
+  encodeBf16,
+  encodeF32,
+  encodeFp8Elements,
+  type KvDecoder,
+  type KvEncoder,
+} from './kv-codec.js';
+
+// ---- weights ----
+
+/** Storage types of weight tensors. Quantized ones use GGUF block layouts along each row. */
+export type DType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q2_k' | 'q4_k' | 'q5_k' | 'q6_k';
+
+export interface WeightDTypeTraits {
+  /** The addon's code for it (enum DType in native/quant.h; its row's index in native/dtypes.cc). */
+  readonly code: number;
+  /** Elements per block (plain floats: 1) and bytes per block. */
+  readonly blockElements: number;
+  readonly blockBytes: number;
+  /** Reference decoder of one row (dequant.ts). */
+  readonly decodeRow: RowDecoder;
+  /**
+   * Code of the packed layout nativeOps.prepareWeight repacks it into (native/packed.h: 16-row
+   * groups for the int8 kernels), or null when the native ops multiply it as loaded.
+   */
+  readonly packedCode: number | null;
+  /** Its ggml type id in GGUF files, and its safetensors dtype name (null: not stored there). */
+  readonly ggmlType: number;
+  readonly safetensors: string | null;
+}
+
+export const WEIGHT_DTYPES: { readonly [D in DType]: WeightDTypeTraits } = {
+  f32: { code: 0, blockElements: 1, blockBytes: 4, decodeRow: decodeF32Row, packedCode: null, ggmlType: 0, safetensors: 'F32' },
+  f16: { code: 1, blockElements: 1, blockBytes: 2, decodeRow: decodeF16Row, packedCode: null, ggmlType: 1, safetensors: 'F16' },
+  bf16: { code: 2, blockElements: 1, blockBytes: 2, decodeRow: decodeBf16Row, packedCode: null, ggmlType: 30, safetensors: 'BF16' },
+  q8_0: {
+    code: 3,
+    blockElements: QK8_0,
+    blockBytes: BLOCK_Q8_0_BYTES,
+    decodeRow: decodeQ8_0Row,
+    packedCode: 9,
+    ggmlType: 8,
+    safetensors: null,
+  },
+  q4_0: {
+    code: 4,
+    blockElements: QK4_0,
+    blockBytes: BLOCK_Q4_0_BYTES,
+    decodeRow: decodeQ4_0Row,
+    packedCode: 10,
+    ggmlType: 2,
+    safetensors: null,
+  },
+  q2_k: {
+    code: 5,
+    blockElements: QK_K,
+    blockBytes: BLOCK_Q2_K_BYTES,
+    decodeRow: decodeQ2KRow,
+    packedCode: null,
+    ggmlType: 10,
+    safetensors: null,
+  },
+  q4_k: {
+    code: 6,
+    blockElements: QK_K,
+    blockBytes: BLOCK_Q4_K_BYTES,
+    decodeRow: decodeQ4KRow,
+    packedCode: null,
+    ggmlType: 12,
+    safetensors: null,
+  },
+  q5_k: {
+    code: 7,
+    blockElements: QK_K,
+    blockBytes: BLOCK_Q5_K_BYTES,
+    decodeRow: decodeQ5KRow,
+    packedCode: null,
+    ggmlType: 13,
+    safetensors: null,
+  },
+  q6_k: {
+    code: 8,
+    blockElements: QK_K,
+    blockBytes: BLOCK_Q6_K_BYTES,
+    decodeRow: decodeQ6KRow,
+    packedCode: null,
+    ggmlType: 14,
+    safetensors: null,
+  },
+};
+
+/** Every weight dtype, in code order. */
+export const ALL_DTYPES = Object.keys(WEIGHT_DTYPES) as DType[];
+
+function weightTraits(dtype: DType): WeightDTypeTraits {
+  const t = WEIGHT_DTYPES[dtype] as WeightDTypeTraits | undefined;
+  if (!t) throw new Error(`unknown dtype ${String(dtype)}`);
+  return t;
+}
+
+/** Bytes one row of `cols` elements occupies; throws when cols does not fill whole blocks. */
+export function bytesPerRow(dtype: DType, cols: number): number {
+  const t = weightTraits(dtype);
+  if (cols % t.blockElements !== 0) {
+    throw new Error(`${dtype} rows must be a multiple of ${t.blockElements} elements, got ${cols}`);
+  }
+  return (cols / t.blockElements) * t.blockBytes;
+}
+
+/**
+ * Decode row `row` of a [rows, cols] matrix stored in `dtype` into out[outOffset .. outOffset+cols).
+ * `data` holds the whole matrix (row r starts at r · bytesPerRow(dtype, cols)).
+ */
+export function dequantizeRow(dtype: DType, data: Uint8Array, row: number, cols: number, out: Float32Array, outOffset = 0): void {
+  const rowBytes = bytesPerRow(dtype, cols);
+  const start = row * rowBytes;
+  if (start + rowBytes > data.length) {
+    throw new Error(`dequantizeRow: row ${row} (${rowBytes} bytes of ${dtype}) lies beyond the ${data.length}-byte tensor`);
+  }
+  if (outOffset + cols > out.length) throw new Error(`dequantizeRow: output too short for ${cols} values at ${outOffset}`);
+  WEIGHT_DTYPES[dtype].decodeRow(data, start, cols, out, outOffset);
+}
+
+/** Decode a whole [rows, cols] tensor to f32 (convenience for norms, biases, tests). */
+export function dequantize(dtype: DType, data: Uint8Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) dequantizeRow(dtype, data, r, cols, out, r * cols);
+  return out;
+}
+
+// ---- KV cache ----
+
+/** Storage types of the paged KV cache. fp8 is OCP E4M3 with a per-layer scale. */
+export type KvDType = 'f32' | 'bf16' | 'fp8';
+
+export interface KvDTypeTraits {
+  /** The addon's code for it (enum KvDType in native/quant.h; its row's index in native/dtypes.cc). */
+  readonly code: number;
+  readonly elementBytes: number;
+  /** Stored values are divided by the layer's kScale / vScale, which must then be > 0; others ignore the scale. */
+  readonly scaled: boolean;
+  /** Reference codec (kv-codec.ts). */
+  readonly encode: KvEncoder;
+  readonly decode: KvDecoder;
+}
+
+export const KV_DTYPES: { readonly [D in KvDType]: KvDTypeTraits } = {
+  f32: { code: 0, elementBytes: 4, scaled: false, encode: encodeF32, decode: decodeF32 },
+  bf16: { code: 1, elementBytes: 2, scaled: false, encode: encodeBf16, decode: decodeBf16 },
+  fp8: { code: 2, elementBytes: 1, scaled: true, encode: encodeFp8Elements, decode: decodeFp8Elements },
+};
+
+/** Every KV dtype, in code order. */
+export const ALL_KV_DTYPES = Object.keys(KV_DTYPES) as KvDType[];
+
+/** Encode `count` values from src[srcOffset…] into storage elements [dstElem, dstElem+count) of dst. */
+export function encodeKvElements(
+  dtype: KvDType,
+  scale: number,
+  src: Float32Array,
+  srcOffset: number,
+  dst: Uint8Array,
+  dstElem: number,
+  count: number,
+): void {
+  KV_DTYPES[dtype].encode(scale, src, srcOffset, dst, dstElem, count);
+}
+
+/** Decode storage elements [srcElem, srcElem+count) of src into out[outOffset…]. */
+export function decodeKvElements(
+  dtype: KvDType,
+  scale: number,
+  src: Uint8Array,
+  srcElem: number,
+  count: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
+  KV_DTYPES[dtype].decode(scale, src, srcElem, count, out, outOffset);
+}
