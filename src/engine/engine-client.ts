@@ -177,7 +177,7 @@ class EngineClient implements RunningEngine {
     if (this.down !== null) return;
     this.down = message;
     for (const queue of this.jobs.values()) {
-      queue.push({ type: 'done', reason, stopTokenId: null, promptTokens: 0, completionTokens: 0, message });
+      queue.push({ type: 'done', reason, message });
       queue.end();
     }
     this.jobs.clear();

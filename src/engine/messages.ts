@@ -66,9 +66,6 @@ export interface JobUpdate {
   logprobs?: TokenLogprob[];
   done?: {
     reason: EngineFinishReason;
-    stopTokenId: number | null;
-    promptTokens: number;
-    completionTokens: number;
     message?: string;
   };
 }

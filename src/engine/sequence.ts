@@ -62,7 +62,3 @@ export function numCompletionTokens(seq: Sequence): number {
 export function numUncached(seq: Sequence): number {
   return seq.tokens.length - seq.numCached;
 }
-
-export function lastToken(seq: Sequence): number {
-  return seq.tokens[seq.tokens.length - 1];
-}

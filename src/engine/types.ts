@@ -63,10 +63,6 @@ export type EngineEvent =
   | {
       type: 'done';
       reason: EngineFinishReason;
-      /** The stop token that ended it, when reason is 'stop'. */
-      stopTokenId: number | null;
-      promptTokens: number;
-      completionTokens: number;
       message?: string;
     };
 

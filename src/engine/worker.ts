@@ -13,7 +13,7 @@ import { BlockManager } from './block-manager.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import { createSequence, numCompletionTokens, lastToken, type Sequence } from './sequence.js';
+import { createSequence, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
@@ -128,9 +128,6 @@ class StepLoop {
       this.seqs.delete(seq.id);
       update(seq).done = {
         reason,
-        stopTokenId: reason === 'stop' ? lastToken(seq) : null,
-        promptTokens: seq.numPromptTokens,
-        completionTokens: numCompletionTokens(seq),
         ...(message !== undefined ? { message } : {}),
       };
     };

@@ -171,7 +171,7 @@ test('admission: queue_full beyond max-num-seqs, too_long beyond max-seq-len', a
   assert.equal((await collect(a)).done.reason, 'cancelled');
   assert.equal((await collect(b)).done.reason, 'cancelled');
   // Room again once the cancellations are through.
-  assert.equal((await collect(engine.submit(request(prompt, { maxTokens: 1 })))).done.completionTokens, 1);
+  assert.equal((await collect(engine.submit(request(prompt, { maxTokens: 1 })))).ids.length, 1);
 
   assert.throws(
     () => engine.submit(request(prompt, { maxTokens: 4 })),
@@ -180,7 +180,7 @@ test('admission: queue_full beyond max-num-seqs, too_long beyond max-seq-len', a
   // Exactly at the limit is fine.
   const exact = await collect(engine.submit(request(prompt, { maxTokens: 3, stopTokenIds: [] })));
   assert.equal(exact.done.reason, 'length');
-  assert.equal(exact.done.completionTokens, 3);
+  assert.equal(exact.ids.length, 3);
 });
 
 test('a request over its timeout ends with reason timeout and frees its blocks', async () => {
@@ -188,8 +188,7 @@ test('a request over its timeout ends with reason timeout and frees its blocks',
   const engine = await start({ maxSeqLen: 1100, maxNumSeqs: 2 });
   const out = await collect(engine.submit(request(chat(QUESTIONS[5]), { maxTokens: 1000, stopTokenIds: [], timeoutMs: 100 })));
   assert.equal(out.done.reason, 'timeout');
-  assert.ok(out.done.completionTokens < 1000);
-  assert.equal(out.done.completionTokens, out.ids.length);
+  assert.ok(out.ids.length < 1000);
   assert.equal(engine.stats().kvBlocksUsed, 0);
   assert.equal(engine.stats().running, 0);
 });

@@ -60,15 +60,13 @@ class ScriptedEngine implements Engine {
     async function* events(): AsyncGenerator<EngineEvent> {
       const ids = s.ids.slice(0, req.maxTokens);
       const chunk = s.chunk ?? 2;
-      let sent = 0;
       for (let i = 0; i < ids.length; i += chunk) {
         await delay(s.delayMs ?? 0);
         if (job.cancelled) {
-          yield { type: 'done', reason: 'cancelled', stopTokenId: null, promptTokens: req.promptTokens.length, completionTokens: sent };
+          yield { type: 'done', reason: 'cancelled' };
           return;
         }
         const part = ids.slice(i, i + chunk);
-        sent += part.length;
         const logprobs = part.map((id) => ({
           id,
           logprob: -0.25,
@@ -83,9 +81,6 @@ class ScriptedEngine implements Engine {
       yield {
         type: 'done',
         reason,
-        stopTokenId: reason === 'stop' ? IM_END : null,
-        promptTokens: req.promptTokens.length,
-        completionTokens: sent,
         message: s.message,
       };
     }
