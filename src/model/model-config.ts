@@ -1,7 +1,7 @@
 // Normalize a Hugging Face config.json (+ generation_config.json) or GGUF metadata into ModelConfig.
 //
-// Architecture choice: config.json `model_type` (or GGUF `general.architecture`) picks the row of
-// ARCHITECTURES (architectures/index.ts) whose module runs it; where families read their configs
+// Architecture choice: config.json `architectures` (else `model_type`), or GGUF
+// `general.architecture`, picks the row of ARCHITECTURES (architectures/index.ts) whose module runs it; where families read their configs
 // differently (sliding window, q/k/v biases), the module says how. Nothing here looks at the name a
 // model is served under.
 import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
@@ -26,10 +26,11 @@ export interface HfConfigOptions {
 /** Build a ModelConfig from a parsed config.json. */
 export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig {
   const where = opts.source ?? 'config.json';
-  const modelType = typeof raw.model_type === 'string' ? raw.model_type : undefined;
-  if (!modelType) throw new ModelConfigError(`${where}: no "model_type"`);
-  const arch = architectureForHf(modelType);
-  if (!arch) throw unsupported(modelType, `model_type in ${where}`);
+  const modelType = typeof raw.model_type === 'string' && raw.model_type !== '' ? raw.model_type : undefined;
+  const classes = Array.isArray(raw.architectures) ? raw.architectures.filter((a): a is string => typeof a === 'string') : [];
+  if (!modelType && classes.length === 0) throw new ModelConfigError(`${where}: neither "architectures" nor "model_type"`);
+  const arch = architectureForHf(classes, modelType);
+  if (!arch) throw unsupported(modelType ?? classes.join(', '), `${modelType ? 'model_type' : 'architectures'} in ${where}`);
   const nameOrPath = typeof raw._name_or_path === 'string' && raw._name_or_path ? raw._name_or_path : null;
 
   const num = (key: string, fallback?: number): number => {

@@ -152,7 +152,16 @@ test('config normalization: mistral window, qwen2 bias, qwen3 head_dim, eos unio
   assert.equal(chat.slidingWindow, null);
   assert.equal(chat.tieWordEmbeddings, true);
 
-  // The architecture comes from model_type alone, never from a name.
+  // The architecture comes from the config's `architectures` class (else model_type), never from a name.
+  const base = read(fixture('tiny_llama_config.json'));
+  const byClass = configFromHf({ ...base, model_type: undefined, architectures: ['Qwen3ForCausalLM'] });
+  assert.equal(byClass.architecture, 'qwen3');
+  const byType = configFromHf({ ...base, model_type: 'qwen2', architectures: ['SomeUnknownForCausalLM'] });
+  assert.equal(byType.architecture, 'qwen2');
+  assert.throws(
+    () => configFromHf({ ...base, model_type: undefined, architectures: undefined }),
+    /neither "architectures" nor "model_type"/,
+  );
   const smol = configFromHf({ ...read(fixture('tiny_llama_config.json')), _name_or_path: 'HuggingFaceTB/SmolLM2-135M' });
   assert.deepEqual([smol.architecture, smol.nameOrPath], ['llama', 'HuggingFaceTB/SmolLM2-135M']);
   assert.throws(() => configFromHf(read(fixture('tiny_mixtral_config.json'))), /"mixtral".*supported: llama/);

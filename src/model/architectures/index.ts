@@ -1,5 +1,6 @@
 // Architecture registry: one row per architecture, mapping the names checkpoints give it (config.json
-// `model_type`, GGUF `general.architecture`) to the module that reads its config quirks and runs it.
+// `architectures` and `model_type`, GGUF `general.architecture`) to the module that reads its config
+// quirks and runs it.
 // A new architecture is its module plus one row here.
 import type { Ops } from '../../kernels/ops.js';
 import type { Checkpoint } from '../types.js';
@@ -14,10 +15,9 @@ export type { ArchitectureModule, ForwardBatch, Model } from './model.js';
 export interface ArchitectureRow {
   /** ModelConfig.architecture: logs, and MODEL.toml `[match] architectures`. */
   readonly name: string;
-  /**
-   * config.json `model_type` values it runs: what transformers' Auto classes dispatch on (the
-   * `architectures` list names head classes of that type, e.g. LlamaForCausalLM).
-   */
+  /** config.json `architectures` classes it runs (the causal-LM head classes, as vLLM's registry keys them). */
+  readonly hfArchitectures: readonly string[];
+  /** config.json `model_type` values it runs, for configs whose `architectures` is missing or unknown. */
   readonly hfModelTypes: readonly string[];
   /** GGUF `general.architecture` values it runs. */
   readonly ggufArchitectures: readonly string[];
@@ -26,16 +26,20 @@ export interface ArchitectureRow {
 
 export const ARCHITECTURES: readonly ArchitectureRow[] = [
   // SmolLM2 checkpoints are Llama ones (LlamaForCausalLM); their MODEL.toml entry matches by name.
-  { name: 'llama', hfModelTypes: ['llama'], ggufArchitectures: ['llama'], module: llama },
+  { name: 'llama', hfArchitectures: ['LlamaForCausalLM'], hfModelTypes: ['llama'], ggufArchitectures: ['llama'], module: llama },
   // llama.cpp writes Mistral models as general.architecture 'llama'.
-  { name: 'mistral', hfModelTypes: ['mistral'], ggufArchitectures: [], module: mistral },
-  { name: 'qwen2', hfModelTypes: ['qwen2'], ggufArchitectures: ['qwen2'], module: qwen2 },
-  { name: 'qwen3', hfModelTypes: ['qwen3'], ggufArchitectures: ['qwen3'], module: qwen3 },
+  { name: 'mistral', hfArchitectures: ['MistralForCausalLM'], hfModelTypes: ['mistral'], ggufArchitectures: [], module: mistral },
+  { name: 'qwen2', hfArchitectures: ['Qwen2ForCausalLM'], hfModelTypes: ['qwen2'], ggufArchitectures: ['qwen2'], module: qwen2 },
+  { name: 'qwen3', hfArchitectures: ['Qwen3ForCausalLM'], hfModelTypes: ['qwen3'], ggufArchitectures: ['qwen3'], module: qwen3 },
 ];
 
-/** The row whose config.json `model_type` this is, if svc runs it. */
-export function architectureForHf(modelType: string): ArchitectureRow | undefined {
-  return ARCHITECTURES.find((a) => a.hfModelTypes.includes(modelType));
+/** The row for a config.json: its first `architectures` class svc knows, else its `model_type`. */
+export function architectureForHf(architectures: readonly string[], modelType: string | undefined): ArchitectureRow | undefined {
+  for (const cls of architectures) {
+    const row = ARCHITECTURES.find((a) => a.hfArchitectures.includes(cls));
+    if (row) return row;
+  }
+  return modelType === undefined ? undefined : ARCHITECTURES.find((a) => a.hfModelTypes.includes(modelType));
 }
 
 /** The row whose GGUF `general.architecture` this is, if svc runs it. */
