@@ -119,7 +119,8 @@ function buildConfig(operands: readonly string[], seen: readonly Occurrence[]): 
     const result = applyValue(flag, row.value, raw ?? '');
     if ('error' in result) return usageError(result.error, warnings);
     if (result.warning) warnings.push(result.warning);
-    draft[row.key] = result.value;
+    const earlier = draft[row.key];
+    draft[row.key] = row.value.repeatable && Array.isArray(earlier) ? [...earlier, ...(result.value as unknown[])] : result.value;
   }
 
   const config = deepFreeze(draft as Config);

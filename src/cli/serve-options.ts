@@ -39,5 +39,8 @@ export function toServeOptions(c: Config): ServeOptions {
       disableThinking: c.disableThinking,
       maxThinkingBudget: c.maxThinkingBudget,
     },
+    // The tokens file is read by serve() at start-up (its errors exit 1); without --require-auth
+    // the key flags have no effect (checkCrossFlagRules warns).
+    auth: c.requireAuth ? { tokens: c.authToken ?? [], tokensFile: c.authTokensFile } : null,
   };
 }

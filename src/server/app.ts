@@ -6,6 +6,8 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
+import { registerAuth, type ApiKeys } from '../ops/auth.js';
+import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
 import { renderOpenAiError } from '../protocols/openai/errors.js';
 import { invalidJson } from './framework-errors.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -39,6 +41,10 @@ export interface AppDeps {
   lifecycle: Lifecycle;
   /** Default: plain text, nothing enforced. */
   chatOutput?: ChatOutputFactory;
+  /** The accepted API keys (--require-auth); default: none needed. */
+  apiKeys?: ApiKeys | null;
+  /** The per-key rate limiter (SVC_RATE_LIMIT_*); default: none. */
+  rateLimiter?: RateLimiter | null;
 }
 
 /** What route plugins get. */
@@ -87,6 +93,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       done(invalidJson((err as Error).message), undefined);
     }
   });
+
+  // API key, then the per-key rate limit (src/ops/), before anything else runs: every route but
+  // those with `openAccess` (/health), the 404 handler included.
+  registerAuth(app, deps.apiKeys ?? null);
+  registerRateLimit(app, deps.rateLimiter ?? null);
 
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config?.needsModel) request.runtime = lifecycle.require();

@@ -1,6 +1,7 @@
-// Running a request's sequences on the engine, for any protocol route: the length budget, engine
-// submission (admission errors → HTTP errors), cancelling on client disconnect, merging the n
-// sequences' steps in arrival order, and the numbers the request log line reports.
+// Running a request's sequences on the engine, for any protocol route: the length budget, the
+// per-key token limit, engine submission (admission errors → HTTP errors), cancelling on client
+// disconnect, merging the n sequences' steps in arrival order, and the numbers the request log
+// line reports.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
 import { runSequence, type OutputPipeline, type SequenceStep } from '../chat/pipeline.js';
@@ -99,10 +100,15 @@ export function runSequences(
       `This request needs ${specs.length} sequences (n × prompts) but the server runs at most ${runtime.engine.maxSequences} at once (--max-num-seqs).`,
     );
   }
+  // Per-key token limit (src/ops/rate-limiter.ts): the prompt now (or a 429), the generated
+  // tokens when the request ends.
+  const rateLimit = request.rateLimitTokens;
+  rateLimit?.admit(promptTokens);
   try {
     for (const s of specs) handles.push(runtime.engine.submit(s.job));
   } catch (err) {
     cancelAll();
+    rateLimit?.refund();
     throw admissionToApiError(err);
   }
   const log: GenerationLog = {
@@ -122,6 +128,7 @@ export function runSequences(
   return track(merge(sequences), log, reply, () => {
     reply.raw.off('close', onClose);
     cancelAll();
+    rateLimit?.settle(log.completionTokens);
   });
 }
 

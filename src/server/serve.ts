@@ -9,7 +9,9 @@ import { startEngine, type EngineOptions, type RunningEngine } from '../engine/e
 import { resolveModelSource } from '../model/hub-cache.js';
 import { planChatOutput } from '../chat/output-plan.js';
 import { readGgufHeader } from '../model/loaders/gguf-header.js';
+import { loadApiKeys, type AuthSettings } from '../ops/auth.js';
 import { createLogger } from '../ops/logger.js';
+import { describeRateLimits, rateLimitsFromEnv, RateLimiter } from '../ops/rate-limiter.js';
 import { buildApp, type AppOptions } from './app.js';
 import { Lifecycle } from './lifecycle.js';
 import { createModelRuntime, type RuntimeSettings } from './runtime.js';
@@ -36,6 +38,8 @@ export interface ServeOptions {
   readonly engine: Readonly<Omit<EngineOptions, 'modelPath' | 'blockSize'>>;
   /** The loaded model's chat settings (tool-call parser, thinking). */
   readonly runtime: Readonly<RuntimeSettings>;
+  /** Where the API keys come from when --require-auth is on; null: no key needed. */
+  readonly auth: AuthSettings | null;
 }
 
 /** Tokens per KV block. */
@@ -64,8 +68,11 @@ export async function serve(options: ServeOptions): Promise<void> {
   const { host, port } = options.listen;
   let engine: RunningEngine | null = null;
   try {
-    // An invalid SVC_LOG_LEVEL or SVC_MAX_BODY_BYTES is a one-line start-up error (EnvError).
+    // An invalid SVC_LOG_LEVEL, SVC_MAX_BODY_BYTES or SVC_RATE_LIMIT_* is a one-line start-up
+    // error (EnvError), and so is an unreadable or empty --auth-tokens-file (AuthConfigError).
     const log = createLogger();
+    const apiKeys = options.auth === null ? null : loadApiKeys(options.auth);
+    const rateLimits = rateLimitsFromEnv();
     const source = resolveModelSource(options.model.id, options.model.path, options.model.cacheDir);
     const modelName = options.model.servedName ?? checkpointName(source) ?? options.model.id ?? options.model.path ?? source;
 
@@ -75,6 +82,9 @@ export async function serve(options: ServeOptions): Promise<void> {
       logger: log,
       lifecycle,
       chatOutput: planChatOutput,
+      apiKeys,
+      // Built once per process: buckets outlive a model swap.
+      rateLimiter: rateLimits === null ? null : new RateLimiter(rateLimits),
     });
     try {
       // Bound now so /health answers 503 while the model loads; ready only at "Listening on".
@@ -108,7 +118,10 @@ export async function serve(options: ServeOptions): Promise<void> {
       `Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`,
     );
     if (runtime.chatTemplate === null) log.warn('the model has no chat template: /v1/chat/completions will refuse requests');
-    if (host === '0.0.0.0' || host === '::') {
+    // How many keys, never which.
+    log.info(apiKeys === null ? 'Authentication: off' : `Authentication: on (${apiKeys.size} API ${apiKeys.size === 1 ? 'key' : 'keys'})`);
+    if (rateLimits !== null) log.info(describeRateLimits(rateLimits));
+    if (apiKeys === null && (host === '0.0.0.0' || host === '::')) {
       log.warn(`the server is exposed on all interfaces (${host}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`);
     } else if (host === '127.0.0.1' || host === 'localhost' || host === '::1') {
       log.info('Bound to loopback only: other machines cannot connect (use --bind 0.0.0.0 to expose it)');

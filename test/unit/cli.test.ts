@@ -214,8 +214,21 @@ test('cross-flag rules', () => {
   assert.match(error('serve', 'm', '--rank', '1'), /^svc: --rank: must be below --world-size \(1\)/);
   assert.equal(config('serve', 'm', '--rank', '1', '--world-size', '2').rank, 1);
   assert.match(error('serve', 'm', '--require-auth'), /^svc: --require-auth: needs --auth-token/);
-  assert.equal(config('serve', 'm', '--require-auth', '--auth-token', 'k').authToken, 'k');
+  assert.deepEqual(config('serve', 'm', '--require-auth', '--auth-token', 'k').authToken, ['k']);
+  assert.equal(config('serve', 'm', '--require-auth', '--auth-tokens-file', '/k').authTokensFile, '/k');
   assert.equal(warnings('serve', 'm', '--auth-token', 'k').length, 1);
+  assert.ok(!warnings('serve', 'm', '--auth-token', 'k').some((w) => w.includes('k ') || w.endsWith('k')), 'no key in warnings');
+});
+
+test('--auth-token is repeatable: every key is kept, in order (other valued flags: the last wins)', () => {
+  const c = config('serve', 'm', '--require-auth', '--auth-token', 'a', '--port', '1', '--auth-token=b', '--auth-token', 'c');
+  assert.deepEqual(c.authToken, ['a', 'b', 'c']);
+  assert.ok(Object.isFrozen(c.authToken));
+  assert.equal(error('serve', 'm', '--require-auth', '--auth-token', ''), 'svc: --auth-token: expected a non-empty API key, got ""');
+  // The value type never writes a key back (warnings, "not implemented yet" lines).
+  const row = ROWS.find((r) => r.name === 'auth-token')!;
+  assert.ok(row.value.takesValue);
+  if (row.value.takesValue) assert.equal(row.value.format(['secret-1', 'secret-2']), '(2 keys)');
 });
 
 test('help: both forms list every flag, alias and group from the table', () => {

@@ -28,6 +28,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       oomGuardMb: 4096,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
+    auth: null,
   };
   assert.deepStrictEqual(toServeOptions(config('acme/tiny')), expected);
 });
@@ -106,4 +107,17 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
 
 test('an unbuilt KV dtype never reaches the engine', () => {
   assert.throws(() => toServeOptions(config('acme/tiny', '--kv-cache-dtype', 'turbo3')), /not implemented yet: --kv-cache-dtype turbo3/);
+});
+
+test('auth: --require-auth gives every --auth-token in order and the tokens file (read later, by serve); off: null', () => {
+  const o = toServeOptions(
+    config('acme/tiny', '--require-auth', '--auth-token', 'k1', '--auth-tokens-file', '/etc/svc/keys', '--auth-token', 'k2'),
+  );
+  assert.deepStrictEqual(o.auth, { tokens: ['k1', 'k2'], tokensFile: '/etc/svc/keys' });
+  assert.deepStrictEqual(toServeOptions(config('acme/tiny', '--require-auth', '--auth-tokens-file', '/k')).auth, {
+    tokens: [],
+    tokensFile: '/k',
+  });
+  // Keys without --require-auth do nothing (the parser warns).
+  assert.equal(toServeOptions(config('acme/tiny', '--auth-token', 'k1')).auth, null);
 });

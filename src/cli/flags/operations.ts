@@ -1,6 +1,6 @@
 // The "Experimental and operations" group of the flag table, in help and README order.
 import { flag } from './spec.js';
-import { decimal, integer, switchFlag, text } from './values.js';
+import { apiKeys, decimal, integer, switchFlag, text } from './values.js';
 
 export const OPERATIONS_FLAGS = [
   flag({
@@ -64,18 +64,18 @@ export const OPERATIONS_FLAGS = [
     group: 'Experimental and operations',
     value: switchFlag(true),
     default: false,
-    help: 'Require `Authorization: Bearer <key>` on write endpoints and /tokenize, /detokenize.',
-    built: false,
+    help: 'Require an API key (`Authorization: Bearer <key>` or `x-api-key: <key>`) on every route but /health.',
+    built: true,
   }),
   flag({
     name: 'auth-token',
     key: 'authToken',
     group: 'Experimental and operations',
-    value: text('key', 'API key'),
+    value: apiKeys('key'),
     default: undefined,
     defaultText: 'none',
-    help: 'An accepted API key (with --require-auth).',
-    built: false,
+    help: 'An accepted API key (with --require-auth); repeatable. Other users can read it in the process list: prefer --auth-tokens-file.',
+    built: true,
   }),
   flag({
     name: 'auth-tokens-file',
@@ -84,8 +84,8 @@ export const OPERATIONS_FLAGS = [
     value: text('path', 'path'),
     default: undefined,
     defaultText: 'none',
-    help: 'File of accepted API keys (with --require-auth).',
-    built: false,
+    help: 'File of accepted API keys (with --require-auth): one per line; blank lines and lines starting with # are skipped.',
+    built: true,
   }),
   flag({
     name: 'auto-swap',

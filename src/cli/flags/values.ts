@@ -23,6 +23,9 @@ export interface ArgValue<T> {
   parse(raw: string): Parsed<T>;
   /** How a parsed value is written back (warnings, "not implemented yet" messages). */
   format(value: T): string;
+  /** The flag may be given several times: each occurrence's value (an array) is appended to the
+   *  earlier ones instead of replacing them (--auth-token). */
+  readonly repeatable?: true;
 }
 
 export type ValueType<T> = SwitchValue<T> | ArgValue<T>;
@@ -109,6 +112,22 @@ export function text(placeholder: string, what: string): ArgValue<string> {
       return raw === '' ? bad : ok(raw);
     },
     format: String,
+  };
+}
+
+/** API keys (--auth-token): repeatable, so the values accumulate in order. A key is a secret, so
+ *  `format` never writes one back. */
+export function apiKeys(placeholder: string): ArgValue<readonly string[]> {
+  return {
+    takesValue: true,
+    placeholder,
+    expected: 'a non-empty API key',
+    documented: false,
+    repeatable: true,
+    parse(raw) {
+      return raw === '' ? bad : ok([raw]);
+    },
+    format: (value) => `(${value.length} ${value.length === 1 ? 'key' : 'keys'})`,
   };
 }
 
