@@ -9,11 +9,16 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { InjectOptions } from 'fastify';
+import type { FastifyPluginAsync, InjectOptions } from 'fastify';
+import pino from 'pino';
+import type { ErrorRenderer } from '../../src/common/api-error.js';
 import { EngineAdmissionError } from '../../src/engine/types.js';
 import { ApiKeys, loadApiKeys } from '../../src/ops/auth.js';
 import { RateLimiter, type RateLimits } from '../../src/ops/rate-limiter.js';
-import { IM_END, scriptedApp, tinyTokenizer } from '../helpers/scripted-app.js';
+import { buildApp, type RouteDeps } from '../../src/server/app.js';
+import { Lifecycle } from '../../src/server/lifecycle.js';
+import { registerProtocol } from '../../src/server/protocol-plugin.js';
+import { IM_END, SCRIPTED_OPTIONS, scriptedApp, tinyTokenizer } from '../helpers/scripted-app.js';
 
 const KEY = 'sk-svc-test-0123456789abcdef';
 const OTHER_KEY = 'sk-other-key';
@@ -49,6 +54,13 @@ async function call(app: App, method: string, url: string, headers: Record<strin
     ...extra,
   });
   return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) };
+}
+
+/** A rate limiter on a hand-driven clock (`clock.t`, ms). */
+function limited(limits: Partial<RateLimits>) {
+  const clock = { t: 0 };
+  const limiter = new RateLimiter({ rpm: 0, tpm: 0, burstRpm: 0, burstTpm: 0, ...limits }, { now: () => clock.t });
+  return { limiter, clock };
 }
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -148,14 +160,45 @@ test('API keys: duplicates count once; the identity is stable and is not the key
   assert.equal(loadApiKeys({ tokens: [KEY] }).match(KEY), id);
 });
 
+test('401 and 429 come out in the shape of the protocol the route belongs to', async () => {
+  // A made-up protocol with Anthropic's error shape, beside OpenAI's.
+  const renderFake: ErrorRenderer = (err) => ({ type: 'error', error: { type: err.code, message: err.message } });
+  const fakeRoutes: FastifyPluginAsync<RouteDeps> = async (scope) => {
+    scope.post('/messages', async () => ({ ok: true }));
+  };
+  const { limiter } = limited({ rpm: 60, burstRpm: 1 });
+  const app = buildApp({
+    options: SCRIPTED_OPTIONS,
+    logger: pino({ level: 'silent' }),
+    lifecycle: new Lifecycle('no_model'),
+    apiKeys: new ApiKeys([KEY]),
+    rateLimiter: limiter,
+  });
+  registerProtocol(
+    app,
+    { prefix: '/fake', renderError: renderFake, routes: [fakeRoutes] },
+    { options: SCRIPTED_OPTIONS, chatOutput: () => ({ stages: [] }) },
+  );
+  const denied = await call(app, 'POST', '/fake/messages', { authorization: 'Bearer nope' });
+  assert.equal(denied.status, 401);
+  assert.equal(denied.headers['www-authenticate'], 'Bearer');
+  assert.deepEqual(denied.json().error.type, 'invalid_api_key');
+  assert.equal(denied.json().type, 'error');
+  assert.equal((await call(app, 'POST', '/fake/messages', { 'x-api-key': KEY })).status, 200);
+  const limitedRes = await call(app, 'POST', '/fake/messages', { 'x-api-key': KEY });
+  assert.equal(limitedRes.status, 429);
+  assert.equal(limitedRes.headers['retry-after'], '1');
+  assert.deepEqual(limitedRes.json(), {
+    type: 'error',
+    error: { type: 'rate_limit_exceeded', message: 'Rate limit reached for requests per minute (60/min, burst 1); retry in 1 s.' },
+  });
+  // OpenAI's routes keep OpenAI's shape.
+  assert.equal((await call(app, 'GET', '/v1/models')).json().error.code, 'invalid_api_key');
+  await app.close();
+});
+
 // ---------------------------------------------------------------------------------------------
 // Rate limits through the app
-
-function limited(limits: Partial<RateLimits>) {
-  const clock = { t: 0 };
-  const limiter = new RateLimiter({ rpm: 0, tpm: 0, burstRpm: 0, burstTpm: 0, ...limits }, { now: () => clock.t });
-  return { limiter, clock };
-}
 
 test('rate limit: requests per key (API key); 429 in the OpenAI shape with Retry-After; refills on time; /health and 401s not counted', async () => {
   const { limiter, clock } = limited({ rpm: 60, burstRpm: 2 });
