@@ -5,11 +5,16 @@
 //      partially prefilled one, while the prefill budget (maxPrefillTokens) lasts;
 //   2. then waiting sequences are admitted in FIFO order while fewer than maxBatchSize hold KV
 //      and the prefill budget and free blocks allow (a long prompt is spread over steps).
-// Decodes do not draw on the prefill budget. When a running sequence needs a block and none is
-// free, the newest running sequence is preempted: its blocks go back to the pool and it waits
-// at the head of the queue to be recomputed (prompt + tokens generated so far). The memory
-// budget guarantees the pool holds at least one max-length sequence, so the oldest running
-// sequence can always finish.
+// Decodes do not draw on the prefill budget. The budget is shared so that one long prompt cannot
+// hold back the others: every sequence that needs prefill this step (partial prefills and the
+// waiting ones there is room for) is promised min(its need, maxPrefillTokens / maxBatchSize)
+// tokens, and a chunk leaves what is promised to those after it. A new arrival therefore gets a
+// step within one prefill chunk, its whole prompt when it is short; an older prefill still takes
+// the rest of the budget, and a lone prompt all of it.
+// When a running sequence needs a block and none is free, the newest running sequence is
+// preempted: its blocks go back to the pool and it waits at the head of the queue to be
+// recomputed (prompt + tokens generated so far). The memory budget guarantees the pool holds at
+// least one max-length sequence, so the oldest running sequence can always finish.
 //
 // After the forward pass, postprocess hands each sampling sequence its new tokens — one per step
 // today, several when a step verifies speculated tokens — and ends the sequences they finish.
@@ -73,11 +78,19 @@ export class Scheduler {
     const chunks: ScheduledChunk[] = [];
     let budget = this.config.maxPrefillTokens;
     let preempted = false;
+    // The share promised to each prefill of this step, and what is promised to those not yet planned.
+    const share = Math.max(1, Math.floor(this.config.maxPrefillTokens / this.config.maxBatchSize));
+    const promise = (seq: Sequence): number => Math.min(numUncached(seq), share);
+    let promisedLater = 0;
+    for (const seq of this.running) if (numUncached(seq) > 1) promisedLater += promise(seq);
+    const slots = this.config.maxBatchSize - this.running.length;
+    for (let i = 0; i < Math.min(slots, this.waiting.length); i++) promisedLater += promise(this.waiting[i]);
 
     for (let i = 0; i < this.running.length; i++) {
       const seq = this.running[i];
       const uncached = numUncached(seq);
-      const length = uncached === 1 ? 1 : Math.min(uncached, budget);
+      if (uncached > 1) promisedLater -= promise(seq);
+      const length = uncached === 1 ? 1 : Math.max(0, Math.min(uncached, budget - promisedLater));
       if (length === 0) continue; // a prefill waiting for budget keeps its blocks
       const target = seq.numCached + length;
       // Make room by preempting from the newest end; never a sequence already in this batch.
@@ -96,7 +109,9 @@ export class Scheduler {
     // Admitting right after a preemption would only take the blocks back from the one preempted.
     while (!preempted && this.waiting.length > 0 && this.running.length < this.config.maxBatchSize && budget > 0) {
       const seq = this.waiting[0];
-      const length = Math.min(numUncached(seq), budget);
+      promisedLater -= promise(seq);
+      const length = Math.min(numUncached(seq), budget - promisedLater);
+      if (length <= 0) break;
       const target = seq.numCached + length;
       if (!this.blocks.canGrow(seq.blockTable, target)) break;
       this.waiting.shift();

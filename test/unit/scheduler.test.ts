@@ -103,6 +103,93 @@ test('at most maxBatchSize sequences run; the rest wait in FIFO order', () => {
   assert.equal(bm.usedBlocks(), 0);
 });
 
+test('a new arrival gets a step within one prefill chunk while a long prompt is prefilled', () => {
+  // Budget 64 over 4 slots: each prefill of a step is promised min(need, 16) tokens.
+  const bm = new BlockManager(256, 16);
+  const s = new Scheduler({ maxBatchSize: 4, maxPrefillTokens: 64 }, bm);
+  const long = seq(1000, 2);
+  s.add(long);
+  let batch = step(s);
+  assert.deepEqual(
+    batch.chunks.map((c) => [c.seq.id, c.start, c.length]),
+    [[long.id, 0, 64]],
+    'alone, the long prompt takes the whole budget',
+  );
+  // A 5-token prompt arrives mid-prefill: the very next step prefills all of it and samples its first token.
+  const short = seq(5, 3);
+  s.add(short);
+  batch = step(s);
+  assert.deepEqual(
+    batch.chunks.map((c) => [c.seq.id, c.start, c.length, c.sample]),
+    [
+      [long.id, 64, 59, false],
+      [short.id, 0, 5, true],
+    ],
+  );
+  assert.equal(batch.numTokens, 64, 'the budget is used in full');
+  // A longer arrival is chunked at its share; the older prefill keeps the rest.
+  const medium = seq(100, 1);
+  s.add(medium);
+  batch = step(s);
+  assert.deepEqual(
+    batch.chunks.map((c) => [c.seq.id, c.start, c.length]),
+    [
+      [long.id, 123, 48],
+      [short.id, 5, 1],
+      [medium.id, 0, 16],
+    ],
+  );
+  // Everyone finishes; decodes never waited for the long prefill.
+  let steps = 0;
+  while (short.status !== 'finished') {
+    step(s);
+    steps++;
+  }
+  assert.equal(steps, 1, 'the short sequence decodes every step');
+  while (s.hasWork()) {
+    step(s);
+    checkInvariants(s, bm);
+  }
+  assert.equal(long.finishReason, 'length');
+  assert.equal(medium.finishReason, 'length');
+  assert.equal(bm.usedBlocks(), 0);
+});
+
+test('a lone long prompt gets the whole prefill budget every step (no throughput lost to fairness)', () => {
+  const bm = new BlockManager(256, 16);
+  const s = new Scheduler({ maxBatchSize: 8, maxPrefillTokens: 100 }, bm);
+  const a = seq(450, 1);
+  s.add(a);
+  const lengths: number[] = [];
+  while (s.hasWork()) lengths.push(...step(s).chunks.map((c) => c.length));
+  assert.deepEqual(lengths, [100, 100, 100, 100, 50]);
+});
+
+test('prefills of equal age keep FIFO preference: the older takes the budget beyond the shares', () => {
+  const bm = new BlockManager(256, 16);
+  const s = new Scheduler({ maxBatchSize: 4, maxPrefillTokens: 64 }, bm);
+  const a = seq(200, 1);
+  const b = seq(200, 1);
+  const c = seq(200, 1);
+  s.add(a);
+  s.add(b);
+  s.add(c);
+  const batch = step(s);
+  assert.deepEqual(
+    batch.chunks.map((ch) => [ch.seq.id, ch.length]),
+    [
+      [a.id, 32],
+      [b.id, 16],
+      [c.id, 16],
+    ],
+  );
+  while (s.hasWork()) {
+    step(s);
+    checkInvariants(s, bm);
+  }
+  assert.equal(bm.usedBlocks(), 0);
+});
+
 test('a stop token ends a sequence before max tokens', () => {
   const bm = new BlockManager(8, 16);
   const s = new Scheduler({ maxBatchSize: 2, maxPrefillTokens: 100 }, bm);
