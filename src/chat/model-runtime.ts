@@ -14,6 +14,8 @@ export interface ModelRuntime {
   /** Token ids that end generation unless the request sets ignore_eos. */
   eosTokenIds: number[];
   modelConfig: ModelConfig;
+  /** The context length served (prompt + completion): --max-seq-len, else the model's own. */
+  maxSeqLen: number;
   /** Sampling values a request gets when it omits them (MODEL.toml, generation_config.json). */
   samplingDefaults: ModelSamplingDefaults;
   /** How this model's output is read: tool-call format, reasoning, thinking budget. */

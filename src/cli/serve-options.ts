@@ -21,7 +21,6 @@ export function toServeOptions(c: Config): ServeOptions {
       defaultTopNSigma: c.defaultTopNSigma,
       toolMaxTokens: c.toolMaxTokens,
       requestTimeoutSec: c.requestTimeout,
-      maxSeqLen: c.maxSeqLen,
       disableThinking: c.disableThinking,
     },
     engine: {

@@ -57,7 +57,8 @@ export function startEngine(options: EngineOptions): Promise<RunningEngine> {
 
 function checkOptions(o: EngineOptions): void {
   const positiveInts = {
-    maxSeqLen: o.maxSeqLen,
+    // Unset: the model's own context length, known once the worker has read the config.
+    ...(o.maxSeqLen === undefined ? {} : { maxSeqLen: o.maxSeqLen }),
     maxBatchSize: o.maxBatchSize,
     maxPrefillTokens: o.maxPrefillTokens,
     maxNumSeqs: o.maxNumSeqs,
@@ -111,10 +112,10 @@ class EngineClient implements RunningEngine {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1)
       throw new RangeError(`maxTokens must be a positive integer, got ${req.maxTokens}`);
     const total = req.promptTokens.length + req.maxTokens;
-    if (total > this.options.maxSeqLen) {
+    if (total > this.info.maxSeqLen) {
       throw new EngineAdmissionError(
         'too_long',
-        `prompt (${req.promptTokens.length} tokens) + max_tokens (${req.maxTokens}) = ${total} tokens exceeds --max-seq-len ${this.options.maxSeqLen}`,
+        `prompt (${req.promptTokens.length} tokens) + max_tokens (${req.maxTokens}) = ${total} tokens exceeds the context length ${this.info.maxSeqLen}`,
       );
     }
     if (this.jobs.size >= this.options.maxNumSeqs) {

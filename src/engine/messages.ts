@@ -17,7 +17,8 @@ export interface EngineOptions {
   /** Large sequential reads (true) or memory-mapping (false). */
   fastLoad: boolean;
   kvCacheDtype: KvDType;
-  maxSeqLen: number;
+  /** Context length (prompt + completion); undefined = the model's own (max_position_embeddings). */
+  maxSeqLen?: number;
   /** Most sequences holding KV and stepping together. */
   maxBatchSize: number;
   /** Prompt tokens prefilled per step (chunked prefill budget). */
@@ -35,6 +36,8 @@ export interface EngineOptions {
 /** What the engine reports once loaded (the lead logs it). */
 export interface EngineInfo {
   config: ModelConfig;
+  /** The context length served: --max-seq-len, else the model's max_position_embeddings. */
+  maxSeqLen: number;
   /** Kernel backend name (Ops.name). */
   ops: string;
   weightBytes: number;

@@ -226,6 +226,7 @@ function start(options: EngineOptions): void {
     let weightBytes = 0;
     for (const data of buffers) weightBytes += data.byteLength;
     const config = checkpoint.config;
+    const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
     // Every layer stores keys and values in --kv-cache-dtype (a per-layer plan allows other choices).
     const kvDtypes = kvLayerDTypes(options.kvCacheDtype, config.numLayers);
     const memoryBytes = options.memoryBytes ?? totalmem();
@@ -237,7 +238,7 @@ function start(options: EngineOptions): void {
       oomGuardMb: options.oomGuardMb,
       kvBytesPerToken: kvBytesPerToken(config, kvDtypes),
       blockSize: options.blockSize,
-      maxSeqLen: options.maxSeqLen,
+      maxSeqLen,
       maxNumSeqs: options.maxNumSeqs,
     });
     const ops = defaultOps();
@@ -248,6 +249,7 @@ function start(options: EngineOptions): void {
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
     info = {
       config,
+      maxSeqLen,
       ops: ops.name,
       weightBytes,
       memoryBytes,

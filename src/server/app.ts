@@ -29,8 +29,6 @@ export interface AppOptions {
   toolMaxTokens: number;
   /** Per-request limit in seconds; 0 = none. */
   requestTimeoutSec: number;
-  /** Context length: prompt + completion. */
-  maxSeqLen: number;
   /** --disable-thinking: chats are rendered with enable_thinking false. */
   disableThinking?: boolean;
 }

@@ -50,6 +50,7 @@ export function createModelRuntime(
     chatTemplate: findChatTemplate(source),
     eosTokenIds: config.eosTokenIds,
     modelConfig: config,
+    maxSeqLen: engine.info.maxSeqLen,
     samplingDefaults: samplingDefaults(source, modelToml),
     chat: {
       toolCallParser: parser,

@@ -113,6 +113,18 @@ export async function serve(options: ServeOptions): Promise<void> {
       `KV pool: ${info.kvPoolTokens} tokens (${info.kvBlocks} blocks of ${info.blockSize}, ${info.kvCacheDtype}, ` +
         `${(info.kvPoolBytes / 2 ** 20).toFixed(1)} MiB; limited by ${info.kvPoolLimitedBy === 'memory' ? 'the memory budget' : '--max-seq-len × --max-num-seqs'})`,
     );
+    const ownContext = info.config.maxPositionEmbeddings;
+    const from =
+      options.engine.maxSeqLen === undefined
+        ? "the model's max_position_embeddings; --max-seq-len sets another"
+        : `--max-seq-len; the model's own is ${ownContext}`;
+    log.info(`Context length: ${info.maxSeqLen} tokens (${from})`);
+    if (options.engine.maxSeqLen !== undefined && options.engine.maxSeqLen > ownContext) {
+      log.warn(
+        `--max-seq-len ${options.engine.maxSeqLen} exceeds the model's own context length (max_position_embeddings ${ownContext}): ` +
+          'positions past it were never trained and output there is likely to degrade',
+      );
+    }
     if (modelToml) log.info(`MODEL.toml: ${modelToml.source}`);
     log.info(
       `Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`,

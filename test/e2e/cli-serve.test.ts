@@ -48,12 +48,14 @@ test('svc serve --model-from-path: ready line, loopback note, health, models, a 
     assert.match(stderr, new RegExp(`^Listening on 127\\.0\\.0\\.1:${port}$`, 'm'));
     assert.match(stderr, /loopback only/);
     assert.match(stderr, /^KV pool: \d+ tokens/m);
+    // No --max-seq-len: the model's own context (config.json max_position_embeddings 4096).
+    assert.match(stderr, /^Context length: 4096 tokens \(the model's max_position_embeddings/m);
     const base = `http://127.0.0.1:${port}`;
     assert.equal((await fetch(`${base}/health`)).status, 200);
-    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string; max_model_len: number }[] };
     assert.deepEqual(
-      models.data.map((m) => m.id),
-      ['tiny'],
+      models.data.map((m) => [m.id, m.max_model_len]),
+      [['tiny', 4096]],
     );
     const res = await fetch(`${base}/v1/completions`, {
       method: 'POST',
@@ -114,14 +116,19 @@ test('svc serve ORG/NAME resolves the model in the hub cache (--cache-dir) and s
   writeFileSync(join(repo, 'refs', 'main'), 'abc123');
   for (const f of readdirSync(TINY_CHAT)) symlinkSync(join(TINY_CHAT, f), join(snapshot, f));
   const port = await freePort();
-  const svc = runSvc(['serve', 'acme/tiny-chat', '--cache-dir', cache, '--port', String(port)], /^Listening on /m);
+  // A --max-seq-len past the model's own 4096 is served, with a warning.
+  const svc = runSvc(['serve', 'acme/tiny-chat', '--cache-dir', cache, '--port', String(port), '--max-seq-len', '8192'], /^Listening on /m);
   try {
     await svc.ready;
     assert.match(svc.output().stderr, /^Listening on /m);
-    const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] };
+    assert.match(
+      svc.output().stderr,
+      /^warning: --max-seq-len 8192 exceeds the model's own context length \(max_position_embeddings 4096\)/m,
+    );
+    const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string; max_model_len: number }[] };
     assert.deepEqual(
-      models.data.map((m) => m.id),
-      ['acme/tiny-chat'],
+      models.data.map((m) => [m.id, m.max_model_len]),
+      [['acme/tiny-chat', 8192]],
     );
   } finally {
     svc.child.kill('SIGTERM');

@@ -75,8 +75,8 @@ export const SCRIPTED_OPTIONS: AppOptions = {
   defaultTopNSigma: 1.0,
   toolMaxTokens: 300,
   requestTimeoutSec: 300,
-  maxSeqLen: 512,
 };
+export const SCRIPTED_MAX_SEQ_LEN = 512;
 
 export interface ScriptedAppSetup {
   script?: Script;
@@ -103,6 +103,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
     chatTemplate,
     eosTokenIds: [IM_END, 151643],
     modelConfig,
+    maxSeqLen: SCRIPTED_MAX_SEQ_LEN,
     samplingDefaults: {},
     chat: { toolCallParser: 'hermes', reasoning: false, disableThinking: false, maxThinkingBudget: null },
   };

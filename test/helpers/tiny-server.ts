@@ -21,7 +21,6 @@ export const TINY_OPTIONS: AppOptions = {
   defaultTopNSigma: 1.0,
   toolMaxTokens: 8192,
   requestTimeoutSec: 60,
-  maxSeqLen: TINY_MAX_SEQ_LEN,
 };
 
 export interface TinyServer {

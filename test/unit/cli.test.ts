@@ -101,7 +101,7 @@ test('defaults: serve MODEL gives the spec defaults in a frozen Config', () => {
     autoSwap: false,
     dump: undefined,
     gpuMemoryUtilization: 0.9,
-    maxSeqLen: 32768,
+    maxSeqLen: undefined,
     maxBatchSize: 8,
     maxPrefillTokens: 8192,
     maxNumSeqs: 128,

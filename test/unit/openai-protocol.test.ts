@@ -101,8 +101,8 @@ const OPTIONS: AppOptions = {
   defaultTopNSigma: 1.0,
   toolMaxTokens: 300,
   requestTimeoutSec: 300,
-  maxSeqLen: 512,
 };
+const MAX_SEQ_LEN = 512;
 
 function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, ready = true, chatOutput?: ChatOutputFactory) {
   const engine = new ScriptedEngine(script);
@@ -120,6 +120,7 @@ function setup(script: Script = { ids: [...tokenizer.encode(ANSWER), IM_END] }, 
     chatTemplate,
     eosTokenIds: [IM_END, 151643],
     modelConfig,
+    maxSeqLen: MAX_SEQ_LEN,
     samplingDefaults: {},
     chat: { toolCallParser: 'hermes', reasoning: false, disableThinking: false, maxThinkingBudget: null },
   };
@@ -236,7 +237,7 @@ test('413: a body over the limit, in the OpenAI shape', async () => {
 
 test('400 context_length_exceeded: prompt + max_tokens over the context', async () => {
   const { app, engine } = setup();
-  const res = await post(app, '/v1/chat/completions', { messages: USER, max_tokens: OPTIONS.maxSeqLen });
+  const res = await post(app, '/v1/chat/completions', { messages: USER, max_tokens: MAX_SEQ_LEN });
   assert.equal(res.status, 400);
   const err = res.json().error;
   assert.equal(err.code, 'context_length_exceeded');
@@ -325,7 +326,7 @@ test('request fields → engine job: defaults, vLLM extensions, EOS handling, ma
   const job = engine.jobs[0]!.req;
   assert.deepEqual(job.sampling, { temperature: 1, topK: 0, topP: 1, minP: 0.08, topNSigma: 1, seed: null });
   assert.deepEqual(job.stopTokenIds, [IM_END, 151643]);
-  assert.equal(job.maxTokens, OPTIONS.maxSeqLen - job.promptTokens.length, 'default: the rest of the context');
+  assert.equal(job.maxTokens, MAX_SEQ_LEN - job.promptTokens.length, 'default: the rest of the context');
   assert.equal(job.timeoutMs, 300_000);
   assert.equal(job.logprobs, 0);
   const rendered = tokenizer.decode(job.promptTokens);

@@ -170,7 +170,6 @@ const OPTIONS: AppOptions = {
   defaultTopNSigma: 0,
   toolMaxTokens: 100,
   requestTimeoutSec: 0,
-  maxSeqLen: 64,
 };
 
 /** Anthropic's error shape, for the made-up protocol below. */

@@ -16,11 +16,11 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
   const expected: ServeOptions = {
     model: { id: 'acme/tiny', path: undefined, cacheDir: undefined, servedName: undefined },
     listen: { host: '127.0.0.1', port: 8888 },
-    app: { defaultMinP: 0.08, defaultTopNSigma: 1, toolMaxTokens: 8192, requestTimeoutSec: 300, maxSeqLen: 32768, disableThinking: false },
+    app: { defaultMinP: 0.08, defaultTopNSigma: 1, toolMaxTokens: 8192, requestTimeoutSec: 300, disableThinking: false },
     engine: {
       fastLoad: true,
       kvCacheDtype: 'fp8',
-      maxSeqLen: 32768,
+      maxSeqLen: undefined,
       maxBatchSize: 8,
       maxPrefillTokens: 8192,
       maxNumSeqs: 128,
@@ -41,7 +41,7 @@ test('model source, name and listen address', () => {
   assert.deepStrictEqual(o.listen, { host: '0.0.0.0', port: 9000 });
 });
 
-test('limits reach the engine; --max-seq-len also bounds requests in the app', () => {
+test("limits reach the engine (the context length the app serves is the engine's, from the runtime)", () => {
   const o = toServeOptions(
     config(
       'acme/tiny',
@@ -72,7 +72,7 @@ test('limits reach the engine; --max-seq-len also bounds requests in the app', (
     gpuMemoryUtilization: 0.5,
     oomGuardMb: 0,
   });
-  assert.equal(o.app.maxSeqLen, 4096);
+  assert.equal('maxSeqLen' in o.app, false);
 });
 
 test('sampling defaults and timeouts go to the app; reasoning and tool settings to the app and runtime', () => {
@@ -99,7 +99,6 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     defaultTopNSigma: 2.5,
     toolMaxTokens: 100,
     requestTimeoutSec: 0,
-    maxSeqLen: 32768,
     disableThinking: true,
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });

@@ -18,8 +18,9 @@ export const LIMITS_FLAGS = [
     key: 'maxSeqLen',
     group: 'Limits',
     value: integer(1, undefined, 'tokens'),
-    default: 32768,
-    help: 'Maximum sequence length in tokens; sizes the KV pool.',
+    default: undefined,
+    defaultText: "the model's max_position_embeddings",
+    help: "Maximum sequence length in tokens (prompt + completion); sizes the KV pool. Above the model's own limit start-up warns.",
     built: true,
   }),
   flag({

@@ -136,7 +136,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
       const chat = decodeChatRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
       const { tokens: prompt, text: promptText } = buildChatPrompt(chat, runtime);
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
-      const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, options.maxSeqLen, cap);
+      const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, runtime.maxSeqLen, cap);
       const specs = Array.from({ length: chat.n }, (_, seq) => {
         const plan = chatOutput({ request: chat, runtime, promptText });
         const job = {

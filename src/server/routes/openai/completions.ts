@@ -50,7 +50,7 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
       const specs: SequenceSpec[] = [];
       const echoes: string[] = [];
       for (const prompt of prompts) {
-        const maxTokens = resolveMaxTokens(prompt.tokens.length, req.maxTokens, options.maxSeqLen, null);
+        const maxTokens = resolveMaxTokens(prompt.tokens.length, req.maxTokens, runtime.maxSeqLen, null);
         for (let seq = 0; seq < req.n; seq++) {
           const job = engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq);
           const pipeline = new OutputPipeline({

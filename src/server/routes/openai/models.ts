@@ -7,9 +7,15 @@ export const modelsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options
   // Creation time of the record: when this server started serving.
   const created = Math.floor(Date.now() / 1000);
   // max_model_len as vLLM reports it, so clients can size their prompts.
-  const record = () => ({ id: options.modelName, object: 'model', created, owned_by: 'svc', max_model_len: options.maxSeqLen });
+  const record = (maxModelLen: number) => ({
+    id: options.modelName,
+    object: 'model',
+    created,
+    owned_by: 'svc',
+    max_model_len: maxModelLen,
+  });
 
-  app.get('/models', { config: { needsModel: true } }, async () => ({ object: 'list', data: [record()] }));
+  app.get('/models', { config: { needsModel: true } }, async (request) => ({ object: 'list', data: [record(request.runtime!.maxSeqLen)] }));
 
   // OpenAI's retrieve: the served model under its name; any other name is not served here.
   app.get<{ Params: { model: string } }>('/models/:model', { config: { needsModel: true } }, async (request) => {
@@ -19,6 +25,6 @@ export const modelsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options
         param: 'model',
       });
     }
-    return record();
+    return record(request.runtime!.maxSeqLen);
   });
 };
