@@ -4,6 +4,7 @@
 import type { Engine } from '../engine/types.js';
 import type { ModelConfig } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer.js';
+import type { PromptWorkers } from './prompt-workers.js';
 
 /** Everything a request needs from the loaded model. */
 export interface ModelRuntime {
@@ -20,6 +21,11 @@ export interface ModelRuntime {
   samplingDefaults: ModelSamplingDefaults;
   /** How this model's output is read: tool-call format, reasoning, thinking budget. */
   chat: ChatSettings;
+  /**
+   * Threads that render and tokenize prompts off the event loop (a served model always has them;
+   * without, prompts are built on the calling thread, as in tests that build a runtime by hand).
+   */
+  prompts?: PromptWorkers;
 }
 
 /** The model's own sampling defaults (MODEL.toml [sampling], else generation_config.json), under their usual names. */

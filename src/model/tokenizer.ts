@@ -13,6 +13,11 @@ export interface EncodeOptions {
    * tokenizer would for a raw prompt. Default false: text rendered by a chat template already carries them.
    */
   addSpecialTokens?: boolean;
+  /**
+   * The caller only needs to know whether the text has more ids than this: encoding may stop early
+   * (between the pieces of a very long word) once past it, returning more than `limit` ids but not all.
+   */
+  limit?: number;
 }
 
 export interface DecodeOptions {
@@ -35,6 +40,11 @@ export interface Tokenizer {
   readonly eosToken: string | null;
   /** Whether a prompt should start with BOS (what encode adds with addSpecialTokens). */
   readonly addBosToken: boolean;
+  /**
+   * The most UTF-16 units of input one token can stand for (Infinity when no such bound holds): a text
+   * longer than maxSeqLen × this can never fit the context (src/model/tokenizers/input-bounds.ts).
+   */
+  readonly maxInputCharsPerToken: number;
   /** What it was built from, as plain data: another thread rebuilds the same tokenizer with tokenizerFromDefinition. */
   readonly definition: TokenizerDefinition;
 }

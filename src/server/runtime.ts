@@ -4,6 +4,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { findChatTemplate } from '../chat/template.js';
+import { PromptWorkers } from '../chat/prompt-workers.js';
 import { isToolCallParserName, TOOL_CALL_PARSER_NAMES } from '../chat/tool-formats/registry.js';
 import type { RunningEngine } from '../engine/engine-client.js';
 import { findModelToml, SAMPLING_KEYS, type ModelToml } from '../model/model-toml.js';
@@ -44,10 +45,12 @@ export function createModelRuntime(
   const config = engine.info.config;
   const modelToml = findModelToml(source, config.architecture, modelName, { checkpointName: config.nameOrPath });
   const parser = toolCallParser(settings, modelToml);
+  const tokenizer = loadTokenizer(source);
+  const chatTemplate = findChatTemplate(source);
   const runtime: ModelRuntime = {
     engine,
-    tokenizer: loadTokenizer(source),
-    chatTemplate: findChatTemplate(source),
+    tokenizer,
+    chatTemplate,
     eosTokenIds: config.eosTokenIds,
     modelConfig: config,
     maxSeqLen: engine.info.maxSeqLen,
@@ -58,10 +61,17 @@ export function createModelRuntime(
       disableThinking: settings.disableThinking,
       maxThinkingBudget: settings.maxThinkingBudget ?? modelToml?.model.maxThinkingBudget ?? null,
     },
+    // Prompts are rendered and tokenized off the event loop; closed with the runtime (closeModelRuntime).
+    prompts: new PromptWorkers(tokenizer, chatTemplate, engine.info.maxSeqLen),
   };
   // Tool-call grammars work out their vocabulary from this tokenizer rather than reading it again.
   engine.setTokenizer(runtime.tokenizer);
   return { runtime, modelToml };
+}
+
+/** Releases what the runtime holds besides the engine (its prompt workers). */
+export async function closeModelRuntime(runtime: ModelRuntime): Promise<void> {
+  await runtime.prompts?.close();
 }
 
 /** --tool-call-parser, else MODEL.toml's, else hermes; a name no format has is a start-up error, not a 500 per request. */

@@ -14,7 +14,7 @@ import { createLogger } from '../ops/logger.js';
 import { describeRateLimits, rateLimitsFromEnv, RateLimiter } from '../ops/rate-limiter.js';
 import { buildApp, type AppOptions } from './app.js';
 import { Lifecycle } from './lifecycle.js';
-import { createModelRuntime, type RuntimeSettings } from './runtime.js';
+import { closeModelRuntime, createModelRuntime, type RuntimeSettings } from './runtime.js';
 
 /**
  * Everything `serve` starts from, settled before start-up (the CLI maps its Config to this in
@@ -146,6 +146,7 @@ export async function serve(options: ServeOptions): Promise<void> {
         log.info(`${signal}: shutting down`);
         void app
           .close()
+          .then(() => closeModelRuntime(runtime))
           .then(() => engine?.shutdown())
           .finally(resolve);
       };

@@ -8,7 +8,7 @@ import { startEngine, type EngineOptions, type RunningEngine } from '../../src/e
 import { buildApp, type AppOptions } from '../../src/server/app.js';
 import { Lifecycle } from '../../src/server/lifecycle.js';
 import type { ModelRuntime } from '../../src/chat/model-runtime.js';
-import { createModelRuntime, type RuntimeSettings } from '../../src/server/runtime.js';
+import { closeModelRuntime, createModelRuntime, type RuntimeSettings } from '../../src/server/runtime.js';
 import { planChatOutput } from '../../src/chat/output-plan.js';
 import { TINY_CHAT } from './paths.js';
 
@@ -70,6 +70,7 @@ export async function startTinyServer(
     client,
     async close() {
       await app.close();
+      await closeModelRuntime(runtime);
       await engine.shutdown();
     },
   };

@@ -175,7 +175,8 @@ test('admission: queue_full beyond max-num-seqs, too_long beyond max-seq-len', a
 
   assert.throws(
     () => engine.submit(request(prompt, { maxTokens: 4 })),
-    (e: unknown) => e instanceof EngineAdmissionError && e.kind === 'too_long' && new RegExp(`exceeds the context length ${limit}$`).test(e.message),
+    (e: unknown) =>
+      e instanceof EngineAdmissionError && e.kind === 'too_long' && new RegExp(`exceeds the context length ${limit}$`).test(e.message),
   );
   // Exactly at the limit is fine.
   const exact = await collect(engine.submit(request(prompt, { maxTokens: 3, stopTokenIds: [] })));

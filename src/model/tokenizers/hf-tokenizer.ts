@@ -1,6 +1,7 @@
 // Tokenizer over a Hugging Face tokenizer.json object, run by @huggingface/tokenizers.
 import { Tokenizer as HfTokenizerCore } from '@huggingface/tokenizers';
 import type { Tokenizer, EncodeOptions, DecodeOptions, TokenizerDefinition } from '../tokenizer.js';
+import { maxInputCharsPerToken, wordCapCuts } from './input-bounds.js';
 
 /** What tokenizer.json does not say: special tokens and BOS/EOS policy (from tokenizer_config.json or GGUF metadata). */
 export interface SpecialTokenSettings {
@@ -28,6 +29,9 @@ export class HfTokenizer implements Tokenizer {
   private readonly cleanUp: boolean;
   /** The inputs below (the core keeps the tokenizer.json object anyway, so this costs no memory). */
   readonly definition: TokenizerDefinition;
+  readonly maxInputCharsPerToken: number;
+  /** Added tokens' texts: a word-cap cut never falls inside one written in the text. */
+  private readonly addedTexts: string[];
 
   constructor(tokenizerJson: object, settings: SpecialTokenSettings) {
     this.core = new HfTokenizerCore(tokenizerJson, {});
@@ -52,6 +56,8 @@ export class HfTokenizer implements Tokenizer {
       if (id !== undefined) special.add(id);
     }
     this.specialTokenIds = special;
+    this.addedTexts = [...this.core.get_added_tokens_decoder().values()].map((t) => t.content);
+    this.maxInputCharsPerToken = maxInputCharsPerToken(tokenizerJson);
 
     let maxId = -1;
     for (const id of this.core.get_vocab(true).values()) if (id > maxId) maxId = id;
@@ -60,10 +66,24 @@ export class HfTokenizer implements Tokenizer {
 
   encode(text: string, opts: EncodeOptions = {}): number[] {
     // Special tokens are placed here rather than by the post-processor so BOS/EOS follow addBosToken/addEosToken.
-    const ids = this.core.encode(text, { add_special_tokens: false }).ids;
+    const ids = this.encodeCapped(text, opts.limit ?? Infinity);
     if (!opts.addSpecialTokens) return ids;
     if (this.addBosToken && this.bosId !== undefined) ids.unshift(this.bosId);
     if (this.addEosToken && this.eosId !== undefined) ids.push(this.eosId);
+    return ids;
+  }
+
+  /** The text's ids, a whitespace-free run longer than MAX_WORD_CHARS in pieces; stops between pieces once past `limit`. */
+  private encodeCapped(text: string, limit: number): number[] {
+    const cuts = wordCapCuts(text, this.addedTexts);
+    if (cuts.length === 0) return this.core.encode(text, { add_special_tokens: false }).ids;
+    const ids: number[] = [];
+    let from = 0;
+    for (const to of [...cuts, text.length]) {
+      for (const id of this.core.encode(text.slice(from, to), { add_special_tokens: false }).ids) ids.push(id);
+      if (ids.length > limit) break;
+      from = to;
+    }
     return ids;
   }
 

@@ -134,7 +134,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
     async (request, reply) => {
       const runtime = request.runtime!;
       const chat = decodeChatRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
-      const { tokens: prompt, text: promptText } = buildChatPrompt(chat, runtime);
+      const { tokens: prompt, text: promptText } = await buildChatPrompt(chat, runtime);
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
       const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, runtime.maxSeqLen, cap);
       const specs = Array.from({ length: chat.n }, (_, seq) => {

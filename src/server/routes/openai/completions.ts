@@ -46,7 +46,9 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
     async (request, reply) => {
       const runtime = request.runtime!;
       const req = decodeCompletionRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
-      const prompts = req.prompts.map((p, i) => buildTextPrompt(p, runtime, req.prompts.length > 1 ? `prompt[${i}]` : 'prompt'));
+      const prompts = await Promise.all(
+        req.prompts.map((p, i) => buildTextPrompt(p, runtime, req.prompts.length > 1 ? `prompt[${i}]` : 'prompt')),
+      );
       const specs: SequenceSpec[] = [];
       const echoes: string[] = [];
       for (const prompt of prompts) {

@@ -1,0 +1,39 @@
+// A prompt worker thread (see prompt-workers.ts): rebuilds the model's tokenizer from its packed
+// definition, holds the chat template, and renders and encodes prompts on request.
+import { deserialize } from 'node:v8';
+import { parentPort, workerData } from 'node:worker_threads';
+import { ApiError } from '../common/api-error.js';
+import { tokenizerFromDefinition, type TokenizerDefinition } from '../model/tokenizer.js';
+import { chatPromptFromText, encodeTextPrompt, renderChatText, type PromptModel } from './prompt.js';
+import type { PromptTask, PromptReply, PromptWorkerData } from './prompt-workers.js';
+
+const data = workerData as PromptWorkerData;
+const model: PromptModel = {
+  tokenizer: tokenizerFromDefinition(deserialize(Buffer.from(data.tokenizer)) as TokenizerDefinition),
+  chatTemplate: data.chatTemplate,
+  maxSeqLen: data.maxSeqLen,
+};
+
+function run(task: PromptTask): PromptReply {
+  let chars = 0;
+  try {
+    if (task.kind === 'chat') {
+      const text = renderChatText(model, task.input);
+      chars = text.length;
+      const prompt = chatPromptFromText(model, text);
+      return { id: task.id, ok: true, tokens: Uint32Array.from(prompt.tokens), text: prompt.text, chars };
+    }
+    chars = task.text.length;
+    return { id: task.id, ok: true, tokens: Uint32Array.from(encodeTextPrompt(model, task.text, task.param)), text: null, chars };
+  } catch (err) {
+    // ApiErrors cross as their fields and come back as the same ApiError; anything else as a message (a 500).
+    const e = err as Error;
+    const api = err instanceof ApiError ? { status: err.status, code: err.code, param: err.param } : null;
+    return { id: task.id, ok: false, message: e?.message ?? String(err), api, chars };
+  }
+}
+
+parentPort!.on('message', (task: PromptTask) => {
+  const reply = run(task);
+  parentPort!.postMessage(reply, reply.ok ? [reply.tokens.buffer as ArrayBuffer] : []);
+});

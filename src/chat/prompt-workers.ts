@@ -1,0 +1,147 @@
+// Prompt worker pool: chat-template rendering and tokenization run in worker threads, never on the
+// HTTP event loop, so /health, /metrics and other clients are answered within milliseconds while a
+// huge prompt is processed. Each worker rebuilds the model's tokenizer from its definition (no file
+// is read) and holds the chat template; the routes await the result.
+//
+// - PROMPT_WORKERS threads: two, so one huge prompt never queues every other request behind it;
+//   more buy little, since the engine's kernels already use every core. A task goes to the live
+//   worker with the fewest tasks in hand.
+// - Errors thrown in a worker (a 400 from raise_exception, an empty or too long prompt) come back
+//   as the same ApiError (status, message, code, param); anything else as an Error (a 500).
+// - Memory returns: a worker that handled an input of RECYCLE_CHARS or more is retired once its
+//   tasks are done (terminated: its whole heap goes back) and a fresh one takes its place.
+import { serialize } from 'node:v8';
+import { Worker } from 'node:worker_threads';
+import { ApiError } from '../common/api-error.js';
+import type { Tokenizer } from '../model/tokenizer.js';
+import type { ChatPrompt, ChatTemplateInput } from './prompt.js';
+
+/** Worker threads per model (see the top of this file). */
+export const PROMPT_WORKERS = 2;
+
+/** A worker that saw an input this long (UTF-16 units; 1 Mi) is recycled afterwards. */
+export const RECYCLE_CHARS = 1 << 20;
+
+export interface PromptWorkerData {
+  /** The tokenizer's definition, v8-serialized into shared memory (every worker reads the same bytes). */
+  tokenizer: SharedArrayBuffer;
+  chatTemplate: string | null;
+  maxSeqLen: number;
+}
+
+export type PromptTask = { id: number; kind: 'chat'; input: ChatTemplateInput } | { id: number; kind: 'text'; text: string; param: string };
+
+export type PromptReply =
+  | { id: number; ok: true; tokens: Uint32Array; text: string | null; chars: number }
+  | {
+      id: number;
+      ok: false;
+      message: string;
+      /** Set when the worker threw an ApiError. */
+      api: { status: number; code: string | null; param: string | null } | null;
+      chars: number;
+    };
+
+interface Pending {
+  resolve(reply: PromptReply & { ok: true }): void;
+  reject(err: Error): void;
+}
+
+class PromptThread {
+  readonly worker: Worker;
+  readonly pending = new Map<number, Pending>();
+  /** Takes no new task; terminated once its pending tasks are done. */
+  retiring = false;
+
+  constructor(data: PromptWorkerData, onReply: (t: PromptThread, r: PromptReply) => void, onGone: (t: PromptThread, err: Error) => void) {
+    this.worker = new Worker(new URL('./prompt-worker.js', import.meta.url), { workerData: data });
+    // Idle prompt workers never keep the process alive.
+    this.worker.unref();
+    this.worker.on('message', (r: PromptReply) => onReply(this, r));
+    this.worker.on('error', (err) => onGone(this, err));
+    this.worker.on('exit', (code) => onGone(this, new Error(`prompt worker exited (code ${code})`)));
+  }
+}
+
+export class PromptWorkers {
+  private readonly data: PromptWorkerData;
+  private threads: PromptThread[] = [];
+  private nextId = 1;
+  private closed = false;
+  /** Workers recycled so far (tests look at it). */
+  recycled = 0;
+
+  constructor(tokenizer: Tokenizer, chatTemplate: string | null, maxSeqLen: number, size = PROMPT_WORKERS) {
+    const bytes = serialize(tokenizer.definition);
+    const shared = new SharedArrayBuffer(bytes.byteLength);
+    new Uint8Array(shared).set(bytes);
+    this.data = { tokenizer: shared, chatTemplate, maxSeqLen };
+    for (let i = 0; i < size; i++) this.threads.push(this.spawn());
+  }
+
+  /** Renders and encodes a chat prompt in a worker. */
+  async chat(input: ChatTemplateInput): Promise<ChatPrompt> {
+    const r = await this.run({ kind: 'chat', input });
+    return { tokens: Array.from(r.tokens), text: r.text! };
+  }
+
+  /** Encodes a plain-completions text prompt in a worker (BOS … as for raw text). */
+  async text(text: string, param: string): Promise<number[]> {
+    return Array.from((await this.run({ kind: 'text', text, param })).tokens);
+  }
+
+  /** Ends every worker; tasks in hand fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const threads = this.threads;
+    this.threads = [];
+    await Promise.all(threads.map((t) => t.worker.terminate()));
+  }
+
+  private spawn(): PromptThread {
+    return new PromptThread(
+      this.data,
+      (t, r) => this.onReply(t, r),
+      (t, err) => this.onGone(t, err),
+    );
+  }
+
+  private run(
+    task: { kind: 'chat'; input: ChatTemplateInput } | { kind: 'text'; text: string; param: string },
+  ): Promise<PromptReply & { ok: true }> {
+    if (this.closed) return Promise.reject(new Error('the prompt workers are closed'));
+    const live = this.threads.filter((t) => !t.retiring);
+    const thread = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      thread.pending.set(id, { resolve, reject });
+      thread.worker.postMessage({ id, ...task } as PromptTask);
+    });
+  }
+
+  private onReply(thread: PromptThread, r: PromptReply): void {
+    const p = thread.pending.get(r.id);
+    thread.pending.delete(r.id);
+    if (r.chars >= RECYCLE_CHARS && !thread.retiring) this.retire(thread);
+    if (thread.retiring && thread.pending.size === 0) void thread.worker.terminate();
+    if (!p) return;
+    if (r.ok) p.resolve(r);
+    else p.reject(r.api ? new ApiError(r.api.status, r.message, { code: r.api.code, param: r.api.param }) : new Error(r.message));
+  }
+
+  /** No new tasks for this worker; a fresh one takes its place now. */
+  private retire(thread: PromptThread): void {
+    thread.retiring = true;
+    this.recycled++;
+    const i = this.threads.indexOf(thread);
+    if (i >= 0 && !this.closed) this.threads[i] = this.spawn();
+  }
+
+  /** A worker exited (recycled, crashed or closed): its tasks in hand fail; a crashed one is replaced. */
+  private onGone(thread: PromptThread, err: Error): void {
+    for (const p of thread.pending.values()) p.reject(err);
+    thread.pending.clear();
+    const i = this.threads.indexOf(thread);
+    if (i >= 0 && !this.closed) this.threads[i] = this.spawn();
+  }
+}
