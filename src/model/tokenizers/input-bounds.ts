@@ -56,6 +56,12 @@ function keepsText(p: Json | null | undefined): boolean {
   return true;
 }
 
+function hasAllByteTokens(vocab: unknown): boolean {
+  if (!vocab || typeof vocab !== 'object' || Array.isArray(vocab)) return false;
+  for (let b = 0; b < 256; b++) if (!(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>` in vocab)) return false;
+  return true;
+}
+
 /** The longest string (UTF-16 units) among a vocabulary's tokens. */
 function longestToken(vocab: unknown): number {
   let max = 0;
@@ -75,8 +81,10 @@ export function maxInputCharsPerToken(tokenizerJson: object): number {
   const json = tokenizerJson as Json;
   const model = (json.model ?? {}) as Json;
   if (model.type !== 'BPE') return Infinity;
-  // A fused unknown token stands for a whole run of unknown characters (byte fallback leaves none unknown).
-  if (model.unk_token != null && model.fuse_unk === true && model.byte_fallback !== true) return Infinity;
+  // A fused unknown token stands for a whole run of unknown characters; byte fallback leaves none
+  // unknown only when the vocabulary has all 256 byte tokens (TinyStories' has not).
+  if (model.unk_token != null && model.fuse_unk === true && !(model.byte_fallback === true && hasAllByteTokens(model.vocab)))
+    return Infinity;
   if (!keepsText(json.pre_tokenizer as Json | null)) return Infinity;
   let max = longestToken(model.vocab);
   // An unfused unknown token stands for one character: at most two UTF-16 units.
