@@ -140,6 +140,7 @@ export function wordCapCuts(text: string, addedTokens: readonly string[], cap = 
     let from = runStart;
     while (i - from > cap) {
       const cut = safeCut(text, from, from + cap, addedTokens);
+      if (cut >= i) break; // an added token reaching the run's end
       cuts.push(cut);
       from = cut;
     }
