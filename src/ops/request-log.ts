@@ -9,9 +9,10 @@
 // header timeout) never reach onRequest and are not seen.
 //
 // The log line: one JSON record per request, never per token, never tokens or message contents,
-// never an API key or a query string. At info for every request except routes marked
-// `config.polled` (/health, /metrics: probes and scrapers call them every few seconds), which
-// are at debug.
+// never an API key or a query string. At info for every request, except the answers of routes
+// marked `config.polled` (/health, /metrics: probes and scrapers call them every few seconds)
+// that are routine — 2xx, or 503 while no model is loaded —, which are at debug (a refused
+// scrape, 401 or 429, is at info).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** What a generation request reports (request.generation; set by the server when its jobs are admitted). */
@@ -32,7 +33,7 @@ export interface GenerationLog {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Polled by probes or scrapers (/health, /metrics): its log line is at debug, not info. */
+    /** Polled by probes or scrapers (/health, /metrics): its routine answers (2xx, 503) are logged at debug, not info. */
     polled?: boolean;
   }
   interface FastifyRequest {
@@ -131,7 +132,7 @@ export function requestLogSink(model: string): OutcomeSink {
     const log = request.log;
     const message = o.aborted ? 'request aborted by the client' : 'request completed';
     const fields = logFields(o, model);
-    if (o.polled) log.debug(fields, message);
+    if (o.polled && ((o.status >= 200 && o.status < 300) || o.status === 503)) log.debug(fields, message);
     else log.info(fields, message);
   };
 }
