@@ -144,7 +144,7 @@ export function parsePromText(text: string): Map<string, Family> {
         seenHelp.add(name);
         const help = unescapeHelp(rest ?? '', where);
         if (fam) fam.help = help;
-        else families.set(name, (fam = { name, help, type: 'untyped', samples: [] }));
+        else families.set(name, { name, help, type: 'untyped', samples: [] });
       } else {
         if (rest === undefined || !TYPES.has(rest as MetricType)) throw new PromParseError(`${where}: bad TYPE ${rest}`);
         if (seenType.has(name) || (fam && fam.samples.length > 0))
