@@ -67,7 +67,7 @@ export const ENV_VARS = {
   }),
   SVC_LOG_LEVEL: spec<'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'>({
     name: 'SVC_LOG_LEVEL',
-    doc: 'log level; `debug` logs every request, not only generations',
+    doc: 'log level; `info` logs one line per request, `debug` adds the routine answers of `/health` and `/metrics`',
     defaultText: 'info',
     default: 'info',
     parse: oneOf('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),

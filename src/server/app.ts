@@ -1,18 +1,21 @@
 // The HTTP app: a factory so tests (and serve.ts) build it with their own options, logger and
-// lifecycle and listen on any port. What every route shares (the model gate, JSON parsing, the
-// request log line) is here, as hooks. Each protocol is an encapsulated plugin under its prefix
+// lifecycle and listen on any port. What every route shares (the request outcome for the log line
+// and the metrics, auth, rate limits, the model gate, JSON parsing) is here, as hooks. Each protocol is an encapsulated plugin under its prefix
 // with its own error shape (protocol-plugin.ts); /health and paths outside every prefix answer
 // errors in the OpenAI shape.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { registerAuth, type ApiKeys } from '../ops/auth.js';
+import { ServerMetrics } from '../ops/metrics.js';
+import { registerRequestOutcome, requestLogSink } from '../ops/request-log.js';
 import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
 import { renderOpenAiError } from '../protocols/openai/errors.js';
 import { invalidJson } from './framework-errors.js';
 import type { Lifecycle } from './lifecycle.js';
 import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { openAiRoutes } from './routes/openai/index.js';
 
 /** The protocols served, each under its own prefix. */
@@ -65,7 +68,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const { options, lifecycle } = deps;
   const app = Fastify({
     loggerInstance: deps.logger,
-    // One line per request is written by the hook below, not fastify's two.
+    // One line per request is written by src/ops/request-log.ts's hook, not fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.maxBodyBytes,
     return503OnClosing: true,
@@ -77,7 +80,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   }) as unknown as FastifyInstance;
 
   app.decorateRequest('runtime', null);
-  app.decorateRequest('generation', null);
 
   // Bodies are JSON whatever content-type the client sent (curl -d sends a form type); a 400
   // invalid_json when they are not.
@@ -92,6 +94,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }
   });
 
+  // First, so that every request ends in it, those refused by the hooks below included: one log
+  // line and the request metrics per request, when its response closes (src/ops/request-log.ts).
+  const metrics = new ServerMetrics({ model: options.modelName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
+  registerRequestOutcome(app, [requestLogSink(options.modelName), metrics.record]);
+
   // API key, then the per-key rate limit (src/ops/), before anything else runs: every route but
   // those with `openAccess` (/health), the 404 handler included.
   registerAuth(app, deps.apiKeys ?? null);
@@ -101,43 +108,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (request.routeOptions.config?.needsModel) request.runtime = lifecycle.require();
   });
 
-  // One log line per request, written when its response closes: finished, or cut off by the
-  // client (fastify's onResponse does not run for those).
-  app.addHook('onRequest', async (request, reply) => {
-    let logged = false;
-    const logLine = (aborted: boolean): void => {
-      if (logged) return;
-      logged = true;
-      const g = request.generation;
-      const elapsedMs = Math.round(reply.elapsedTime);
-      if (g === null) {
-        request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, elapsedMs, aborted }, 'request');
-        return;
-      }
-      request.log.info(
-        {
-          model: options.modelName,
-          route: request.routeOptions.url,
-          status: reply.statusCode,
-          promptTokens: g.promptTokens,
-          completionTokens: g.completionTokens,
-          ttftMs: g.ttftMs,
-          elapsedMs,
-          toolsUsed: g.toolsUsed,
-          finish: g.finishReasons,
-        },
-        aborted ? 'request aborted by the client' : 'request completed',
-      );
-    };
-    reply.raw.once('finish', () => logLine(false));
-    reply.raw.once('close', () => logLine(!reply.raw.writableFinished));
-  });
-
   // Outside every protocol's prefix (and on /health): the OpenAI shape, as before there were others.
   renderErrorsWith(app, renderOpenAiError, options.maxBodyBytes);
 
   const routeDeps: RouteDeps = { options, chatOutput: deps.chatOutput ?? (() => ({ stages: [] })) };
   void app.register(healthRoutes, routeDeps);
+  void app.register(metricsRoutes, { metrics });
   for (const protocol of PROTOCOLS) registerProtocol(app, protocol, routeDeps);
   return app;
 }

@@ -8,22 +8,7 @@ import { runSequence, type OutputPipeline, type SequenceStep } from '../chat/pip
 import type { GenerationOptions } from '../chat/request.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { contextLengthExceeded, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
-
-/** What the request log line says about a generation request (set on request.generation). */
-export interface GenerationLog {
-  promptTokens: number;
-  completionTokens: number;
-  /** ms from request arrival to the first generated token; null when none came. */
-  ttftMs: number | null;
-  toolsUsed: string[];
-  finishReasons: string[];
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    generation: GenerationLog | null;
-  }
-}
+import type { GenerationLog } from '../ops/request-log.js';
 
 /**
  * The completion length to ask for: the request's, else the room left in the context; when tools
@@ -115,6 +100,8 @@ export function runSequences(
     promptTokens,
     completionTokens: 0,
     ttftMs: null,
+    decodeMs: 0,
+    decodeTokens: 0,
     toolsUsed: [],
     finishReasons: specs.map(() => ''),
   };
@@ -138,9 +125,23 @@ async function* track(
   reply: FastifyReply,
   cleanup: () => void,
 ): AsyncGenerator<IndexedStep> {
+  /** When the first token came (ms since arrival), and the sequences that have had their first step. */
+  let firstAt = -1;
+  const started = new Set<number>();
   try {
     for await (const s of steps) {
-      if (log.ttftMs === null && s.step.ids.length > 0) log.ttftMs = Math.round(reply.elapsedTime);
+      if (s.step.ids.length > 0) {
+        const now = reply.elapsedTime;
+        if (firstAt < 0) {
+          firstAt = now;
+          log.ttftMs = Math.round(now);
+        }
+        // Decode throughput counts the tokens after each sequence's first step, over the time
+        // from the request's first token to its last.
+        if (started.has(s.index)) log.decodeTokens += s.step.ids.length;
+        else started.add(s.index);
+        log.decodeMs = now - firstAt;
+      }
       // Counted as tokens arrive, so a request cut off by its client still logs what it got.
       log.completionTokens += s.step.ids.length;
       for (const e of s.step.events) {

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { pino } from 'pino';
 import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
-import { buildApp, type AppOptions } from '../../src/server/app.js';
+import { buildApp, type AppDeps, type AppOptions } from '../../src/server/app.js';
 import { Lifecycle } from '../../src/server/lifecycle.js';
 import type { ModelRuntime } from '../../src/chat/model-runtime.js';
 import { closeModelRuntime, createModelRuntime, type RuntimeSettings } from '../../src/server/runtime.js';
@@ -36,6 +36,8 @@ export async function startTinyServer(
   settings: RuntimeSettings = { disableThinking: false },
   options: Partial<AppOptions> = {},
   engineOptions: Partial<EngineOptions> = {},
+  /** Keys, rate limiter, logger (default: a pino logger at warn). */
+  deps: Partial<Pick<AppDeps, 'apiKeys' | 'rateLimiter' | 'logger'>> = {},
 ): Promise<TinyServer> {
   const engine = await startEngine({
     modelPath: TINY_CHAT,
@@ -58,6 +60,7 @@ export async function startTinyServer(
     logger: pino({ level: 'warn' }),
     lifecycle,
     chatOutput: planChatOutput,
+    ...deps,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -106,7 +106,15 @@ function streamApp(encoder: StreamEncoder, list: IndexedStep['step'][]) {
   const app = Fastify();
   app.decorateRequest('generation', null);
   app.get('/s', async (request, reply) => {
-    request.generation = { promptTokens: 3, completionTokens: 2, ttftMs: null, toolsUsed: [], finishReasons: [] };
+    request.generation = {
+      promptTokens: 3,
+      completionTokens: 2,
+      ttftMs: null,
+      decodeMs: 0,
+      decodeTokens: 0,
+      toolsUsed: [],
+      finishReasons: [],
+    };
     void streamSteps(new SseStream(reply), encoder, steps(list), request);
     return reply;
   });

@@ -5,5 +5,5 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { RouteDeps } from '../app.js';
 
 export const healthRoutes: FastifyPluginAsync<RouteDeps> = async (app) => {
-  app.get('/health', { config: { needsModel: true, openAccess: true } }, async () => ({ status: 'ok' }));
+  app.get('/health', { config: { needsModel: true, openAccess: true, polled: true } }, async () => ({ status: 'ok' }));
 };
