@@ -104,6 +104,9 @@ test('decode: system (string or blocks, cache_control ignored, billing line stri
   assert.equal(only.messages[0]!.role, 'user');
   assert.deepEqual(only.chatTemplateKwargs, { enable_thinking: false });
   assert.equal(only.thinkingBudget, null);
+  const adaptive = decodeMessagesRequest({ ...body, thinking: { type: 'adaptive' } }, DEFAULTS).chat;
+  assert.deepEqual(adaptive.chatTemplateKwargs, { enable_thinking: true });
+  assert.equal(adaptive.thinkingBudget, null, 'adaptive: the model’s own budget');
   // --disable-thinking wins over a request that asks for thinking.
   assert.deepEqual(decodeMessagesRequest(body, { ...DEFAULTS, disableThinking: true }).chat.chatTemplateKwargs, {
     enable_thinking: false,

@@ -51,7 +51,11 @@ export type WireToolChoice =
   | { type: 'auto' | 'any' | 'none'; disable_parallel_tool_use?: boolean }
   | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean };
 
-export type WireThinking = { type: 'enabled'; budget_tokens: number } | { type: 'disabled' };
+/** `adaptive` and `between_tools` (newer Claude models) think with the model's own budget; `display` is ignored. */
+export type WireThinking =
+  | { type: 'enabled'; budget_tokens: number; display?: string | null }
+  | { type: 'adaptive' | 'between_tools'; display?: string | null }
+  | { type: 'disabled' };
 
 export interface MessagesBody {
   model?: string;
@@ -117,10 +121,9 @@ export function decodeMessagesRequest(body: CountTokensBody, defaults: MessagesD
 
   const chatTemplateKwargs: Record<string, unknown> = {};
   let thinkingBudget: number | null = null;
-  if (body.thinking?.type === 'enabled') {
-    chatTemplateKwargs.enable_thinking = true;
-    thinkingBudget = body.thinking.budget_tokens;
-  } else if (body.thinking?.type === 'disabled') chatTemplateKwargs.enable_thinking = false;
+  const thinking = body.thinking;
+  if (thinking !== undefined) chatTemplateKwargs.enable_thinking = thinking.type !== 'disabled';
+  if (thinking?.type === 'enabled') thinkingBudget = thinking.budget_tokens;
   if (defaults.disableThinking) chatTemplateKwargs.enable_thinking = false;
 
   const model = defaults.model ?? {};

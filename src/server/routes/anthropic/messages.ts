@@ -84,7 +84,11 @@ const toolChoice = {
 const thinking = {
   type: 'object',
   required: ['type'],
-  properties: { type: { type: 'string', enum: ['enabled', 'disabled'] }, budget_tokens: { type: 'integer', minimum: 1 } },
+  properties: {
+    type: { type: 'string', enum: ['enabled', 'disabled', 'adaptive', 'between_tools'] },
+    budget_tokens: { type: 'integer', minimum: 1 },
+    display: { type: ['string', 'null'] },
+  },
   if: { properties: { type: { const: 'enabled' } } },
   then: { required: ['budget_tokens'] },
 };
