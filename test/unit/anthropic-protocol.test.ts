@@ -14,7 +14,7 @@ import { ApiKeys } from '../../src/ops/auth.js';
 import { decodeMessagesRequest, type MessagesBody } from '../../src/protocols/anthropic/messages.js';
 import { MessageStreamEncoder } from '../../src/protocols/anthropic/stream.js';
 import { renderAnthropicError, anthropicErrorStatus } from '../../src/protocols/anthropic/errors.js';
-import { modelNotLoaded, serverBusy, engineFailure, invalidParam, requestTimedOut } from '../../src/common/api-error.js';
+import { ApiError, modelNotLoaded, serverBusy, engineFailure, invalidParam, requestTimedOut } from '../../src/common/api-error.js';
 import { SseStream, streamSteps } from '../../src/server/sse.js';
 import type { IndexedStep } from '../../src/server/generate.js';
 import { IM_END, scriptedApp, tinyTokenizer as tokenizer, type ScriptedAppSetup } from '../helpers/scripted-app.js';
@@ -219,6 +219,16 @@ test('the Anthropic renderer: {type: error, error: {type, message}}; 529 for a b
   assert.equal(renderAnthropicError(modelNotLoaded()).error.type, 'overloaded_error');
   assert.equal(renderAnthropicError(engineFailure('x')).error.type, 'api_error');
   assert.equal(renderAnthropicError(requestTimedOut()).error.type, 'api_error');
+  const byStatus = (status: number) => renderAnthropicError(new ApiError(status, 'x')).error.type;
+  assert.deepEqual([401, 403, 404, 405, 413, 429, 500].map(byStatus), [
+    'authentication_error',
+    'permission_error',
+    'not_found_error',
+    'invalid_request_error',
+    'request_too_large',
+    'rate_limit_error',
+    'api_error',
+  ]);
 });
 
 test('errors under /v1/messages in Anthropic shape: 400, 404, 405, 413, 503, 529; /v1 keeps OpenAI’s', async () => {
