@@ -305,9 +305,13 @@ export type WireOutputBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
-/** `msg_` and 24 random characters. */
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** `msg_` and 24 random letters and digits, as Anthropic's ids look. */
 export function newMessageId(): string {
-  return `msg_${randomBytes(18).toString('base64url').slice(0, 24)}`;
+  // 248 = 4 × 62: no byte value is favoured.
+  const chars = [...randomBytes(48)].filter((b) => b < 248).map((b) => ALPHANUMERIC[b % 62]);
+  return `msg_${chars.join('').padEnd(24, '0').slice(0, 24)}`;
 }
 
 /** Tool-call ids come from the one pipeline as `call_<digits>`; Anthropic's clients expect `toolu_`. */
