@@ -94,7 +94,8 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
     });
   }
 
-  const budget = chat.maxThinkingBudget;
+  const budgets = [chat.maxThinkingBudget, request.thinkingBudget ?? null].filter((b): b is number => b !== null);
+  const budget = budgets.length > 0 ? Math.min(...budgets) : null;
   return {
     stages,
     // Mistral's [TOOL_CALLS], Gemma's <|tool_call>, Llama's <|python_tag|> … are special tokens:

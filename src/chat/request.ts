@@ -59,6 +59,8 @@ export interface ChatRequest extends GenerationOptions {
   parallelToolCalls: boolean;
   /** Extra variables for the chat template (enable_thinking …). */
   chatTemplateKwargs: Record<string, unknown>;
+  /** This request's cap on reasoning tokens (Anthropic's thinking.budget_tokens); the smaller of it and the model's applies. */
+  thinkingBudget?: number | null;
 }
 
 /** One prompt of a plain-completions request: text to tokenize, or token ids as given. */

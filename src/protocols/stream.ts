@@ -23,4 +23,6 @@ export interface StreamEncoder {
   finish(usage: TokenUsage | null): SseFrame[];
   /** The generation failed after the headers went out: the protocol's error frame(s), then its terminator. */
   error(err: ApiError): SseFrame[];
+  /** Frames to send when the stream has been silent for `everyMs` (Anthropic's ping); none when absent. */
+  readonly keepAlive?: { everyMs: number; frames(): SseFrame[] };
 }

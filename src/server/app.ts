@@ -14,12 +14,13 @@ import { renderOpenAiError } from '../protocols/openai/errors.js';
 import { invalidJson } from './framework-errors.js';
 import type { Lifecycle } from './lifecycle.js';
 import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
+import { anthropicRoutes } from './routes/anthropic/index.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openAiRoutes } from './routes/openai/index.js';
 
-/** The protocols served, each under its own prefix. */
-const PROTOCOLS: ProtocolRoutes[] = [openAiRoutes];
+/** The protocols served, each under its own prefix (a longer prefix inside another one wins there). */
+const PROTOCOLS: ProtocolRoutes[] = [openAiRoutes, anthropicRoutes];
 
 export interface AppOptions {
   /** Name /v1/models reports and responses carry. */

@@ -4,7 +4,7 @@
 // every protocol, then rendered by the protocol's renderer. Adding a protocol is one
 // ProtocolRoutes value and one line in app.ts's PROTOCOLS.
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { methodNotAllowed, routeNotFound, type ErrorRenderer } from '../common/api-error.js';
+import { methodNotAllowed, routeNotFound, type ApiError, type ErrorRenderer } from '../common/api-error.js';
 import type { RouteDeps } from './app.js';
 import { toApiError } from './framework-errors.js';
 
@@ -13,6 +13,8 @@ export interface ProtocolRoutes {
   prefix: string;
   /** Its error body (OpenAI: {error: {message, type, code, param}}). */
   renderError: ErrorRenderer;
+  /** The status to send, where the protocol's differs from the ApiError's (Anthropic: 529 for a busy engine). */
+  errorStatus?: (err: ApiError) => number;
   /** Route groups, with paths relative to the prefix. */
   routes: FastifyPluginAsync<RouteDeps>[];
 }
@@ -25,25 +27,30 @@ const METHODS = ['GET', 'POST'] as const;
  * go out with their status and headers in `render`'s body. The app root uses it too, with the
  * default shape, for routes outside any protocol (/health) and paths outside every prefix.
  */
-export function renderErrorsWith(scope: FastifyInstance, render: ErrorRenderer, bodyLimit: number): void {
+export function renderErrorsWith(
+  scope: FastifyInstance,
+  render: ErrorRenderer,
+  bodyLimit: number,
+  status: (err: ApiError) => number = (err) => err.status,
+): void {
   scope.setErrorHandler((err, request, reply) => {
     const api = toApiError(err, bodyLimit);
     // 503s (no model yet, engine full) are expected states, not failures.
     if (api.status >= 500 && api.status !== 503) request.log.error({ err }, 'request failed');
-    void reply.code(api.status).headers(api.headers).send(render(api));
+    void reply.code(status(api)).headers(api.headers).send(render(api));
   });
   scope.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!;
     const allowed = METHODS.filter((method) => scope.hasRoute({ method, url: path }));
     const api = allowed.length > 0 ? methodNotAllowed(request.method, path, allowed) : routeNotFound(request.method, path);
-    return reply.code(api.status).headers(api.headers).send(render(api));
+    return reply.code(status(api)).headers(api.headers).send(render(api));
   });
 }
 
 /** Registers a protocol's routes as one encapsulated plugin under its prefix, with its error shape. */
 export function registerProtocol(app: FastifyInstance, protocol: ProtocolRoutes, deps: RouteDeps): void {
   const plugin: FastifyPluginAsync = async (scope) => {
-    renderErrorsWith(scope, protocol.renderError, deps.options.maxBodyBytes);
+    renderErrorsWith(scope, protocol.renderError, deps.options.maxBodyBytes, protocol.errorStatus);
     for (const routes of protocol.routes) await scope.register(routes, deps);
   };
   void app.register(plugin, { prefix: protocol.prefix });

@@ -58,7 +58,21 @@ export async function streamSteps(
   steps: AsyncGenerator<IndexedStep>,
   request: FastifyRequest,
 ): Promise<void> {
-  const send = (frames: SseFrame[]): void => frames.forEach((frame) => sse.send(frame));
+  let quiet = true;
+  const send = (frames: SseFrame[]): void => {
+    frames.forEach((frame) => sse.send(frame));
+    if (frames.length > 0) quiet = false;
+  };
+  // While the model is silent (queued, prefilling), the protocol's keep-alive frames.
+  const keepAlive = encoder.keepAlive;
+  const timer =
+    keepAlive === undefined
+      ? null
+      : setInterval(() => {
+          if (quiet) keepAlive.frames().forEach((frame) => sse.send(frame));
+          quiet = true;
+        }, keepAlive.everyMs);
+  timer?.unref();
   try {
     send(encoder.start());
     for await (const { index, step } of steps) {
@@ -76,6 +90,7 @@ export async function streamSteps(
     request.log.error({ err }, 'stream failed');
     send(encoder.error(toApiError(err, 0)));
   } finally {
+    if (timer !== null) clearInterval(timer);
     sse.end();
   }
 }

@@ -11,6 +11,7 @@ import type { Engine, EngineEvent, GenerationHandle, GenerationRequest } from '.
 import { buildApp, type AppDeps, type AppOptions } from '../../src/server/app.js';
 import { Lifecycle } from '../../src/server/lifecycle.js';
 import type { ModelRuntime } from '../../src/chat/model-runtime.js';
+import type { ChatOutputFactory } from '../../src/chat/output-plan.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate } from '../../src/chat/template.js';
 import { configFromHf } from '../../src/model/model-config.js';
@@ -84,6 +85,8 @@ export interface ScriptedAppSetup {
   ready?: boolean;
   apiKeys?: AppDeps['apiKeys'];
   rateLimiter?: AppDeps['rateLimiter'];
+  /** Default: plain text, nothing parsed. */
+  chatOutput?: ChatOutputFactory;
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
@@ -114,6 +117,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
     lifecycle,
     apiKeys: setup.apiKeys,
     rateLimiter: setup.rateLimiter,
+    chatOutput: setup.chatOutput,
   });
   return { app, engine, lines, lifecycle, runtime };
 }

@@ -28,6 +28,8 @@ const USER = [{ role: 'user', content: 'What is the capital of France?' }];
 const BODIES: Record<string, unknown> = {
   '/v1/chat/completions': { messages: USER, max_tokens: 2 },
   '/v1/completions': { prompt: 'Hello', max_tokens: 2 },
+  '/v1/messages': { model: 'm', messages: USER, max_tokens: 2 },
+  '/v1/messages/count_tokens': { model: 'm', messages: USER },
 };
 
 type App = ReturnType<typeof scriptedApp>['app'];
@@ -45,7 +47,7 @@ async function routesOf(app: App): Promise<{ method: string; url: string }[]> {
 }
 
 async function call(app: App, method: string, url: string, headers: Record<string, string> = {}, extra: Partial<InjectOptions> = {}) {
-  const body = method === 'POST' ? JSON.stringify(BODIES[url] ?? {}) : undefined;
+  const body = method === 'POST' ? JSON.stringify(BODIES[url.replace(/(.)\/$/, '$1')] ?? {}) : undefined;
   const res = await app.inject({
     method: method as InjectOptions['method'],
     url,
@@ -88,6 +90,8 @@ test('auth on every route: 401 for every wrong key, in the protocol shape, ident
     'GET /v1/models/svc-tiny-chat',
     'POST /v1/chat/completions',
     'POST /v1/completions',
+    'POST /v1/messages',
+    'POST /v1/messages/count_tokens',
   ]) {
     assert.ok(paths.includes(expected), `routes listed: ${paths.join(', ')}`);
   }
@@ -98,7 +102,15 @@ test('auth on every route: 401 for every wrong key, in the protocol shape, ident
       const res = await call(app, method, url, headers);
       assert.equal(res.status, 401, `${method} ${url} with ${what}: ${res.body}`);
       assert.equal(res.headers['www-authenticate'], 'Bearer');
-      if (url.startsWith('/v1/')) {
+      if (url.startsWith('/v1/messages')) {
+        assert.deepEqual(res.json(), {
+          type: 'error',
+          error: {
+            type: 'authentication_error',
+            message: 'Invalid or missing API key: send it as `Authorization: Bearer <key>` (or `x-api-key: <key>`).',
+          },
+        });
+      } else if (url.startsWith('/v1/')) {
         assert.deepEqual(res.json(), {
           error: {
             message: 'Invalid or missing API key: send it as `Authorization: Bearer <key>` (or `x-api-key: <key>`).',
