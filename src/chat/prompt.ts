@@ -3,7 +3,7 @@
 import { ApiError, invalidParam } from '../common/api-error.js';
 import type { ModelRuntime } from './model-runtime.js';
 import type { PromptInput, ChatMessage, ChatRequest } from './request.js';
-import { ChatTemplateError, renderChatTemplate, type ChatTemplateMessage } from './template.js';
+import { ChatTemplateError, renderChatTemplate, TemplateTooDeepError, type ChatTemplateMessage } from './template.js';
 
 /** A message as chat templates read it (OpenAI names; the reasoning under Qwen's name). */
 function templateMessage(m: ChatMessage): ChatTemplateMessage {
@@ -43,6 +43,7 @@ export function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): ChatPr
     });
   } catch (err) {
     // raise_exception() in a template is the model saying the conversation is not one it takes.
+    if (err instanceof TemplateTooDeepError) throw new ApiError(400, err.message, { code: 'too_deep', param: 'messages' });
     if (err instanceof ChatTemplateError && err.raisedByTemplate) {
       throw invalidParam('messages', `The model's chat template refused the conversation: ${err.message}`);
     }

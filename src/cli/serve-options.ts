@@ -23,6 +23,8 @@ export function toServeOptions(c: Config): ServeOptions {
       requestTimeoutSec: c.requestTimeout,
       maxSeqLen: c.maxSeqLen,
       disableThinking: c.disableThinking,
+      allowedHosts: c.allowedHosts ?? [],
+      allowedOrigins: c.allowedOrigins ?? [],
     },
     engine: {
       fastLoad: c.fastLoad,

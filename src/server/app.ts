@@ -9,9 +9,10 @@ import type { ModelRuntime } from '../chat/model-runtime.js';
 import { registerAuth, type ApiKeys } from '../ops/auth.js';
 import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
 import { renderOpenAiError } from '../protocols/openai/errors.js';
-import { invalidJson } from './framework-errors.js';
+import { httpLimitsFromEnv, httpServer, type HttpLimits } from './http-server.js';
 import type { Lifecycle } from './lifecycle.js';
 import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
+import { registerRequestGuards } from './request-guards.js';
 import { healthRoutes } from './routes/health.js';
 import { openAiRoutes } from './routes/openai/index.js';
 
@@ -33,6 +34,12 @@ export interface AppOptions {
   maxSeqLen: number;
   /** --disable-thinking: chats are rendered with enable_thinking false. */
   disableThinking?: boolean;
+  /** Connection limits and timeouts (SVC_* in the environment when not given). */
+  http?: HttpLimits;
+  /** --allowed-hosts: Host names accepted besides loopback ones when bound to loopback. */
+  allowedHosts?: readonly string[];
+  /** --allowed-origins: CORS origins (`*` = any); none = no CORS. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface AppDeps {
@@ -65,7 +72,12 @@ declare module 'fastify' {
 
 export function buildApp(deps: AppDeps): FastifyInstance {
   const { options, lifecycle } = deps;
+  const limits = options.http ?? httpLimitsFromEnv();
+  // Connection limits, and malformed HTTP, 408 and 431 answered in the root's (OpenAI) shape.
+  const server = httpServer(limits, deps.logger, renderOpenAiError);
   const app = Fastify({
+    serverFactory: server.serverFactory,
+    clientErrorHandler: server.clientErrorHandler,
     loggerInstance: deps.logger,
     // One line per request is written by the hook below, not fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -81,23 +93,21 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.decorateRequest('runtime', null);
   app.decorateRequest('generation', null);
 
-  // Bodies are JSON whatever content-type the client sent (curl -d sends a form type); a 400
-  // invalid_json when they are not.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(invalidJson('the body is empty'), undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch (err) {
-      done(invalidJson((err as Error).message), undefined);
-    }
+  // The Host check first, then CORS (preflights need no key), JSON-only bodies with a body-idle
+  // timeout, and the body parser (UTF-8, JSON, nesting depth): request-guards.ts.
+  registerRequestGuards(app, {
+    allowedHosts: options.allowedHosts ?? [],
+    allowedOrigins: options.allowedOrigins ?? [],
+    bodyIdleTimeoutSec: limits.bodyIdleTimeoutSec,
   });
 
   // API key, then the per-key rate limit (src/ops/), before anything else runs: every route but
   // those with `openAccess` (/health), the 404 handler included.
-  registerAuth(app, deps.apiKeys ?? null);
-  registerRateLimit(app, deps.rateLimiter ?? null);
+  // After the CORS plugin has loaded (its hook answers preflights, which carry no key).
+  app.after(() => {
+    registerAuth(app, deps.apiKeys ?? null);
+    registerRateLimit(app, deps.rateLimiter ?? null);
+  });
 
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config?.needsModel) request.runtime = lifecycle.require();
