@@ -11,7 +11,7 @@
 // - Body idle timeout: a body that stops arriving for SVC_BODY_IDLE_TIMEOUT_S is cut with a 408.
 // - The body parser: UTF-8 (invalid bytes → 400), JSON, nesting depth (json-limits.ts).
 import { PassThrough, type Readable } from 'node:stream';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../common/api-error.js';
@@ -114,9 +114,16 @@ export function checkJsonContentType(header: string | undefined): void {
   }
 }
 
-/** Passes the body through, cutting it with a 408 after `ms` without a byte. */
-function bodyIdleGuard(payload: Readable, ms: number, seconds: number): Readable {
+/**
+ * Passes the body through, cutting it with a 408 after `ms` without a byte. The timer ends with
+ * the body, and with the response (a 413 or 415 sent before the body was read).
+ */
+function bodyIdleGuard(payload: Readable, response: ServerResponse, ms: number, seconds: number): Readable {
   const out = new PassThrough();
+  // Once the parser has given up on the body nobody listens: an error then must not be thrown.
+  out.on('error', () => undefined);
+  response.once('close', () => clearTimeout(timer));
+  payload.once('close', () => clearTimeout(timer));
   const timer = setTimeout(() => {
     payload.unpipe(out);
     out.destroy(clientTimeout(`The request body stopped arriving: no data for ${seconds} s (SVC_BODY_IDLE_TIMEOUT_S).`));
@@ -195,11 +202,11 @@ export function registerRequestGuards(app: FastifyInstance, opts: GuardOptions):
     });
   }
 
-  app.addHook('preParsing', async (request, _reply, payload) => {
+  app.addHook('preParsing', async (request, reply, payload) => {
     if (!hasBody(request.headers)) return payload;
     checkJsonContentType(request.headers['content-type']);
     if (opts.bodyIdleTimeoutSec <= 0 || (payload as IncomingMessage).complete) return payload;
-    return bodyIdleGuard(payload, opts.bodyIdleTimeoutSec * 1000, opts.bodyIdleTimeoutSec);
+    return bodyIdleGuard(payload, reply.raw, opts.bodyIdleTimeoutSec * 1000, opts.bodyIdleTimeoutSec);
   });
 
   app.removeAllContentTypeParsers();

@@ -324,6 +324,8 @@ test('--request-timeout: non-streamed → 408 request_timeout; streamed → a fi
     const last = JSON.parse(frames.at(-2)!) as { error?: { code: string } };
     assert.equal(last.error?.code, 'request_timeout');
     assert.ok(frames.length > 5, 'tokens were streamed before the timeout');
+    const chunks = frames.slice(0, -2).map((f) => JSON.parse(f) as { choices: { finish_reason: string | null }[] });
+    assert.ok(!chunks.some((c) => c.choices[0]?.finish_reason), 'no finish_reason before the error frame');
     const stats = timed.engine.stats();
     assert.equal(stats.kvBlocksUsed, 0);
     assert.equal(stats.running, 0);

@@ -84,6 +84,8 @@ export interface ScriptedAppSetup {
   ready?: boolean;
   apiKeys?: AppDeps['apiKeys'];
   rateLimiter?: AppDeps['rateLimiter'];
+  /** Overrides of SCRIPTED_OPTIONS (--allowed-hosts, --allowed-origins, HTTP limits …). */
+  options?: Partial<AppOptions>;
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
@@ -108,7 +110,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
   };
   if (setup.ready ?? true) lifecycle.setReady(runtime);
   const app = buildApp({
-    options: SCRIPTED_OPTIONS,
+    options: { ...SCRIPTED_OPTIONS, ...setup.options },
     logger: pino({ level: 'debug' }, sink),
     lifecycle,
     apiKeys: setup.apiKeys,
