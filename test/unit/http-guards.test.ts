@@ -198,3 +198,33 @@ test('--allowed-origins: listed origins get CORS headers, preflights are answere
     await any.app.close();
   }
 });
+
+test('no HTTP timeout cuts a response: a non-streamed answer computed on a silent socket and a pausing stream both finish', async () => {
+  const short = {
+    headersTimeoutSec: 1,
+    requestReceiveTimeoutSec: 1,
+    bodyIdleTimeoutSec: 1,
+    keepAliveTimeoutSec: 1,
+    maxRequestsPerSocket: 0,
+    maxConnections: 0,
+  };
+  // 3 steps of 1.2 s each: the socket is silent (or paused) longer than every limit above.
+  const { app, port } = await listening('127.0.0.1', {
+    options: { http: short },
+    script: { ids: [9707, 11, 1879, 13, 3555, 13], chunk: 2, delayMs: 1200 },
+  });
+  try {
+    const json = { 'content-type': 'application/json' };
+    const [plain, stream] = await Promise.all([
+      send(port, 'POST', '/v1/chat/completions', json, JSON.stringify({ ...CHAT, max_tokens: 10 })),
+      send(port, 'POST', '/v1/chat/completions', json, JSON.stringify({ ...CHAT, max_tokens: 10, stream: true })),
+    ]);
+    assert.equal(plain.status, 200, plain.body);
+    assert.ok(JSON.parse(plain.body).choices[0].message.content.length > 0);
+    assert.equal(stream.status, 200);
+    assert.ok(stream.body.trimEnd().endsWith('data: [DONE]'), stream.body);
+    assert.ok(!stream.body.includes('"error"'), stream.body);
+  } finally {
+    await app.close();
+  }
+});
