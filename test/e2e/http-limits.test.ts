@@ -20,15 +20,26 @@ let svc: ReturnType<typeof runSvc>;
 
 before(async () => {
   port = await freePort();
-  svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--port', String(port), '--max-seq-len', '256'], /^Listening on /m, {
-    SVC_HEADERS_TIMEOUT_S: String(HEADERS_TIMEOUT_S),
-    SVC_REQUEST_RECEIVE_TIMEOUT_S: String(RECEIVE_TIMEOUT_S),
-    SVC_BODY_IDLE_TIMEOUT_S: String(BODY_IDLE_TIMEOUT_S),
-    SVC_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
-    SVC_KEEP_ALIVE_TIMEOUT_S: '1',
-  });
+  // Bound to every interface: the exposure warning is checked too (requests still go to 127.0.0.1).
+  svc = runSvc(
+    ['serve', '--model-from-path', TINY_CHAT, '--port', String(port), '--bind', '0.0.0.0', '--max-seq-len', '256'],
+    /^Listening on /m,
+    {
+      SVC_HEADERS_TIMEOUT_S: String(HEADERS_TIMEOUT_S),
+      SVC_REQUEST_RECEIVE_TIMEOUT_S: String(RECEIVE_TIMEOUT_S),
+      SVC_BODY_IDLE_TIMEOUT_S: String(BODY_IDLE_TIMEOUT_S),
+      SVC_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
+      SVC_KEEP_ALIVE_TIMEOUT_S: '1',
+    },
+  );
   await svc.ready;
   assert.match(svc.output().stderr, /^Listening on /m, svc.output().stderr);
+});
+
+test('--bind 0.0.0.0 without auth: the warning recommends flags start-up accepts (--require-auth with a key source)', () => {
+  const warning = /^.*exposed on all interfaces.*$/m.exec(svc.output().stderr)?.[0] ?? '';
+  assert.match(warning, /--require-auth with --auth-tokens-file FILE \(or --auth-token KEY\)/, svc.output().stderr);
+  assert.match(warning, /--bind 127\.0\.0\.1/);
 });
 
 after(async () => {

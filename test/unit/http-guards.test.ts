@@ -7,6 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { buildChatPrompt } from '../../src/chat/prompt.js';
+import type { ChatRequest } from '../../src/chat/request.js';
 import { loadApiKeys } from '../../src/ops/auth.js';
 import { checkJsonContentType, hostAllowed, hostName } from '../../src/server/request-guards.js';
 import { scriptedApp } from '../helpers/scripted-app.js';
@@ -227,4 +229,19 @@ test('no HTTP timeout cuts a response: a non-streamed answer computed on a silen
   } finally {
     await app.close();
   }
+});
+
+test('a chat template that runs out of stack is a 400 too_deep, not a 500 (past the request limits, as a last line)', () => {
+  const { runtime } = scriptedApp();
+  let parameters: Record<string, unknown> = { type: 'string' };
+  for (let i = 0; i < 20_000; i++) parameters = { a: parameters };
+  const req = {
+    messages: [{ role: 'user', content: 'Hi' }],
+    tools: [{ type: 'function', function: { name: 'f', parameters } }],
+    chatTemplateKwargs: {},
+  } as unknown as ChatRequest;
+  assert.throws(
+    () => buildChatPrompt(req, runtime),
+    (err: { status: number; code: string }) => err.status === 400 && err.code === 'too_deep',
+  );
 });
