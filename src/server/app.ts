@@ -103,11 +103,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   // API key, then the per-key rate limit (src/ops/), before anything else runs: every route but
   // those with `openAccess` (/health), the 404 handler included.
-  // After the CORS plugin has loaded (its hook answers preflights, which carry no key).
-  app.after(() => {
-    registerAuth(app, deps.apiKeys ?? null);
-    registerRateLimit(app, deps.rateLimiter ?? null);
-  });
+  registerAuth(app, deps.apiKeys ?? null);
+  registerRateLimit(app, deps.rateLimiter ?? null);
 
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config?.needsModel) request.runtime = lifecycle.require();

@@ -192,14 +192,22 @@ export function registerRequestGuards(app: FastifyInstance, opts: GuardOptions):
   });
 
   if (opts.allowedOrigins.length > 0) {
-    void app.register(cors, {
-      origin: opts.allowedOrigins.includes('*') ? '*' : [...opts.allowedOrigins],
-      methods: ['GET', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'x-api-key'],
-      // A preflight without the headers gets the plain answer, not a text/plain 400.
-      strictPreflight: false,
-      maxAge: 600,
-    });
+    // Applied in place rather than registered (a registered plugin loads after every hook added
+    // here, auth's included): its hook must answer preflights before auth asks for a key.
+    cors(
+      app,
+      {
+        origin: opts.allowedOrigins.includes('*') ? '*' : [...opts.allowedOrigins],
+        methods: ['GET', 'POST'],
+        allowedHeaders: ['Authorization', 'Content-Type', 'x-api-key'],
+        // A preflight without the headers gets the plain answer, not a text/plain 400.
+        strictPreflight: false,
+        maxAge: 600,
+      },
+      (err) => {
+        if (err) throw err;
+      },
+    );
   }
 
   app.addHook('preParsing', async (request, reply, payload) => {
