@@ -33,6 +33,9 @@ function run(task: PromptTask): PromptReply {
   }
 }
 
+// The tokenizer is built: the pool may count this worker ready.
+parentPort!.postMessage({ ready: true });
+
 parentPort!.on('message', (task: PromptTask) => {
   const reply = run(task);
   parentPort!.postMessage(reply, reply.ok ? [reply.tokens.buffer as ArrayBuffer] : []);

@@ -52,12 +52,17 @@ class PromptThread {
   readonly pending = new Map<number, Pending>();
   /** Takes no new task; terminated once its pending tasks are done. */
   retiring = false;
+  /** Settles once the worker has built its tokenizer (or is gone). */
+  readonly ready: Promise<void>;
 
   constructor(data: PromptWorkerData, onReply: (t: PromptThread, r: PromptReply) => void, onGone: (t: PromptThread, err: Error) => void) {
     this.worker = new Worker(new URL('./prompt-worker.js', import.meta.url), { workerData: data });
     // Idle prompt workers never keep the process alive.
     this.worker.unref();
-    this.worker.on('message', (r: PromptReply) => onReply(this, r));
+    let markReady!: () => void;
+    this.ready = new Promise((resolve) => (markReady = resolve));
+    this.worker.once('exit', () => markReady());
+    this.worker.on('message', (r: PromptReply | { ready: true }) => ('ready' in r ? markReady() : onReply(this, r)));
     this.worker.on('error', (err) => onGone(this, err));
     this.worker.on('exit', (code) => onGone(this, new Error(`prompt worker exited (code ${code})`)));
   }
@@ -88,6 +93,11 @@ export class PromptWorkers {
   /** Encodes a plain-completions text prompt in a worker (BOS … as for raw text). */
   async text(text: string, param: string): Promise<number[]> {
     return Array.from((await this.run({ kind: 'text', text, param })).tokens);
+  }
+
+  /** Settles once every worker has built its tokenizer (so the first requests do not wait for it). */
+  async ready(): Promise<void> {
+    await Promise.all(this.threads.map((t) => t.ready));
   }
 
   /** Ends every worker; tasks in hand fail. */

@@ -12,7 +12,7 @@ import { ApiError, contextLengthExceeded, invalidParam } from '../common/api-err
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { ModelRuntime } from './model-runtime.js';
 import type { PromptInput, ChatMessage, ChatRequest } from './request.js';
-import { ChatTemplateError, renderChatTemplate, type ChatTemplateMessage } from './template.js';
+import { ChatTemplateError, renderChatTemplate, TemplateTooDeepError, type ChatTemplateMessage } from './template.js';
 
 /** A message as chat templates read it (OpenAI names; the reasoning under Qwen's name). */
 function templateMessage(m: ChatMessage): ChatTemplateMessage {
@@ -93,6 +93,7 @@ export function renderChatText(model: PromptModel, input: ChatTemplateInput): st
     });
   } catch (err) {
     // raise_exception() in a template is the model saying the conversation is not one it takes.
+    if (err instanceof TemplateTooDeepError) throw new ApiError(400, err.message, { code: 'too_deep', param: 'messages' });
     if (err instanceof ChatTemplateError && err.raisedByTemplate) {
       throw invalidParam('messages', `The model's chat template refused the conversation: ${err.message}`);
     }

@@ -194,6 +194,17 @@ const GLOBALS: Record<string, unknown> = {
   strftime_now: (format: unknown) => strftimeNow(String(format)),
 };
 
+/** Rendering ran out of stack: the request's messages, tools or kwargs nest too deeply (a 400, not a 500). */
+export class TemplateTooDeepError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('The request is nested too deeply for the chat template to render.', options);
+  }
+}
+
+export function isStackOverflow(err: unknown): boolean {
+  return err instanceof RangeError && /call stack size/i.test(err.message);
+}
+
 /** Render a chat template to the prompt text. */
 export function renderChatTemplate(template: string, ctx: ChatTemplateContext): string {
   const program = compile(template).parsed;
@@ -215,6 +226,7 @@ export function renderChatTemplate(template: string, ctx: ChatTemplateContext): 
     return typeof result === 'string' ? result : String(result);
   } catch (err) {
     if (err instanceof RaisedByTemplate) throw new ChatTemplateError(err.message, true, { cause: err });
+    if (isStackOverflow(err)) throw new TemplateTooDeepError({ cause: err });
     throw new ChatTemplateError(`chat template failed: ${(err as Error).message}`, false, { cause: err });
   }
 }

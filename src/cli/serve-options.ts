@@ -22,6 +22,8 @@ export function toServeOptions(c: Config): ServeOptions {
       toolMaxTokens: c.toolMaxTokens,
       requestTimeoutSec: c.requestTimeout,
       disableThinking: c.disableThinking,
+      allowedHosts: c.allowedHosts ?? [],
+      allowedOrigins: c.allowedOrigins ?? [],
     },
     engine: {
       fastLoad: c.fastLoad,

@@ -22,17 +22,18 @@ export class Rng {
   private readonly s = new Uint32Array(4);
 
   constructor(seed: number) {
-    // Fold the seed's low and high 32 bits (seeds can exceed 2^32 or be negative) into the state.
+    // The seed as a 64-bit two's-complement integer (seeds can exceed 2^32 or be negative): the
+    // low 32 bits seed the splitmix32 sequence, the high ones are mixed into the last word by a
+    // bijection that maps 0 to 0. Distinct int64 seeds give distinct states (-1 ≠ 2^32 + 1), and
+    // seeds in [0, 2^32) give the same state as before the high bits counted.
     const lo = seed >>> 0;
     const hi = Math.floor(seed / 0x100000000) >>> 0;
-    let x = (lo ^ Math.imul(hi, 0x9e3779b9)) >>> 0;
+    let x = lo;
     for (let i = 0; i < 4; i++) {
       x = (x + 0x9e3779b9) >>> 0;
-      let z = x;
-      z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-      z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-      this.s[i] = (z ^ (z >>> 16)) >>> 0;
+      this.s[i] = fmix32(x);
     }
+    this.s[3] = (this.s[3]! ^ fmix32(hi)) >>> 0;
     if ((this.s[0] | this.s[1] | this.s[2] | this.s[3]) === 0) this.s[0] = 1;
   }
 
@@ -54,6 +55,14 @@ export class Rng {
   next(): number {
     return this.nextU32() / 0x100000000;
   }
+}
+
+/** murmur3's 32-bit finalizer: a bijection on 32-bit words with fmix32(0) = 0. */
+function fmix32(v: number): number {
+  let z = v >>> 0;
+  z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+  z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+  return (z ^ (z >>> 16)) >>> 0;
 }
 
 function rotl(x: number, k: number): number {

@@ -11,9 +11,10 @@ import { ServerMetrics } from '../ops/metrics.js';
 import { registerRequestOutcome, requestLogSink } from '../ops/request-log.js';
 import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
 import { renderOpenAiError } from '../protocols/openai/errors.js';
-import { invalidJson } from './framework-errors.js';
+import { httpLimitsFromEnv, httpServer, type HttpLimits } from './http-server.js';
 import type { Lifecycle } from './lifecycle.js';
 import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
+import { registerRequestGuards } from './request-guards.js';
 import { anthropicRoutes } from './routes/anthropic/index.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -35,6 +36,12 @@ export interface AppOptions {
   requestTimeoutSec: number;
   /** --disable-thinking: chats are rendered with enable_thinking false. */
   disableThinking?: boolean;
+  /** Connection limits and timeouts (SVC_* in the environment when not given). */
+  http?: HttpLimits;
+  /** --allowed-hosts: Host names accepted besides loopback ones when bound to loopback. */
+  allowedHosts?: readonly string[];
+  /** --allowed-origins: CORS origins (`*` = any); none = no CORS. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface AppDeps {
@@ -67,7 +74,12 @@ declare module 'fastify' {
 
 export function buildApp(deps: AppDeps): FastifyInstance {
   const { options, lifecycle } = deps;
+  const limits = options.http ?? httpLimitsFromEnv();
+  // Connection limits, and malformed HTTP, 408 and 431 answered in the root's (OpenAI) shape.
+  const server = httpServer(limits, deps.logger, renderOpenAiError);
   const app = Fastify({
+    serverFactory: server.serverFactory,
+    clientErrorHandler: server.clientErrorHandler,
     loggerInstance: deps.logger,
     // One line per request is written by src/ops/request-log.ts's hook, not fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -82,23 +94,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.decorateRequest('runtime', null);
 
-  // Bodies are JSON whatever content-type the client sent (curl -d sends a form type); a 400
-  // invalid_json when they are not.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(invalidJson('the body is empty'), undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch (err) {
-      done(invalidJson((err as Error).message), undefined);
-    }
-  });
-
   // First, so that every request ends in it, those refused by the hooks below included: one log
   // line and the request metrics per request, when its response closes (src/ops/request-log.ts).
   const metrics = new ServerMetrics({ model: options.modelName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
   registerRequestOutcome(app, [requestLogSink(options.modelName), metrics.record]);
+
+  // The Host check first, then CORS (preflights need no key), JSON-only bodies with a body-idle
+  // timeout, and the body parser (UTF-8, JSON, nesting depth): request-guards.ts.
+  registerRequestGuards(app, {
+    allowedHosts: options.allowedHosts ?? [],
+    allowedOrigins: options.allowedOrigins ?? [],
+    bodyIdleTimeoutSec: limits.bodyIdleTimeoutSec,
+  });
 
   // API key, then the per-key rate limit (src/ops/), before anything else runs: every route but
   // those with `openAccess` (/health), the 404 handler included.

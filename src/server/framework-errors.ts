@@ -115,6 +115,16 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
   const e = (err instanceof Error ? err : new Error(String(err))) as Error & FrameworkError;
   if (Array.isArray(e.validation)) return fromSchemaErrors(e.validation as SchemaError[], e.validationContext);
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return bodyTooLarge(bodyLimit);
+  // Whatever recursion a request could still drive past the stack (a template, a schema) is the
+  // request's nesting, not our failure: a 400, and the server keeps serving.
+  if (/Maximum call stack size exceeded/i.test(e.message)) {
+    return new ApiError(400, 'The request is nested too deeply to be processed.', { code: 'too_deep' });
+  }
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new ApiError(415, "Unsupported Content-Type: request bodies must be JSON sent as 'Content-Type: application/json' (UTF-8).", {
+      code: 'unsupported_media_type',
+    });
+  }
   const status = e.statusCode;
   if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, e.message, { code: e.code ?? null });
   // Anything else is our bug: report it in the protocol's shape and keep serving.

@@ -13,6 +13,7 @@ import { loadApiKeys, type AuthSettings } from '../ops/auth.js';
 import { createLogger } from '../ops/logger.js';
 import { describeRateLimits, rateLimitsFromEnv, RateLimiter } from '../ops/rate-limiter.js';
 import { buildApp, type AppOptions } from './app.js';
+import { httpLimitsFromEnv } from './http-server.js';
 import { Lifecycle } from './lifecycle.js';
 import { closeModelRuntime, createModelRuntime, type RuntimeSettings } from './runtime.js';
 
@@ -32,8 +33,8 @@ export interface ServeOptions {
     readonly servedName?: string;
   };
   readonly listen: { readonly host: string; readonly port: number };
-  /** The HTTP app's options, less the model name and body limit. */
-  readonly app: Readonly<Omit<AppOptions, 'modelName' | 'maxBodyBytes'>>;
+  /** The HTTP app's options, less the model name, body limit and connection limits (from the environment). */
+  readonly app: Readonly<Omit<AppOptions, 'modelName' | 'maxBodyBytes' | 'http'>>;
   /** The engine worker's options, less the model path and name and the KV block size. */
   readonly engine: Readonly<Omit<EngineOptions, 'modelPath' | 'blockSize'>>;
   /** The loaded model's chat settings (tool-call parser, thinking). */
@@ -73,12 +74,13 @@ export async function serve(options: ServeOptions): Promise<void> {
     const log = createLogger();
     const apiKeys = options.auth === null ? null : loadApiKeys(options.auth);
     const rateLimits = rateLimitsFromEnv();
+    const http = httpLimitsFromEnv();
     const source = resolveModelSource(options.model.id, options.model.path, options.model.cacheDir);
     const modelName = options.model.servedName ?? checkpointName(source) ?? options.model.id ?? options.model.path ?? source;
 
     const lifecycle = new Lifecycle('starting');
     const app = buildApp({
-      options: { ...options.app, modelName, maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES') },
+      options: { ...options.app, modelName, maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES'), http },
       logger: log,
       lifecycle,
       chatOutput: planChatOutput,
@@ -103,6 +105,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     });
     const info = engine.info;
     const { runtime, modelToml } = createModelRuntime(source, modelName, engine, options.runtime);
+    // Ready once the prompt workers have their tokenizers, so the first requests do not wait for them.
+    await runtime.prompts?.ready();
     lifecycle.setReady(runtime);
 
     log.info(
@@ -134,10 +138,15 @@ export async function serve(options: ServeOptions): Promise<void> {
     log.info(apiKeys === null ? 'Authentication: off' : `Authentication: on (${apiKeys.size} API ${apiKeys.size === 1 ? 'key' : 'keys'})`);
     if (rateLimits !== null) log.info(describeRateLimits(rateLimits));
     if (apiKeys === null && (host === '0.0.0.0' || host === '::')) {
-      log.warn(`the server is exposed on all interfaces (${host}): anyone on the LAN can reach it; use --require-auth or --bind 127.0.0.1`);
+      log.warn(
+        `the server is exposed on all interfaces (${host}) without authentication: anyone on the network can use it; ` +
+          'add --require-auth with --auth-tokens-file FILE (or --auth-token KEY), or use --bind 127.0.0.1',
+      );
     } else if (host === '127.0.0.1' || host === 'localhost' || host === '::1') {
       log.info('Bound to loopback only: other machines cannot connect (use --bind 0.0.0.0 to expose it)');
     }
+    if (options.app.allowedOrigins && options.app.allowedOrigins.length > 0)
+      log.info(`CORS: allowed origins ${options.app.allowedOrigins.join(', ')}`);
     // The readiness marker comes last: everything above is printed once a client sees it.
     log.info(`Listening on ${host}:${port}`);
 

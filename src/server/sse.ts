@@ -77,8 +77,10 @@ export async function streamSteps(
     send(encoder.start());
     for await (const { index, step } of steps) {
       if (!sse.open) return;
-      send(encoder.step(index, step.events, step.logprobs));
       const failed = generationError(step.done);
+      // A cut-off or failed sequence ends with the error frame alone, not a finish reason first.
+      const events = failed ? step.events.filter((e) => e.type !== 'finish') : step.events;
+      send(encoder.step(index, events, step.logprobs));
       if (failed) {
         send(encoder.error(failed));
         return;

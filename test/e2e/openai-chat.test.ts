@@ -265,7 +265,7 @@ test('--max-num-seqs: a request beyond the queue limit gets a retriable 503; the
     const long = { model: 'm', messages: MESSAGES, max_tokens: 300, ignore_eos: true, temperature: 0 } as never;
     const running = [small.client.chat.completions.create(long), small.client.chat.completions.create(long)];
     // Wait until both are admitted, then one more is refused.
-    for (let t = 0; t < 100 && small.engine.stats().running + small.engine.stats().waiting < 2; t++)
+    for (let t = 0; t < 1000 && small.engine.stats().running + small.engine.stats().waiting < 2; t++)
       await new Promise((r) => setTimeout(r, 10));
     await assert.rejects(
       small.client.chat.completions.create({ model: 'm', messages: MESSAGES, max_tokens: 5 }),
@@ -324,6 +324,8 @@ test('--request-timeout: non-streamed → 408 request_timeout; streamed → a fi
     const last = JSON.parse(frames.at(-2)!) as { error?: { code: string } };
     assert.equal(last.error?.code, 'request_timeout');
     assert.ok(frames.length > 5, 'tokens were streamed before the timeout');
+    const chunks = frames.slice(0, -2).map((f) => JSON.parse(f) as { choices: { finish_reason: string | null }[] });
+    assert.ok(!chunks.some((c) => c.choices[0]?.finish_reason), 'no finish_reason before the error frame');
     const stats = timed.engine.stats();
     assert.equal(stats.kvBlocksUsed, 0);
     assert.equal(stats.running, 0);

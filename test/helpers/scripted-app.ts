@@ -87,6 +87,8 @@ export interface ScriptedAppSetup {
   rateLimiter?: AppDeps['rateLimiter'];
   /** Default: plain text, nothing parsed. */
   chatOutput?: ChatOutputFactory;
+  /** Overrides of SCRIPTED_OPTIONS (--allowed-hosts, --allowed-origins, HTTP limits …). */
+  options?: Partial<AppOptions>;
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
@@ -112,7 +114,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
   };
   if (setup.ready ?? true) lifecycle.setReady(runtime);
   const app = buildApp({
-    options: SCRIPTED_OPTIONS,
+    options: { ...SCRIPTED_OPTIONS, ...setup.options },
     logger: pino({ level: 'debug' }, sink),
     lifecycle,
     apiKeys: setup.apiKeys,

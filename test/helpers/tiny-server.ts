@@ -54,6 +54,7 @@ export async function startTinyServer(
   });
   const lifecycle = new Lifecycle();
   const { runtime } = createModelRuntime(TINY_CHAT, 'svc-tiny-chat', engine, settings);
+  await runtime.prompts?.ready();
   lifecycle.setReady(runtime);
   const app = buildApp({
     options: { ...TINY_OPTIONS, disableThinking: settings.disableThinking, ...options },

@@ -27,6 +27,7 @@ import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate } from '../../src/chat/template.js';
 import { configFromHf } from '../../src/model/model-config.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { Rng } from '../../src/engine/sampler.js';
 
 const tokenizer = loadTokenizer(TINY_CHAT);
 const chatTemplate = findChatTemplate(TINY_CHAT);
@@ -155,6 +156,17 @@ function sseFrames(body: string): string[] {
 // ---------------------------------------------------------------------------------------------
 // Validation: status, code, param
 
+/** A JSON value nested `depth` levels of objects. */
+function nest(depth: number): unknown {
+  let v: unknown = { type: 'string' };
+  for (let i = 1; i < depth; i++) v = { a: v };
+  return v;
+}
+
+function tool(parameters: unknown): unknown {
+  return { type: 'function', function: { name: 'f', parameters } };
+}
+
 const chatCases: [string, unknown, string | null][] = [
   ['messages missing', { model: 'x' }, 'messages'],
   ['messages not an array', { messages: 'hi' }, 'messages'],
@@ -186,6 +198,31 @@ const chatCases: [string, unknown, string | null][] = [
   ['top_logprobs without logprobs', { messages: USER, top_logprobs: 2 }, 'top_logprobs'],
   ['body is an array', [1, 2], 'body'],
   ['tool without a name', { messages: USER, tools: [{ type: 'function', function: { description: 'x' } }] }, 'tools[0].function.name'],
+  ['stream_options without stream', { messages: USER, stream_options: { include_usage: true } }, 'stream_options'],
+  ['stream_options with stream false', { messages: USER, stream: false, stream_options: {} }, 'stream_options'],
+  ['seed 2^63 (above int64)', { messages: USER, seed: 2 ** 63 }, 'seed'],
+  ['seed below int64', { messages: USER, seed: -1e19 }, 'seed'],
+  ['content an empty array', { messages: [{ role: 'user', content: [] }] }, 'messages[0].content'],
+  ['text content part without text', { messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'messages[0].content[0].text'],
+  ['tool parameters nested 40 levels', { messages: USER, tools: [tool(nest(40))] }, 'tools[0].function.parameters'],
+  [
+    'tool parameters of 10500 nodes',
+    { messages: USER, tools: [tool({ type: 'object', enum: Array.from({ length: 10_500 }, () => 0) })] },
+    'tools[0].function.parameters',
+  ],
+  ['chat_template_kwargs nested 20 levels', { messages: USER, chat_template_kwargs: { x: nest(20) } }, 'chat_template_kwargs'],
+  [
+    'chat_template_kwargs of 2000 keys',
+    { messages: USER, chat_template_kwargs: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`k${i}`, i])) },
+    'chat_template_kwargs',
+  ],
+  ['messages nested 100 levels', { messages: nest(100) }, 'messages'],
+  [
+    'messages nested 30000 levels of arrays (raw text: JSON.stringify would overflow)',
+    `{"messages":${'['.repeat(30_000)}${']'.repeat(30_000)}}`,
+    'messages',
+  ],
+  ['tool parameters nested 3000 levels (the body limit names the field)', { messages: USER, tools: [tool(nest(3000))] }, 'tools'],
 ];
 
 for (const [name, body, param] of chatCases) {
@@ -217,15 +254,95 @@ test('400: malformed JSON says the body is not valid JSON', async () => {
   assert.match(err.message, /not valid JSON/);
 });
 
-test('a JSON body is read whatever content-type it was sent with (curl -d)', async () => {
-  const { app } = setup();
+test('415: a body that is not declared JSON (curl -d sends a form type) is refused; application/json and +json are read', async () => {
+  const { app, engine } = setup();
+  const body = JSON.stringify({ messages: USER });
+  const send = (type?: string) =>
+    app.inject({ method: 'POST', url: '/v1/chat/completions', payload: body, headers: type === undefined ? {} : { 'content-type': type } });
+  for (const type of [
+    'application/x-www-form-urlencoded',
+    'text/plain',
+    'text/plain; charset=utf-8',
+    'multipart/form-data; boundary=x',
+    'application/json; charset=latin1',
+    undefined,
+  ]) {
+    const res = await send(type);
+    assert.equal(res.statusCode, 415, `${type}: ${res.body}`);
+    assert.equal(res.json().error.code, 'unsupported_media_type');
+    assert.equal(res.json().error.type, 'invalid_request_error');
+  }
+  assert.equal(engine.jobs.length, 0);
+  for (const type of [
+    'application/json',
+    'Application/JSON; charset=UTF-8',
+    'application/vnd.api+json',
+    'application/json; charset="utf-8"',
+  ]) {
+    const res = await send(type);
+    assert.equal(res.statusCode, 200, `${type}: ${res.body}`);
+  }
+});
+
+test('400: invalid UTF-8 in a JSON body is refused, not replaced', async () => {
+  const { app, engine } = setup();
+  const bytes = Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"Hi '), Buffer.from([0xff, 0xc3]), Buffer.from('"}]}')]);
   const res = await app.inject({
     method: 'POST',
     url: '/v1/chat/completions',
-    payload: JSON.stringify({ messages: USER }),
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: bytes,
+    headers: { 'content-type': 'application/json' },
   });
-  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(res.statusCode, 400);
+  assert.equal(res.json().error.code, 'invalid_json');
+  assert.match(res.json().error.message, /not valid UTF-8/);
+  assert.equal(engine.jobs.length, 0);
+});
+
+test('400 messages: stream_options, token ids, text parts and depth limits say what is wrong', async () => {
+  const { app } = setup();
+  const message = async (url: string, body: unknown) => (await post(app, url, body)).json().error.message as string;
+  assert.equal(
+    await message('/v1/chat/completions', { messages: USER, stream_options: { include_usage: true } }),
+    "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+  );
+  assert.match(await message('/v1/completions', { prompt: [-1] }), /token ids must be non-negative integers, but got -1/);
+  assert.match(
+    await message('/v1/chat/completions', { messages: [{ role: 'user', content: [{ type: 'text' }] }] }),
+    /Missing required parameter: 'messages\[0\]\.content\[0\]\.text'/,
+  );
+  assert.match(await message('/v1/chat/completions', { messages: USER, tools: [tool(nest(40))] }), /at most 32 levels/);
+  assert.match(await message('/v1/chat/completions', { messages: USER, chat_template_kwargs: { x: nest(20) } }), /at most 16 levels/);
+  assert.match(await message('/v1/chat/completions', { messages: nest(100) }), /at most 64 levels/);
+  // Within the limits a deep schema renders.
+  assert.equal((await post(app, '/v1/chat/completions', { messages: USER, tools: [tool(nest(30))] })).status, 200);
+});
+
+test('seeds: the int64 range is accepted, and seeds that differ only in their high bits give different RNG streams', async () => {
+  const { app, engine } = setup();
+  for (const seed of [-(2 ** 63), -1, 0, 2 ** 53, 9223372036854774784]) {
+    assert.equal((await post(app, '/v1/chat/completions', { messages: USER, seed })).status, 200, String(seed));
+  }
+  assert.equal(engine.jobs.at(-1)!.req.sampling.seed, 9223372036854774784);
+  const draws = (seed: number) => {
+    const rng = new Rng(seed);
+    return Array.from({ length: 4 }, () => rng.nextU32());
+  };
+  assert.notDeepEqual(draws(-1), draws(4294967297));
+  assert.notDeepEqual(draws(1), draws(2 ** 32 + 1));
+  assert.deepEqual(draws(12345), draws(12345));
+});
+
+test('--request-timeout cut of a stream: the text so far, then the error frame alone (no finish_reason)', async () => {
+  const { app } = setup({ ids: tokenizer.encode('Hello there, how are you'), reason: 'timeout' });
+  const frames = sseFrames((await post(app, '/v1/chat/completions', { messages: USER, stream: true })).body);
+  assert.equal(frames.at(-1), '[DONE]');
+  assert.equal(JSON.parse(frames.at(-2)!).error.code, 'request_timeout');
+  assert.ok(frames.length > 3, 'text was streamed before the error');
+  assert.ok(!frames.slice(0, -2).some((f) => JSON.parse(f).choices[0]?.finish_reason), 'no finish reason before the error');
+  const legacy = sseFrames((await post(app, '/v1/completions', { prompt: 'Hi', stream: true })).body);
+  assert.equal(JSON.parse(legacy.at(-2)!).error.code, 'request_timeout');
+  assert.ok(!legacy.slice(0, -2).some((f) => JSON.parse(f).choices[0]?.finish_reason), 'no finish reason before the error');
 });
 
 test('413: a body over the limit, in the OpenAI shape', async () => {
@@ -264,6 +381,8 @@ const completionCases: [string, unknown, string][] = [
   ['prompt empty array', { prompt: [] }, 'prompt'],
   ['prompt of a wrong type', { prompt: { text: 'hi' } }, 'prompt'],
   ['token id out of the vocabulary', { prompt: [1, 2, 10_000_000] }, 'prompt'],
+  ['a negative token id', { prompt: [5, -1] }, 'prompt[1]'],
+  ['a negative token id in a batch', { prompt: [[5], [7, -3]] }, 'prompt[1][1]'],
   ['an empty prompt in a batch', { prompt: ['ok', ''] }, 'prompt[1]'],
   ['suffix', { prompt: 'a', suffix: 'b' }, 'suffix'],
   ['echo with logprobs', { prompt: 'a', echo: true, logprobs: 1 }, 'echo'],

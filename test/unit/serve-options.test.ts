@@ -16,7 +16,15 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
   const expected: ServeOptions = {
     model: { id: 'acme/tiny', path: undefined, cacheDir: undefined, servedName: undefined },
     listen: { host: '127.0.0.1', port: 8888 },
-    app: { defaultMinP: 0.08, defaultTopNSigma: 1, toolMaxTokens: 8192, requestTimeoutSec: 300, disableThinking: false },
+    app: {
+      defaultMinP: 0.08,
+      defaultTopNSigma: 1,
+      toolMaxTokens: 8192,
+      requestTimeoutSec: 300,
+      disableThinking: false,
+      allowedHosts: [],
+      allowedOrigins: [],
+    },
     engine: {
       fastLoad: true,
       kvCacheDtype: 'fp8',
@@ -100,8 +108,35 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     toolMaxTokens: 100,
     requestTimeoutSec: 0,
     disableThinking: true,
+    allowedHosts: [],
+    allowedOrigins: [],
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
+});
+
+test('--allowed-hosts and --allowed-origins: comma lists, repeatable, in order; malformed entries refused', () => {
+  const o = toServeOptions(
+    config(
+      'acme/tiny',
+      '--allowed-hosts',
+      'my.box,.corp.example',
+      '--allowed-hosts',
+      'proxy:8080',
+      '--allowed-origins',
+      'http://localhost:3000',
+    ),
+  );
+  assert.deepStrictEqual(o.app.allowedHosts, ['my.box', '.corp.example', 'proxy:8080']);
+  assert.deepStrictEqual(o.app.allowedOrigins, ['http://localhost:3000']);
+  assert.deepStrictEqual(toServeOptions(config('acme/tiny', '--allowed-origins', '*')).app.allowedOrigins, ['*']);
+  for (const [flag, value] of [
+    ['--allowed-hosts', 'a,,b'],
+    ['--allowed-hosts', 'http://x'],
+    ['--allowed-origins', 'localhost:3000'],
+    ['--allowed-origins', 'http://x/path'],
+  ]) {
+    assert.equal(parseArgs(['serve', 'acme/tiny', flag!, value!]).kind, 'error', `${flag} ${value}`);
+  }
 });
 
 test('an unbuilt KV dtype never reaches the engine', () => {

@@ -1,6 +1,6 @@
 // The "Experimental and operations" group of the flag table, in help and README order.
 import { flag } from './spec.js';
-import { apiKeys, decimal, integer, switchFlag, text } from './values.js';
+import { apiKeys, decimal, integer, nameList, switchFlag, text } from './values.js';
 
 export const OPERATIONS_FLAGS = [
   flag({
@@ -85,6 +85,30 @@ export const OPERATIONS_FLAGS = [
     default: undefined,
     defaultText: 'none',
     help: 'File of accepted API keys (with --require-auth): one per line; blank lines and lines starting with # are skipped.',
+    built: true,
+  }),
+  flag({
+    name: 'allowed-hosts',
+    key: 'allowedHosts',
+    group: 'Experimental and operations',
+    value: nameList('names', 'host names (`name`, `.domain` for it and its subdomains, or `*`), comma-separated', (e) =>
+      /^(\*|\.?[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(e),
+    ),
+    default: undefined,
+    defaultText: 'loopback names only',
+    help: 'Host header names accepted besides localhost, 127.0.0.1 and [::1] while bound to a loopback address (others get 403: DNS-rebinding protection); repeatable; any Host is accepted on other binds.',
+    built: true,
+  }),
+  flag({
+    name: 'allowed-origins',
+    key: 'allowedOrigins',
+    group: 'Experimental and operations',
+    value: nameList('origins', 'origins such as `http://localhost:3000`, or `*`, comma-separated', (e) =>
+      /^(\*|https?:\/\/[^/\s]+)$/.test(e),
+    ),
+    default: undefined,
+    defaultText: 'none (no CORS)',
+    help: 'Enable CORS for these browser origins (`*` = any); repeatable. Without it no Access-Control-* header is sent and preflights are refused.',
     built: true,
   }),
   flag({

@@ -131,6 +131,23 @@ export function apiKeys(placeholder: string): ArgValue<readonly string[]> {
   };
 }
 
+/** A repeatable comma-separated list (--allowed-hosts, --allowed-origins): each occurrence's
+ *  entries are appended; every entry must pass `valid`. */
+export function nameList(placeholder: string, expected: string, valid: (entry: string) => boolean): ArgValue<readonly string[]> {
+  return {
+    takesValue: true,
+    placeholder,
+    expected,
+    documented: true,
+    repeatable: true,
+    parse(raw) {
+      const entries = raw.split(',').map((e) => e.trim());
+      return entries.length > 0 && entries.every((e) => e !== '' && valid(e)) ? ok(entries) : bad;
+    },
+    format: (value) => value.join(','),
+  };
+}
+
 /** --kv-high-precision-layers: a count, `auto` (= 2) or `max`/`all` (every attention layer).
  *  Per the spec anything else is not an error: it warns and becomes 0. */
 export const highPrecisionLayers: ArgValue<number | 'all'> = {

@@ -15,6 +15,7 @@ import type {
   ToolDefinition,
 } from '../../chat/request.js';
 import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
+import { checkJsonLimit, SCHEMA_LIMIT, TEMPLATE_KWARGS_LIMIT } from '../json-limits.js';
 import type { SseFrame, StreamEncoder, TokenUsage } from '../stream.js';
 import { closingFrames, dataFrames, errorFrames } from './stream.js';
 
@@ -92,6 +93,9 @@ export function decodeGenerationFields(
     const v = body[p];
     if (v != null && v !== 0) throw unsupportedParam(p, 'only 0 is accepted');
   }
+  if (body.stream_options != null && body.stream !== true) {
+    throw invalidParam('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+  }
   const model = defaults.model ?? {};
   const topK = body.top_k ?? model.top_k ?? 0;
   const sampling: SamplingParams = {
@@ -125,6 +129,11 @@ export function decodeChatRequest(body: ChatCompletionBody, defaults: SamplingDe
     throw invalidParam('top_logprobs', "'top_logprobs' requires 'logprobs' to be true.");
   }
   const tools = body.tools ?? [];
+  // Free-form JSON that reaches the template and the grammar compiler: bounded before either runs.
+  tools.forEach((t, i) => {
+    if (t.function.parameters !== undefined) checkJsonLimit(t.function.parameters, `tools[${i}].function.parameters`, SCHEMA_LIMIT);
+  });
+  if (body.chat_template_kwargs != null) checkJsonLimit(body.chat_template_kwargs, 'chat_template_kwargs', TEMPLATE_KWARGS_LIMIT);
   const toolChoice = decodeToolChoice(body.tool_choice ?? null, tools);
   return {
     ...decodeGenerationFields(body, defaults),
@@ -187,8 +196,15 @@ function decodeMessage(m: WireMessage, i: number): ChatMessage {
 
 function decodeContent(content: string | WireContentPart[] | null, param: string): string | null {
   if (content === null || typeof content === 'string') return content;
+  if (content.length === 0) throw invalidParam(param, `'${param}' must not be an empty array: send a string or at least one content part.`);
   const texts = content.map((part, j) => {
-    if (part.type === 'text' && typeof part.text === 'string') return part.text;
+    if (part.type === 'text') {
+      if (typeof part.text === 'string') return part.text;
+      throw invalidParam(
+        `${param}[${j}].text`,
+        `Missing required parameter: '${param}[${j}].text' (a content part of type 'text' needs its text).`,
+      );
+    }
     if (part.type === 'image_url') throw unsupportedParam(`${param}[${j}]`, 'this model does not accept image input');
     throw invalidParam(`${param}[${j}].type`, `Invalid content part type '${part.type}' in '${param}[${j}]'.`);
   });

@@ -51,9 +51,16 @@ function decodePrompt(prompt: CompletionBody['prompt']): PromptInput[] {
   if (typeof prompt === 'string') return [{ text: prompt }];
   if (prompt.length === 0) throw invalidParam('prompt', "'prompt' must not be an empty array.");
   const first = prompt[0];
-  if (typeof first === 'number') return [{ tokens: prompt as number[] }];
   if (typeof first === 'string') return (prompt as string[]).map((text) => ({ text }));
-  return (prompt as number[][]).map((tokens) => ({ tokens }));
+  const lists = typeof first === 'number' ? [prompt as number[]] : (prompt as number[][]);
+  lists.forEach((tokens, i) => {
+    const bad = tokens.findIndex((id) => id < 0);
+    if (bad >= 0) {
+      const at = typeof first === 'number' ? `prompt[${bad}]` : `prompt[${i}][${bad}]`;
+      throw invalidParam(at, `Invalid value for '${at}': token ids must be non-negative integers, but got ${tokens[bad]}.`);
+    }
+  });
+  return lists.map((tokens) => ({ tokens }));
 }
 
 interface LegacyLogprobs {

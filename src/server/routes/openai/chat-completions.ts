@@ -26,7 +26,9 @@ export const generationProperties = {
   top_k: { type: ['integer', 'null'], minimum: -1 },
   min_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
   top_n_sigma: { type: ['number', 'null'], minimum: 0 },
-  seed: nullable('integer'),
+  // int64, as OpenAI's: JSON numbers are read as doubles, so the largest seed that passes is
+  // the double just below 2^63 (9223372036854774784).
+  seed: { type: ['integer', 'null'], minimum: -(2 ** 63), exclusiveMaximum: 2 ** 63 },
   stop: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
   n: { type: ['integer', 'null'], minimum: 1, maximum: 128 },
   stream: nullable('boolean'),

@@ -17,7 +17,8 @@ import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '..
 import { SseStream, streamSteps } from '../../sse.js';
 import { generationProperties } from './chat-completions.js';
 
-const tokenIds = { type: 'array', items: { type: 'integer', minimum: 0 } };
+// Negative ids pass the schema and are refused by the decoder, which says what a token id is.
+const tokenIds = { type: 'array', items: { type: 'integer' } };
 
 const completionSchema = {
   type: 'object',
