@@ -6,6 +6,7 @@ import { ApiError } from '../common/api-error.js';
 import { tokenizerFromDefinition, type TokenizerDefinition } from '../model/tokenizer.js';
 import { chatPromptFromText, encodeTextPrompt, renderChatText, type PromptModel } from './prompt.js';
 import type { PromptTask, PromptReply, PromptWorkerData } from './prompt-workers.js';
+import { tokenizeHere } from './tokenize.js';
 
 const data = workerData as PromptWorkerData;
 const model: PromptModel = {
@@ -22,6 +23,16 @@ function run(task: PromptTask): PromptReply {
       chars = text.length;
       const prompt = chatPromptFromText(model, text);
       return { id: task.id, ok: true, tokens: Uint32Array.from(prompt.tokens), text: prompt.text, chars };
+    }
+    if (task.kind === 'tokenize') {
+      // Counted first: a long text that is refused still gets its worker recycled.
+      if ('text' in task.input.source) chars = task.input.source.text.length;
+      const { tokens, chars: n } = tokenizeHere(model, task.input);
+      return { id: task.id, ok: true, tokens: Uint32Array.from(tokens), text: null, chars: n };
+    }
+    if (task.kind === 'detokenize') {
+      const text = model.tokenizer.decode(task.ids);
+      return { id: task.id, ok: true, tokens: new Uint32Array(0), text, chars: text.length };
     }
     chars = task.text.length;
     return { id: task.id, ok: true, tokens: Uint32Array.from(encodeTextPrompt(model, task.text, task.param)), text: null, chars };

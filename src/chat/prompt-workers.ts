@@ -15,6 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { ApiError } from '../common/api-error.js';
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { ChatPrompt, ChatTemplateInput } from './prompt.js';
+import type { TokenizeInput } from './tokenize.js';
 
 /** Worker threads per model (see the top of this file). */
 export const PROMPT_WORKERS = 2;
@@ -29,7 +30,14 @@ export interface PromptWorkerData {
   maxSeqLen: number;
 }
 
-export type PromptTask = { id: number; kind: 'chat'; input: ChatTemplateInput } | { id: number; kind: 'text'; text: string; param: string };
+/** A task without its id. `tokenize` / `detokenize` serve POST /tokenize and /detokenize (src/chat/tokenize.ts). */
+export type PromptJob =
+  | { kind: 'chat'; input: ChatTemplateInput }
+  | { kind: 'text'; text: string; param: string }
+  | { kind: 'tokenize'; input: TokenizeInput }
+  | { kind: 'detokenize'; ids: number[] };
+
+export type PromptTask = PromptJob & { id: number };
 
 export type PromptReply =
   | { id: number; ok: true; tokens: Uint32Array; text: string | null; chars: number }
@@ -100,6 +108,16 @@ export class PromptWorkers {
     await Promise.all(this.threads.map((t) => t.ready));
   }
 
+  /** Tokenizes a text or a rendered conversation in a worker (src/chat/tokenize.ts). */
+  async tokenize(input: TokenizeInput): Promise<number[]> {
+    return Array.from((await this.run({ kind: 'tokenize', input })).tokens);
+  }
+
+  /** Decodes token ids in a worker, special tokens included. */
+  async detokenize(ids: number[]): Promise<string> {
+    return (await this.run({ kind: 'detokenize', ids })).text!;
+  }
+
   /** Ends every worker; tasks in hand fail. */
   async close(): Promise<void> {
     this.closed = true;
@@ -116,9 +134,7 @@ export class PromptWorkers {
     );
   }
 
-  private run(
-    task: { kind: 'chat'; input: ChatTemplateInput } | { kind: 'text'; text: string; param: string },
-  ): Promise<PromptReply & { ok: true }> {
+  private run(task: PromptJob): Promise<PromptReply & { ok: true }> {
     if (this.closed) return Promise.reject(new Error('the prompt workers are closed'));
     const live = this.threads.filter((t) => !t.retiring);
     const thread = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));

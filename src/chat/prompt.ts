@@ -36,6 +36,8 @@ export interface ChatTemplateInput {
   messages: ChatTemplateMessage[];
   tools: unknown[];
   chatTemplateKwargs?: Record<string, unknown>;
+  /** End with the assistant turn's opening (default true; POST /tokenize may turn it off). */
+  addGenerationPrompt?: boolean;
 }
 
 /** What prompt building needs from the model (the same on the main thread and in a prompt worker). */
@@ -73,7 +75,7 @@ function encodeBounded(model: PromptModel, text: string, param: string, addSpeci
   return tokens;
 }
 
-/** The chat template rendered for `input`, ending with the assistant turn's opening. */
+/** The chat template rendered for `input`, ending with the assistant turn's opening (unless addGenerationPrompt is false). */
 export function renderChatText(model: PromptModel, input: ChatTemplateInput): string {
   const { tokenizer, chatTemplate } = model;
   if (chatTemplate === null) {
@@ -86,7 +88,7 @@ export function renderChatText(model: PromptModel, input: ChatTemplateInput): st
     return renderChatTemplate(chatTemplate, {
       messages: input.messages,
       tools: input.tools,
-      addGenerationPrompt: true,
+      addGenerationPrompt: input.addGenerationPrompt ?? true,
       bosToken: tokenizer.bosToken,
       eosToken: tokenizer.eosToken,
       extra: input.chatTemplateKwargs,
@@ -126,13 +128,14 @@ export function encodeTextPrompt(model: PromptModel, text: string, param: string
   return tokens;
 }
 
+/** What the chat template renders for a request. */
+export function chatTemplateInput(req: ChatRequest): ChatTemplateInput {
+  return { messages: req.messages.map(templateMessage), tools: req.tools, chatTemplateKwargs: req.chatTemplateKwargs };
+}
+
 /** The chat prompt: the rendered template, ending with the assistant turn's opening, as token ids. */
 export async function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): Promise<ChatPrompt> {
-  const input: ChatTemplateInput = {
-    messages: req.messages.map(templateMessage),
-    tools: req.tools,
-    chatTemplateKwargs: req.chatTemplateKwargs,
-  };
+  const input = chatTemplateInput(req);
   return runtime.prompts ? runtime.prompts.chat(input) : renderChatPrompt(runtime, input);
 }
 

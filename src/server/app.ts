@@ -19,6 +19,7 @@ import { anthropicRoutes } from './routes/anthropic/index.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openAiRoutes } from './routes/openai/index.js';
+import { tokenizeRoutes } from './routes/tokenize.js';
 
 /** The protocols served, each under its own prefix (a longer prefix inside another one wins there). */
 const PROTOCOLS: ProtocolRoutes[] = [openAiRoutes, anthropicRoutes];
@@ -122,6 +123,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const routeDeps: RouteDeps = { options, chatOutput: deps.chatOutput ?? (() => ({ stages: [] })) };
   void app.register(healthRoutes, routeDeps);
   void app.register(metricsRoutes, { metrics });
+  void app.register(tokenizeRoutes, routeDeps);
   for (const protocol of PROTOCOLS) registerProtocol(app, protocol, routeDeps);
   return app;
 }

@@ -30,6 +30,8 @@ const BODIES: Record<string, unknown> = {
   '/v1/completions': { prompt: 'Hello', max_tokens: 2 },
   '/v1/messages': { model: 'm', messages: USER, max_tokens: 2 },
   '/v1/messages/count_tokens': { model: 'm', messages: USER },
+  '/tokenize': { prompt: 'Hello' },
+  '/detokenize': { tokens: [9707] },
 };
 
 type App = ReturnType<typeof scriptedApp>['app'];
@@ -92,6 +94,8 @@ test('auth on every route: 401 for every wrong key, in the protocol shape, ident
     'POST /v1/completions',
     'POST /v1/messages',
     'POST /v1/messages/count_tokens',
+    'POST /tokenize',
+    'POST /detokenize',
   ]) {
     assert.ok(paths.includes(expected), `routes listed: ${paths.join(', ')}`);
   }
@@ -110,7 +114,7 @@ test('auth on every route: 401 for every wrong key, in the protocol shape, ident
             message: 'Invalid or missing API key: send it as `Authorization: Bearer <key>` (or `x-api-key: <key>`).',
           },
         });
-      } else if (url.startsWith('/v1/')) {
+      } else if (url.startsWith('/v1/') || url === '/tokenize' || url === '/detokenize') {
         assert.deepEqual(res.json(), {
           error: {
             message: 'Invalid or missing API key: send it as `Authorization: Bearer <key>` (or `x-api-key: <key>`).',

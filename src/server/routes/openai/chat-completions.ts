@@ -65,7 +65,7 @@ const toolCall = {
   },
 };
 
-const message = {
+export const messageSchema = {
   type: 'object',
   required: ['role'],
   properties: {
@@ -79,7 +79,7 @@ const message = {
   },
 };
 
-const tool = {
+export const toolSchema = {
   type: 'object',
   required: ['type', 'function'],
   properties: {
@@ -117,12 +117,12 @@ const chatCompletionSchema = {
   required: ['messages'],
   properties: {
     ...generationProperties,
-    messages: { type: 'array', minItems: 1, items: message },
+    messages: { type: 'array', minItems: 1, items: messageSchema },
     max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
     logprobs: nullable('boolean'),
     top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
     response_format: { type: ['object', 'null'], required: ['type'], properties: { type: { type: 'string' } } },
-    tools: { type: ['array', 'null'], items: tool },
+    tools: { type: ['array', 'null'], items: toolSchema },
     tool_choice: toolChoice,
     parallel_tool_calls: nullable('boolean'),
     chat_template_kwargs: nullable('object'),
