@@ -11,6 +11,12 @@
 // tokens, and a chunk leaves what is promised to those after it. A new arrival therefore gets a
 // step within one prefill chunk, its whole prompt when it is short; an older prefill still takes
 // the rest of the budget, and a lone prompt all of it.
+// A step that prefills beside a sequence that samples in it (a decode, or a prompt that fits in
+// its share) prefills at most maxPrefillTokens / SHARED_STEP_PREFILL_DIVISOR tokens (or the
+// shares promised, if more): each token of a running sequence waits for one step,
+// and a full chunk deep into a long prompt takes seconds (attention grows with the context), so a
+// new arrival would wait a whole chunk for its first token and the decodes beside it would crawl
+// at one token per chunk. The long prefill pays a few more, smaller steps only while others run.
 // When a running sequence needs a block and none is free, the newest running sequence is
 // preempted: its blocks go back to the pool and it waits at the head of the queue to be
 // recomputed (prompt + tokens generated so far). The memory budget guarantees the pool holds at
@@ -24,6 +30,9 @@ import type { BlockManager } from './block-manager.js';
 import { acceptToken } from './logits/processor.js';
 import type { EngineFinishReason } from './types.js';
 import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
+
+/** A step that prefills beside a sampling sequence prefills at most maxPrefillTokens / this (2048 of the default 8192). */
+export const SHARED_STEP_PREFILL_DIVISOR = 4;
 
 export interface SchedulerConfig {
   /** Most sequences holding KV (and so in one forward pass) at once. */
@@ -76,7 +85,6 @@ export class Scheduler {
 
   schedule(): ScheduledBatch {
     const chunks: ScheduledChunk[] = [];
-    let budget = this.config.maxPrefillTokens;
     let preempted = false;
     // The share promised to each prefill of this step, and what is promised to those not yet planned.
     const share = Math.max(1, Math.floor(this.config.maxPrefillTokens / this.config.maxBatchSize));
@@ -85,6 +93,14 @@ export class Scheduler {
     for (const seq of this.running) if (numUncached(seq) > 1) promisedLater += promise(seq);
     const slots = this.config.maxBatchSize - this.running.length;
     for (let i = 0; i < Math.min(slots, this.waiting.length); i++) promisedLater += promise(this.waiting[i]);
+    // A sequence that samples this step (a decode, or a prompt that ends within its share) waits
+    // on the step's length: then a smaller budget (never below what is promised); else all of it.
+    const samples = (seq: Sequence): boolean => numUncached(seq) <= share;
+    const shared =
+      this.running.length + Math.min(slots, this.waiting.length) > 1 &&
+      (this.running.some(samples) || this.waiting.slice(0, slots).some(samples));
+    const sharedBudget = Math.max(Math.floor(this.config.maxPrefillTokens / SHARED_STEP_PREFILL_DIVISOR), promisedLater);
+    let budget = shared ? Math.min(this.config.maxPrefillTokens, sharedBudget) : this.config.maxPrefillTokens;
 
     for (let i = 0; i < this.running.length; i++) {
       const seq = this.running[i];

@@ -62,9 +62,10 @@ test('a long prompt is prefilled in chunks within the prefill budget, then decod
   assert.equal(bm.usedBlocks(), 0);
 });
 
-test('decodes run beside prefill chunks and do not use the prefill budget', () => {
+test('decodes run beside prefill chunks, which shrink to a quarter of the budget while others decode', () => {
   const bm = new BlockManager(64, 16);
-  const s = new Scheduler({ maxBatchSize: 4, maxPrefillTokens: 8 }, bm);
+  // Budget 32, a quarter (8) in steps with decodes; 4 slots, so each prefill is promised up to 8.
+  const s = new Scheduler({ maxBatchSize: 4, maxPrefillTokens: 32 }, bm);
   const a = seq(4, 10);
   s.add(a);
   step(s); // a prefilled and sampled its first token
@@ -122,11 +123,11 @@ test('a new arrival gets a step within one prefill chunk while a long prompt is 
   assert.deepEqual(
     batch.chunks.map((c) => [c.seq.id, c.start, c.length, c.sample]),
     [
-      [long.id, 64, 59, false],
+      [long.id, 64, 16, false],
       [short.id, 0, 5, true],
     ],
+    'a shared step prefills a quarter of the budget (16) or the shares promised (16 + 5), whichever is more',
   );
-  assert.equal(batch.numTokens, 64, 'the budget is used in full');
   // A longer arrival is chunked at its share; the older prefill keeps the rest.
   const medium = seq(100, 1);
   s.add(medium);
@@ -134,10 +135,11 @@ test('a new arrival gets a step within one prefill chunk while a long prompt is 
   assert.deepEqual(
     batch.chunks.map((c) => [c.seq.id, c.start, c.length]),
     [
-      [long.id, 123, 48],
+      [long.id, 80, 16],
       [short.id, 5, 1],
       [medium.id, 0, 16],
     ],
+    'with a decode in the step, the prefills get their shares (more than a quarter of the budget), no more',
   );
   // Everyone finishes; decodes never waited for the long prefill.
   let steps = 0;
