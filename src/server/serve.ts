@@ -78,7 +78,12 @@ export async function serve(options: ServeOptions): Promise<void> {
 
     const lifecycle = new Lifecycle('starting');
     const app = buildApp({
-      options: { ...options.app, modelName, maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES') },
+      options: {
+        ...options.app,
+        modelName,
+        maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES'),
+        storeMaxRecords: readEnv('SVC_RESPONSES_STORE_MAX'),
+      },
       logger: log,
       lifecycle,
       chatOutput: planChatOutput,

@@ -19,6 +19,7 @@ import { buildApp, type RouteDeps } from '../../src/server/app.js';
 import { Lifecycle } from '../../src/server/lifecycle.js';
 import { registerProtocol } from '../../src/server/protocol-plugin.js';
 import { IM_END, SCRIPTED_OPTIONS, scriptedApp, tinyTokenizer } from '../helpers/scripted-app.js';
+import { RecordStore } from '../../src/server/store.js';
 
 const KEY = 'sk-svc-test-0123456789abcdef';
 const OTHER_KEY = 'sk-other-key';
@@ -189,7 +190,7 @@ test('401 and 429 come out in the shape of the protocol the route belongs to', a
   registerProtocol(
     app,
     { prefix: '/fake', renderError: renderFake, routes: [fakeRoutes] },
-    { options: SCRIPTED_OPTIONS, chatOutput: () => ({ stages: [] }) },
+    { options: SCRIPTED_OPTIONS, chatOutput: () => ({ stages: [] }), store: new RecordStore() },
   );
   const denied = await call(app, 'POST', '/fake/messages', { authorization: 'Bearer nope' });
   assert.equal(denied.status, 401);
