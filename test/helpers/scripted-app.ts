@@ -87,6 +87,8 @@ export interface ScriptedAppSetup {
   rateLimiter?: AppDeps['rateLimiter'];
   /** Default: plain text, nothing parsed. */
   chatOutput?: ChatOutputFactory;
+  /** Stored responses and conversations; default: a new store. */
+  store?: AppDeps['store'];
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
@@ -118,6 +120,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
     apiKeys: setup.apiKeys,
     rateLimiter: setup.rateLimiter,
     chatOutput: setup.chatOutput,
+    store: setup.store,
   });
   return { app, engine, lines, lifecycle, runtime };
 }
