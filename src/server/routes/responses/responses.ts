@@ -114,6 +114,8 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
     const snapshot = (state: Parameters<typeof responseObject>[2]): ResponseObject =>
       responseObject(meta, echo, { ...state, output: structuredClone(state.output) });
 
+    // Submitted first: a request the engine refuses (busy, too long) leaves no trace in the store.
+    const sequences = runSequences(runtime, [{ job, pipeline }], promptTokens, request, reply);
     // Stored from the start, in progress; each item as it completes; the final object at the end.
     let record: StoredResponse | null = null;
     if (echo.store) {
@@ -124,15 +126,14 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
       record?.response.output.push(structuredClone(item));
       conversation?.items.push(structuredClone(item));
     };
+    const items = new OutputItems(onItemDone);
+    const counter = { reasoning: 0 };
+    const steps = countReasoning(sequences, counter);
     let finished = false;
     const done = (response: ResponseObject): void => {
       finished = true;
       if (record !== null) record.response = structuredClone(response);
     };
-
-    const items = new OutputItems(onItemDone);
-    const counter = { reasoning: 0 };
-    const steps = countReasoning(runSequences(runtime, [{ job, pipeline }], promptTokens, request, reply), counter);
 
     if (chat.stream) {
       const encoder = new ResponseStreamEncoder(items, {
