@@ -163,6 +163,13 @@ export const ENV_VARS = {
     default: null,
     parse: positiveInt('SVC_RATE_LIMIT_BURST_TPM'),
   }),
+  SVC_RESPONSES_STORE_MAX: spec<number>({
+    name: 'SVC_RESPONSES_STORE_MAX',
+    doc: 'stored responses and conversations the process keeps (Responses API); past it the oldest is evicted and its id answers 404',
+    defaultText: '10000',
+    default: 10_000,
+    parse: positiveInt('SVC_RESPONSES_STORE_MAX'),
+  }),
   HF_HUB_CACHE: spec<string | null>({
     name: 'HF_HUB_CACHE',
     doc: 'hub cache searched for `svc serve ORG/NAME` (after `--cache-dir`)',

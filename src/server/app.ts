@@ -20,9 +20,11 @@ import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openAiRoutes } from './routes/openai/index.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
+import { responsesProtocols } from './routes/responses/index.js';
+import { RecordStore } from './store.js';
 
 /** The protocols served, each under its own prefix (a longer prefix inside another one wins there). */
-const PROTOCOLS: ProtocolRoutes[] = [openAiRoutes, anthropicRoutes];
+const PROTOCOLS: ProtocolRoutes[] = [openAiRoutes, anthropicRoutes, ...responsesProtocols];
 
 export interface AppOptions {
   /** Name /v1/models reports and responses carry. */
@@ -43,6 +45,8 @@ export interface AppOptions {
   allowedHosts?: readonly string[];
   /** --allowed-origins: CORS origins (`*` = any); none = no CORS. */
   allowedOrigins?: readonly string[];
+  /** Stored responses + conversations kept (SVC_RESPONSES_STORE_MAX); default DEFAULT_STORE_MAX. */
+  storeMaxRecords?: number;
 }
 
 export interface AppDeps {
@@ -55,12 +59,16 @@ export interface AppDeps {
   apiKeys?: ApiKeys | null;
   /** The per-key rate limiter (SVC_RATE_LIMIT_*); default: none. */
   rateLimiter?: RateLimiter | null;
+  /** Stored responses and conversations; default: a new store of `options.storeMaxRecords`. */
+  store?: RecordStore;
 }
 
 /** What route plugins get. */
 export interface RouteDeps {
   options: AppOptions;
   chatOutput: ChatOutputFactory;
+  /** The process's stored responses and conversations (src/server/store.ts). */
+  store: RecordStore;
 }
 
 declare module 'fastify' {
@@ -120,7 +128,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Outside every protocol's prefix (and on /health): the OpenAI shape, as before there were others.
   renderErrorsWith(app, renderOpenAiError, options.maxBodyBytes);
 
-  const routeDeps: RouteDeps = { options, chatOutput: deps.chatOutput ?? (() => ({ stages: [] })) };
+  const routeDeps: RouteDeps = {
+    options,
+    chatOutput: deps.chatOutput ?? (() => ({ stages: [] })),
+    store: deps.store ?? new RecordStore(options.storeMaxRecords),
+  };
   void app.register(healthRoutes, routeDeps);
   void app.register(metricsRoutes, { metrics });
   void app.register(tokenizeRoutes, routeDeps);

@@ -20,7 +20,7 @@ export interface ProtocolRoutes {
 }
 
 /** Methods the routes answer; a path that has a route for another of these is a 405, not a 404. */
-const METHODS = ['GET', 'POST'] as const;
+const METHODS = ['GET', 'POST', 'DELETE'] as const;
 
 /**
  * Sets `scope`'s error and not-found handlers: errors become ApiErrors (framework-errors.ts) and

@@ -80,7 +80,13 @@ export async function serve(options: ServeOptions): Promise<void> {
 
     const lifecycle = new Lifecycle('starting');
     const app = buildApp({
-      options: { ...options.app, modelName, maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES'), http },
+      options: {
+        ...options.app,
+        modelName,
+        maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES'),
+        storeMaxRecords: readEnv('SVC_RESPONSES_STORE_MAX'),
+        http,
+      },
       logger: log,
       lifecycle,
       chatOutput: planChatOutput,

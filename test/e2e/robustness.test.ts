@@ -76,6 +76,25 @@ const CHAT = '/v1/chat/completions';
 const COMPLETIONS = '/v1/completions';
 const VALID_CHAT = { model: 'm', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 };
 const VALID_COMPLETION = { model: 'm', prompt: 'Once upon a time', max_tokens: 4 };
+/** Every route, each with a valid body that the cases below break (chat weighted up: it has the most fields). */
+const ROUTES: [string, Record<string, unknown>][] = [
+  [CHAT, VALID_CHAT],
+  [CHAT, VALID_CHAT],
+  [COMPLETIONS, VALID_COMPLETION],
+  ['/v1/messages', { model: 'm', max_tokens: 4, messages: [{ role: 'user', content: 'Hi' }] }],
+  ['/v1/messages/count_tokens', { model: 'm', messages: [{ role: 'user', content: 'Hi' }] }],
+  ['/v1/responses', { model: 'm', input: 'Hi', max_output_tokens: 4 }],
+  ['/v1/conversations', { items: [{ type: 'message', role: 'user', content: 'Hi' }] }],
+  ['/v1/conversations/conv_x/items', { items: [] }],
+  ['/tokenize', { prompt: 'Hi' }],
+  ['/detokenize', { tokens: [9707] }],
+  ['/v1/models', VALID_CHAT],
+  ['/health', VALID_CHAT],
+  ['/metrics', VALID_CHAT],
+  ['/v1/nope', VALID_CHAT],
+  ['/v1/chat', VALID_CHAT],
+  ['/', VALID_CHAT],
+];
 
 /** Values of every JSON type and some nasty sizes. */
 function randomValue(r: () => number, depth = 0): unknown {
@@ -118,8 +137,7 @@ const JSON_TYPE = { 'content-type': 'application/json' };
 /** Case `i` of the fuzz set: a malformed (or occasionally valid) request to one of the routes. */
 function fuzzCase(i: number): RawRequest {
   const r = rng(1000 + i);
-  const path = [CHAT, CHAT, CHAT, COMPLETIONS, COMPLETIONS, '/v1/models', '/health', '/v1/nope', '/v1/chat', '/'][Math.floor(r() * 10)];
-  const valid = path === COMPLETIONS ? VALID_COMPLETION : VALID_CHAT;
+  const [path, valid] = ROUTES[Math.floor(r() * ROUTES.length)]!;
   switch (Math.floor(r() * 13)) {
     case 0: {
       // Truncated or corrupted JSON.
@@ -155,7 +173,8 @@ function fuzzCase(i: number): RawRequest {
     case 4: {
       // Invalid UTF-8 inside a string.
       const text = JSON.stringify(valid);
-      const at = text.indexOf('Hi') >= 0 ? text.indexOf('Hi') : text.indexOf('Once');
+      const at =
+        ['Hi', 'Once', '"'].map((w) => text.indexOf(w)).find((k) => k >= 0)! + (text.includes('Hi') || text.includes('Once') ? 0 : 1);
       const bytes = encoder.encode(text);
       const bad = new Uint8Array(bytes.length + 2);
       bad.set(bytes.subarray(0, at));
@@ -252,20 +271,25 @@ function fuzzCase(i: number): RawRequest {
   }
 }
 
-/** `{error: {message: string, type: string, …}}`: OpenAI's error body. */
-function isErrorShape(text: string): boolean {
+/** The error body of the path's protocol: Anthropic's `{type: "error", error: {type, message}}` under /v1/messages, else OpenAI's `{error: {message, type, code, param}}`. */
+function isErrorShape(text: string, path = '/'): boolean {
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown; type?: unknown } } | null;
-    return typeof body?.error?.message === 'string' && typeof body.error.type === 'string';
+    const body = JSON.parse(text) as {
+      type?: unknown;
+      error?: { message?: unknown; type?: unknown; code?: unknown; param?: unknown };
+    } | null;
+    const e = body?.error;
+    if (typeof e?.message !== 'string' || typeof e.type !== 'string') return false;
+    return path.startsWith('/v1/messages') ? body!.type === 'error' : 'code' in e && 'param' in e;
   } catch {
     return false;
   }
 }
 
 /** Statuses a malformed request may get (documented in the README); never a 5xx but a retriable 503. */
-const ALLOWED = new Set([200, 400, 401, 403, 404, 405, 408, 413, 415, 429, 431, 503]);
+const ALLOWED = new Set([200, 400, 401, 403, 404, 405, 408, 413, 415, 429, 431, 503, 529]);
 
-test('fuzz: 3000 malformed requests on every route: no crash, no 5xx, every error in the OpenAI shape', async () => {
+test("fuzz: 3000 malformed requests on every route: no crash, no 5xx, every error in its protocol's shape", async () => {
   const CASES = 3000;
   const CONCURRENCY = 8;
   const failures: string[] = [];
@@ -283,7 +307,7 @@ test('fuzz: 3000 malformed requests on every route: no crash, no 5xx, every erro
       }
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       if (!ALLOWED.has(res.status)) failures.push(`case ${i} ${req.method} ${req.path}: status ${res.status}: ${res.text.slice(0, 200)}`);
-      if (res.status >= 400 && !isErrorShape(res.text)) {
+      if (res.status >= 400 && !isErrorShape(res.text, req.path.split('?')[0])) {
         failures.push(`case ${i} ${req.method} ${req.path}: ${res.status} body not in the error shape: ${res.text.slice(0, 200)}`);
       }
     }

@@ -89,6 +89,8 @@ export interface ScriptedAppSetup {
   chatOutput?: ChatOutputFactory;
   /** Overrides of SCRIPTED_OPTIONS (--allowed-hosts, --allowed-origins, HTTP limits …). */
   options?: Partial<AppOptions>;
+  /** Stored responses and conversations; default: a new store. */
+  store?: AppDeps['store'];
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
@@ -120,6 +122,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
     apiKeys: setup.apiKeys,
     rateLimiter: setup.rateLimiter,
     chatOutput: setup.chatOutput,
+    store: setup.store,
   });
   return { app, engine, lines, lifecycle, runtime };
 }

@@ -23,6 +23,7 @@ import { Lifecycle } from '../../src/server/lifecycle.js';
 import { registerProtocol } from '../../src/server/protocol-plugin.js';
 import { SseStream, sseBytes, streamSteps } from '../../src/server/sse.js';
 import type { IndexedStep } from '../../src/server/generate.js';
+import { RecordStore } from '../../src/server/store.js';
 
 // ---------------------------------------------------------------------------------------------
 // ApiError and the OpenAI renderer
@@ -201,7 +202,7 @@ function fakeApp() {
   registerProtocol(
     app,
     { prefix: '/v1/fake', renderError: renderFake, routes: [fakeRoutes] },
-    { options: OPTIONS, chatOutput: () => ({ stages: [] }) },
+    { options: OPTIONS, chatOutput: () => ({ stages: [] }), store: new RecordStore() },
   );
   return app;
 }

@@ -1,0 +1,255 @@
+// The Responses request: the wire body → ChatRequest. The conversation the model sees is the
+// stored context (a previous response's chain, or a conversation's items), then this request's
+// input items; `instructions` is a system message ahead of them (not carried to the next turn,
+// as OpenAI does). The JSON schema is checked by the route first; here is what needs more.
+import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
+import type { ChatMessage, ChatRequest, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import { invalidParam, unsupportedParam } from '../../common/api-error.js';
+import type { Item, WireInputItem, WirePart } from './items.js';
+
+/** A function tool in the Responses' flat shape; other types (web_search, file_search, …) are skipped. */
+export interface WireTool {
+  type: string;
+  name?: string;
+  description?: string | null;
+  parameters?: Record<string, unknown> | null;
+  strict?: boolean | null;
+}
+
+export type WireToolChoice = 'none' | 'auto' | 'required' | { type: string; name?: string };
+
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+
+export interface ResponsesBody {
+  model?: string;
+  input?: string | WireInputItem[];
+  instructions?: string | null;
+  tools?: WireTool[] | null;
+  tool_choice?: WireToolChoice | null;
+  parallel_tool_calls?: boolean | null;
+  max_output_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  previous_response_id?: string | null;
+  conversation?: string | { id: string } | null;
+  /** The spec's name for `conversation`. */
+  conversation_id?: string | null;
+  store?: boolean | null;
+  stream?: boolean | null;
+  reasoning?: { effort?: ReasoningEffort | null; summary?: string | null; generate_summary?: string | null } | null;
+  include?: string[] | null;
+  metadata?: Record<string, string> | null;
+  text?: Record<string, unknown> | null;
+  truncation?: 'auto' | 'disabled' | null;
+  user?: string | null;
+  background?: boolean | null;
+  service_tier?: string | null;
+  prompt_cache_key?: string | null;
+}
+
+export interface ResponsesDefaults {
+  defaultMinP: number;
+  defaultTopNSigma: number;
+  model?: ModelSamplingDefaults;
+  disableThinking?: boolean;
+}
+
+/**
+ * The thinking budget each `reasoning.effort` asks for (null: the model's own; `none` turns
+ * thinking off). The smaller of it and --max-thinking-budget applies.
+ */
+export const EFFORT_BUDGETS: Record<ReasoningEffort, number | null> = {
+  none: 0,
+  minimal: 256,
+  low: 1024,
+  medium: 4096,
+  high: null,
+  xhigh: null,
+};
+
+export interface DecodedResponses {
+  chat: ChatRequest;
+  /** The tool choice as the response echoes it. */
+  toolChoice: WireToolChoice;
+  /** The function tools kept, as the response echoes them. */
+  tools: WireTool[];
+  warnings: string[];
+}
+
+/** The conversation this response continues, if any: `conversation` (id or {id}), else `conversation_id`. */
+export function conversationId(body: ResponsesBody): string | null {
+  const c = body.conversation;
+  if (c !== undefined && c !== null) return typeof c === 'string' ? c : c.id;
+  return body.conversation_id ?? null;
+}
+
+/** `context`: the stored items before this request's `input` (already normalized, with ids). */
+export function decodeResponsesRequest(body: ResponsesBody, context: Item[], input: Item[], defaults: ResponsesDefaults): DecodedResponses {
+  const warnings: string[] = [];
+  const tools: ToolDefinition[] = [];
+  const kept: WireTool[] = [];
+  for (const [i, t] of (body.tools ?? []).entries()) {
+    if (t.type !== 'function') {
+      warnings.push(`tools[${i}]: tool type '${t.type}' is not supported and was skipped`);
+      continue;
+    }
+    if (t.name === undefined || t.name === '') throw invalidParam(`tools.${i}.name`, `tools.${i}.name: Field required`);
+    const fn: ToolDefinition['function'] = { name: t.name };
+    if (t.description !== undefined && t.description !== null) fn.description = t.description;
+    if (t.parameters !== undefined && t.parameters !== null) fn.parameters = t.parameters;
+    tools.push({ type: 'function', function: fn });
+    kept.push({
+      type: 'function',
+      name: t.name,
+      description: t.description ?? null,
+      parameters: t.parameters ?? null,
+      strict: t.strict ?? true,
+    });
+  }
+  const toolChoice = decodeToolChoice(body.tool_choice ?? 'auto', tools);
+
+  const messages: ChatMessage[] = [];
+  if (body.instructions !== undefined && body.instructions !== null && body.instructions !== '') {
+    messages.push({ role: 'system', content: body.instructions });
+  }
+  // One pass over both, so that a function_call_output in `input` finds its call's name in the context.
+  messages.push(...itemsToMessages([...context, ...input], 'input', context.length));
+
+  const chatTemplateKwargs: Record<string, unknown> = {};
+  let thinkingBudget: number | null = null;
+  const effort = body.reasoning?.effort;
+  if (effort !== undefined && effort !== null) {
+    const budget = EFFORT_BUDGETS[effort];
+    if (budget === 0) chatTemplateKwargs.enable_thinking = false;
+    else thinkingBudget = budget;
+  }
+  if (defaults.disableThinking) chatTemplateKwargs.enable_thinking = false;
+
+  const model = defaults.model ?? {};
+  const chat: ChatRequest = {
+    sampling: {
+      temperature: body.temperature ?? model.temperature ?? 1.0,
+      topK: model.top_k ?? 0,
+      topP: body.top_p ?? model.top_p ?? 1.0,
+      minP: model.min_p ?? defaults.defaultMinP,
+      topNSigma: defaults.defaultTopNSigma,
+      seed: null,
+    },
+    maxTokens: body.max_output_tokens ?? null,
+    stop: [],
+    stopTokenIds: [],
+    ignoreEos: false,
+    n: 1,
+    logprobs: null,
+    skipSpecialTokens: true,
+    stream: body.stream ?? false,
+    includeUsage: false,
+    messages,
+    tools: toolChoice.chat === 'none' ? [] : tools,
+    toolChoice: toolChoice.chat,
+    parallelToolCalls: body.parallel_tool_calls ?? true,
+    chatTemplateKwargs,
+    thinkingBudget,
+  };
+  return { chat, toolChoice: toolChoice.wire, tools: kept, warnings };
+}
+
+function decodeToolChoice(choice: WireToolChoice, tools: ToolDefinition[]): { chat: ToolChoice; wire: WireToolChoice } {
+  if (typeof choice === 'string') {
+    if (tools.length === 0) {
+      if (choice === 'required') throw invalidParam('tool_choice', "tool_choice 'required' requires tools.");
+      return { chat: 'none', wire: choice };
+    }
+    return { chat: choice, wire: choice };
+  }
+  if (choice.type !== 'function') throw unsupportedParam('tool_choice', `tool_choice type '${choice.type}'`);
+  const name = choice.name;
+  if (name === undefined) throw invalidParam('tool_choice.name', 'tool_choice.name: Field required');
+  if (!tools.some((t) => t.function.name === name)) {
+    throw invalidParam('tool_choice', `tool_choice names the function '${name}', which is not in tools.`);
+  }
+  return { chat: { type: 'function', function: { name } }, wire: { type: 'function', name } };
+}
+
+/** Text of a message's parts; images and files are refused (no vision support). */
+function partsText(parts: string | WirePart[], at: string): string {
+  if (typeof parts === 'string') return parts;
+  return parts
+    .map((p, k) => {
+      switch (p.type) {
+        case 'input_text':
+        case 'output_text':
+        case 'text':
+        case 'summary_text':
+        case 'reasoning_text':
+          return p.text ?? '';
+        case 'refusal':
+          return typeof p.refusal === 'string' ? p.refusal : '';
+        case 'input_image':
+        case 'input_file':
+        case 'input_audio':
+          throw unsupportedParam(`${at}.${k}`, 'no vision support: this server does not accept image, file or audio input');
+        default:
+          throw invalidParam(`${at}.${k}.type`, `${at}.${k}.type: '${p.type}' is not a content part type this server accepts.`);
+      }
+    })
+    .join('');
+}
+
+/**
+ * Items → chat messages. A reasoning item, an assistant message and function calls that follow
+ * each other are one assistant turn (as a model's output items are); a function_call_output is a
+ * tool message.
+ */
+export function itemsToMessages(items: Item[], at: string, offset = 0): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const names = new Map<string, string>();
+  /** The assistant turn being built, while the items continue it. */
+  let turn: ChatMessage | null = null;
+  const assistant = (): ChatMessage => {
+    if (turn === null) {
+      turn = { role: 'assistant', content: '' };
+      out.push(turn);
+    }
+    return turn;
+  };
+  items.forEach((item, i) => {
+    const where = `${at}.${i - offset}`;
+    switch (item.type) {
+      case 'reasoning': {
+        const text = (item.content ?? []).map((p) => p.text).join('') || item.summary.map((s) => s.text).join('\n');
+        // Reasoning opens a turn; after the turn's text or calls it starts the next one.
+        if (turn !== null && (turn.content !== '' || turn.toolCalls !== undefined)) turn = null;
+        const t = assistant();
+        if (text !== '') t.reasoning = t.reasoning === undefined ? text : `${t.reasoning}\n${text}`;
+        break;
+      }
+      case 'message': {
+        const text = partsText(item.content, `${where}.content`);
+        if (item.role === 'assistant') {
+          const t = assistant();
+          t.content = `${t.content ?? ''}${text}`;
+        } else {
+          turn = null;
+          out.push({ role: item.role, content: text });
+        }
+        break;
+      }
+      case 'function_call': {
+        const t = assistant();
+        names.set(item.call_id, item.name);
+        (t.toolCalls ??= []).push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } });
+        break;
+      }
+      case 'function_call_output': {
+        turn = null;
+        const msg: ChatMessage = { role: 'tool', content: partsText(item.output, `${where}.output`), toolCallId: item.call_id };
+        const name = names.get(item.call_id);
+        if (name !== undefined) msg.name = name;
+        out.push(msg);
+        break;
+      }
+    }
+  });
+  return out;
+}
