@@ -173,8 +173,9 @@ function fuzzCase(i: number): RawRequest {
     case 4: {
       // Invalid UTF-8 inside a string.
       const text = JSON.stringify(valid);
-      const at =
-        ['Hi', 'Once', '"'].map((w) => text.indexOf(w)).find((k) => k >= 0)! + (text.includes('Hi') || text.includes('Once') ? 0 : 1);
+      // Inside the prompt text, else inside the first string.
+      const word = ['Hi', 'Once'].find((w) => text.includes(w));
+      const at = word ? text.indexOf(word) : text.indexOf('"') + 1;
       const bytes = encoder.encode(text);
       const bad = new Uint8Array(bytes.length + 2);
       bad.set(bytes.subarray(0, at));
