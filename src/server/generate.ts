@@ -4,8 +4,10 @@
 // line reports.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
-import { runSequence, type OutputPipeline, type SequenceStep } from '../chat/pipeline.js';
-import type { GenerationOptions } from '../chat/request.js';
+import type { ChatOutputFactory } from '../chat/output-plan.js';
+import { OutputPipeline, runSequence, type SequenceStep } from '../chat/pipeline.js';
+import type { ChatPrompt } from '../chat/prompt.js';
+import type { ChatRequest, GenerationOptions } from '../chat/request.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { contextLengthExceeded, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
 import type { GenerationLog } from '../ops/request-log.js';
@@ -57,6 +59,35 @@ export function engineJob(
 export interface SequenceSpec {
   job: GenerationRequest;
   pipeline: OutputPipeline;
+}
+
+/**
+ * Sequence `seq` of a chat request, as every chat protocol runs it: the engine job, with the output
+ * plan's constraint (tool_choice grammar) and thinking budget, and the pipeline that reads its tokens.
+ */
+export function chatSequence(
+  chat: ChatRequest,
+  prompt: ChatPrompt,
+  maxTokens: number,
+  runtime: ModelRuntime,
+  chatOutput: ChatOutputFactory,
+  timeoutSec: number,
+  seq = 0,
+): SequenceSpec {
+  const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
+  const job = {
+    ...engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, timeoutSec, seq),
+    constraint: plan.constraint ?? null,
+    thinkingBudget: plan.thinkingBudget ?? null,
+  };
+  const pipeline = new OutputPipeline({
+    decoder: runtime.tokenizer,
+    skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
+    stop: chat.stop,
+    stopTokenIds: job.stopTokenIds,
+    stages: plan.stages,
+  });
+  return { job, pipeline };
 }
 
 export interface IndexedStep {

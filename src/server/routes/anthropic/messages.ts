@@ -3,7 +3,6 @@
 // output pipeline → `message` body, or Anthropic's named events over SSE; count_tokens stops at
 // the prompt. Paths are relative to the protocol's prefix, /v1/messages.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { OutputPipeline } from '../../../chat/pipeline.js';
 import { buildChatPrompt, type ChatPrompt } from '../../../chat/prompt.js';
 import type { ChatRequest } from '../../../chat/request.js';
 import { generationError } from '../../../common/api-error.js';
@@ -16,7 +15,7 @@ import {
 } from '../../../protocols/anthropic/messages.js';
 import { MessageStreamEncoder } from '../../../protocols/anthropic/stream.js';
 import type { AppOptions, RouteDeps } from '../../app.js';
-import { engineJob, resolveMaxTokens, runSequences } from '../../generate.js';
+import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
 const textBlock = {
@@ -132,19 +131,7 @@ export const messagesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { optio
     // holds): the completion gets the smaller of it and the room the context has left.
     const room = resolveMaxTokens(promptTokens, null, runtime.maxSeqLen, chat.tools.length > 0 ? options.toolMaxTokens : null);
     const maxTokens = Math.min(room, chat.maxTokens ?? room);
-    const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
-    const job = {
-      ...engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, 0),
-      constraint: plan.constraint ?? null,
-      thinkingBudget: plan.thinkingBudget ?? null,
-    };
-    const pipeline = new OutputPipeline({
-      decoder: runtime.tokenizer,
-      skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
-      stop: chat.stop,
-      stopTokenIds: job.stopTokenIds,
-      stages: plan.stages,
-    });
+    const { job, pipeline } = chatSequence(chat, prompt, maxTokens, runtime, chatOutput, options.requestTimeoutSec);
     const id = newMessageId();
     const steps = runSequences(runtime, [{ job, pipeline }], promptTokens, request, reply);
 

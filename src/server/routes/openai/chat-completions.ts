@@ -1,7 +1,6 @@
 // POST /v1/chat/completions: schema → ChatRequest → prompt tokens → n engine sequences → output
 // pipeline → chat.completion body, or chunks over SSE.
 import type { FastifyPluginAsync } from 'fastify';
-import { OutputPipeline } from '../../../chat/pipeline.js';
 import { buildChatPrompt } from '../../../chat/prompt.js';
 import { generationError } from '../../../common/api-error.js';
 import {
@@ -12,7 +11,7 @@ import {
   type ChatCompletionBody,
 } from '../../../protocols/openai/chat.js';
 import type { RouteDeps } from '../../app.js';
-import { engineJob, resolveMaxTokens, runSequences } from '../../generate.js';
+import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
@@ -136,25 +135,13 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
     async (request, reply) => {
       const runtime = request.runtime!;
       const chat = decodeChatRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
-      const { tokens: prompt, text: promptText } = await buildChatPrompt(chat, runtime);
+      const chatPrompt = await buildChatPrompt(chat, runtime);
+      const prompt = chatPrompt.tokens;
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
       const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, runtime.maxSeqLen, cap);
-      const specs = Array.from({ length: chat.n }, (_, seq) => {
-        const plan = chatOutput({ request: chat, runtime, promptText });
-        const job = {
-          ...engineJob(chat, prompt, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq),
-          constraint: plan.constraint ?? null,
-          thinkingBudget: plan.thinkingBudget ?? null,
-        };
-        const pipeline = new OutputPipeline({
-          decoder: runtime.tokenizer,
-          skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
-          stop: chat.stop,
-          stopTokenIds: job.stopTokenIds,
-          stages: plan.stages,
-        });
-        return { job, pipeline };
-      });
+      const specs = Array.from({ length: chat.n }, (_, seq) =>
+        chatSequence(chat, chatPrompt, maxTokens, runtime, chatOutput, options.requestTimeoutSec, seq),
+      );
       const meta = newResponseMeta('chatcmpl', options.modelName);
       const tokenText = (id: number): string => runtime.tokenizer.decode([id]);
       const steps = runSequences(runtime, specs, prompt.length, request, reply);

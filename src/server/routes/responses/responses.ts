@@ -6,7 +6,6 @@
 // GET / DELETE /v1/responses/{id} and GET /v1/responses/{id}/input_items read the store only.
 import type { FastifyPluginAsync } from 'fastify';
 import type { IndexedStep } from '../../generate.js';
-import { OutputPipeline } from '../../../chat/pipeline.js';
 import { buildChatPrompt } from '../../../chat/prompt.js';
 import { generationError, invalidParam } from '../../../common/api-error.js';
 import {
@@ -32,7 +31,7 @@ import {
 import { conversationId, decodeResponsesRequest, type ResponsesBody } from '../../../protocols/responses/request.js';
 import { ResponseStreamEncoder } from '../../../protocols/responses/stream.js';
 import type { RouteDeps } from '../../app.js';
-import { engineJob, resolveMaxTokens, runSequences } from '../../generate.js';
+import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 import type { StoredConversation, StoredResponse } from '../../store.js';
 import { responsesSchema } from './schema.js';
@@ -79,19 +78,7 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
     // max_output_tokens is a ceiling: the completion gets the smaller of it and the room left.
     const room = resolveMaxTokens(promptTokens, null, runtime.maxSeqLen, chat.tools.length > 0 ? options.toolMaxTokens : null);
     const maxTokens = Math.min(room, chat.maxTokens ?? room);
-    const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
-    const job = {
-      ...engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, 0),
-      constraint: plan.constraint ?? null,
-      thinkingBudget: plan.thinkingBudget ?? null,
-    };
-    const pipeline = new OutputPipeline({
-      decoder: runtime.tokenizer,
-      skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
-      stop: chat.stop,
-      stopTokenIds: job.stopTokenIds,
-      stages: plan.stages,
-    });
+    const { job, pipeline } = chatSequence(chat, prompt, maxTokens, runtime, chatOutput, options.requestTimeoutSec);
 
     const meta: ResponseMeta = { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model: options.modelName };
     const echo: ResponseEcho = {
