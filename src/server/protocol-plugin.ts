@@ -39,12 +39,27 @@ export function renderErrorsWith(
     if (api.status >= 500 && api.status !== 503) request.log.error({ err }, 'request failed');
     void reply.code(status(api)).headers(api.headers).send(render(api));
   });
+  // Every route registered from here on, as a pattern (`/v1/conversations/:id` matches any id),
+  // so that a path with a route under another method is a 405 however its parameters read.
+  const routes: { method: string; pattern: RegExp }[] = [];
+  scope.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, pattern: routePattern(route.url ?? route.path) });
+  });
   scope.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!;
-    const allowed = METHODS.filter((method) => scope.hasRoute({ method, url: path }));
+    const allowed = METHODS.filter((method) => routes.some((r) => r.method === method && r.pattern.test(path)));
     const api = allowed.length > 0 ? methodNotAllowed(request.method, path, allowed) : routeNotFound(request.method, path);
     return reply.code(status(api)).headers(api.headers).send(render(api));
   });
+}
+
+/** A fastify route URL as a whole-path pattern: `:name` is one path segment, `*` anything. */
+function routePattern(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z_][\w]*|\*)/)
+    .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}/?$`);
 }
 
 /** Registers a protocol's routes as one encapsulated plugin under its prefix, with its error shape. */

@@ -218,7 +218,9 @@ export function registerRequestGuards(app: FastifyInstance, opts: GuardOptions):
   });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => {
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+    // Some clients label every request JSON: an empty body where none is expected is no body.
+    if ((req.method === 'GET' || req.method === 'DELETE') && (body as Buffer).length === 0) return done(null, undefined);
     try {
       done(null, parseJsonBody(body as Buffer));
     } catch (err) {

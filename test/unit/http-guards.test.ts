@@ -117,6 +117,38 @@ test('bound to 0.0.0.0: any Host is accepted', async () => {
   }
 });
 
+test('GET and DELETE labelled JSON with an empty body are requests without a body; a POST with one is a 400', async () => {
+  const { app, port } = await listening('127.0.0.1');
+  try {
+    const json = { 'content-type': 'application/json', 'content-length': '0' };
+    assert.equal((await send(port, 'GET', '/v1/models', json)).status, 200);
+    const del = await send(port, 'DELETE', '/v1/responses/resp_unknown', json);
+    assert.equal(del.status, 404, del.body);
+    const post = await send(port, 'POST', '/v1/chat/completions', json);
+    assert.equal(post.status, 400);
+    assert.equal(JSON.parse(post.body).error.code, 'invalid_json');
+  } finally {
+    await app.close();
+  }
+});
+
+test('a wrong method is a 405 with Allow on parametric paths too (/v1/conversations/{id}); an unknown path a 404', async () => {
+  const { app, port } = await listening('127.0.0.1');
+  try {
+    const json = { 'content-type': 'application/json' };
+    const put = await send(port, 'PUT', '/v1/conversations/conv_abc', json, '{}');
+    assert.equal(put.status, 405, put.body);
+    assert.equal(put.headers.allow, 'GET, POST, DELETE');
+    const items = await send(port, 'PATCH', '/v1/conversations/conv_abc/items/item_1', json, '{}');
+    assert.equal(items.status, 405, items.body);
+    assert.equal(items.headers.allow, 'GET, DELETE');
+    assert.equal((await send(port, 'GET', '/tokenize', {})).status, 405);
+    assert.equal((await send(port, 'PUT', '/v1/conversations/conv_abc/nope', json, '{}')).status, 404);
+  } finally {
+    await app.close();
+  }
+});
+
 test('CSRF-style requests are refused: text/plain or form POSTs with a foreign Origin (415), a foreign Host (403); nothing generated', async () => {
   const { app, port, engine } = await listening('127.0.0.1');
   try {
