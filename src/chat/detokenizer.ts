@@ -13,6 +13,9 @@ export interface IdDecoder {
 
 const REPLACEMENT = '\uFFFD';
 
+/** How many of the context's last ids are decoded before the output: enough for any leading-space rule. */
+const CONTEXT_IDS = 4;
+
 export class IncrementalDetokenizer {
   private readonly ids: number[] = [];
   /** Start of the decode window: the context the next difference is taken against. */
@@ -20,10 +23,19 @@ export class IncrementalDetokenizer {
   /** Ids before this have been emitted as text. */
   private readOffset = 0;
 
+  /**
+   * `context`: ids the output continues (a plain prompt), its last ones decoded as the first window's
+   * left side and never emitted, so the first generated token keeps the space a SentencePiece
+   * decoder strips at the start of a text (" with" after "…the park", not "with").
+   */
   constructor(
     private readonly decoder: IdDecoder,
     private readonly skipSpecialTokens = true,
-  ) {}
+    context: readonly number[] = [],
+  ) {
+    for (const id of context.slice(-CONTEXT_IDS)) this.ids.push(id);
+    this.readOffset = this.ids.length;
+  }
 
   /** Adds generated ids; returns the text that became final (possibly ''). */
   push(newIds: readonly number[]): string {

@@ -23,6 +23,8 @@ export interface PipelineOptions {
   /** Ids that end generation (EOS …): never turned into text, as OpenAI and vLLM do. */
   stopTokenIds: readonly number[];
   stages: OutputStage[];
+  /** The prompt, when the output continues it as plain text (completions): see IncrementalDetokenizer. */
+  context?: readonly number[];
 }
 
 export class OutputPipeline {
@@ -32,7 +34,7 @@ export class OutputPipeline {
   private sawToolCall = false;
 
   constructor(private readonly opts: PipelineOptions) {
-    this.detok = new IncrementalDetokenizer(opts.decoder, opts.skipSpecialTokens);
+    this.detok = new IncrementalDetokenizer(opts.decoder, opts.skipSpecialTokens, opts.context);
     this.stops = new StopStringMatcher(opts.stop);
     this.hidden = new Set(opts.stopTokenIds);
   }

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { IncrementalDetokenizer } from '../../src/chat/detokenizer.js';
+import { loadGgufTokenizer } from '../../src/model/gguf-tokenizer.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { MODELS, TINY_CHAT } from '../helpers/paths.js';
 
@@ -97,4 +98,20 @@ test('SentencePiece-style decoder (TinyStories): the leading-space rule is appli
   const out = ids.map((id) => d.push([id])).join('') + d.finish();
   assert.equal(out, sp.decode(ids, { skipSpecialTokens: true }));
   assert.equal(out, text);
+});
+
+test('a continuation decoded after its prompt keeps its leading space (SentencePiece and byte-level BPE); without context the text starts bare', () => {
+  const stories = loadGgufTokenizer(join(MODELS, 'stories260k-gguf', 'stories260K.gguf'));
+  for (const tokenizer of [stories, qwen]) {
+    const prompt = tokenizer.encode('Lily went to the park', { addSpecialTokens: true });
+    const whole = tokenizer.encode('Lily went to the park with her mom.', { addSpecialTokens: true });
+    assert.deepEqual(whole.slice(0, prompt.length), prompt, 'the continuation tokenizes after the prompt unchanged');
+    const generated = whole.slice(prompt.length);
+    const withContext = new IncrementalDetokenizer(tokenizer, true, prompt);
+    const text = generated.map((id) => withContext.push([id])).join('') + withContext.finish();
+    assert.equal(text, ' with her mom.');
+    const bare = new IncrementalDetokenizer(tokenizer, true);
+    const bareText = generated.map((id) => bare.push([id])).join('') + bare.finish();
+    assert.equal(bareText.trimStart(), 'with her mom.');
+  }
 });

@@ -62,6 +62,8 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
             stop: req.stop,
             stopTokenIds: job.stopTokenIds,
             stages: [],
+            // A completion continues the prompt's text: its first token is decoded after the prompt's last ones.
+            context: prompt.tokens,
           });
           specs.push({ job, pipeline });
           echoes.push(req.echo ? prompt.text : '');
