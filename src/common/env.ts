@@ -170,6 +170,13 @@ export const ENV_VARS = {
     default: 10_000,
     parse: positiveInt('SVC_RESPONSES_STORE_MAX'),
   }),
+  SVC_RESPONSES_STORE_MAX_BYTES: spec<number>({
+    name: 'SVC_RESPONSES_STORE_MAX_BYTES',
+    doc: 'bytes of stored items (as JSON) the Responses store keeps, over every response and conversation; past it the least recently written record is evicted',
+    defaultText: '1073741824 (1 GiB)',
+    default: 1 << 30,
+    parse: positiveInt('SVC_RESPONSES_STORE_MAX_BYTES'),
+  }),
   HF_HUB_CACHE: spec<string | null>({
     name: 'HF_HUB_CACHE',
     doc: 'hub cache searched for `svc serve ORG/NAME` (after `--cache-dir`)',

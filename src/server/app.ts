@@ -47,6 +47,8 @@ export interface AppOptions {
   allowedOrigins?: readonly string[];
   /** Stored responses + conversations kept (SVC_RESPONSES_STORE_MAX); default DEFAULT_STORE_MAX. */
   storeMaxRecords?: number;
+  /** Bytes of stored items kept (SVC_RESPONSES_STORE_MAX_BYTES); default DEFAULT_STORE_MAX_BYTES. */
+  storeMaxBytes?: number;
 }
 
 export interface AppDeps {
@@ -131,7 +133,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const routeDeps: RouteDeps = {
     options,
     chatOutput: deps.chatOutput ?? (() => ({ stages: [] })),
-    store: deps.store ?? new RecordStore(options.storeMaxRecords),
+    store: deps.store ?? new RecordStore(options.storeMaxRecords, options.storeMaxBytes),
   };
   void app.register(healthRoutes, routeDeps);
   void app.register(metricsRoutes, { metrics });

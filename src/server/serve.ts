@@ -85,6 +85,7 @@ export async function serve(options: ServeOptions): Promise<void> {
         modelName,
         maxBodyBytes: readEnv('SVC_MAX_BODY_BYTES'),
         storeMaxRecords: readEnv('SVC_RESPONSES_STORE_MAX'),
+        storeMaxBytes: readEnv('SVC_RESPONSES_STORE_MAX_BYTES'),
         http,
       },
       logger: log,

@@ -233,6 +233,29 @@ test('store: capped, oldest first evicted, evicted ids answer 404', async () => 
   assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: { input: 'hi' } })).statusCode, 503);
 });
 
+test('store: bounded in bytes too; appending items makes a conversation the newest', async () => {
+  const store = new RecordStore(100, 3000);
+  const { app } = scriptedApp({ store, ready: false });
+  const text = 'x'.repeat(900);
+  const create = async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/conversations', payload: { items: [{ role: 'user', content: text }] } });
+    assert.equal(res.statusCode, 200);
+    return res.json().id as string;
+  };
+  const [a, b] = [await create(), await create()];
+  // Items for a: it becomes the newest, so b is the oldest when c pushes the store over 3000 bytes.
+  const added = await app.inject({
+    method: 'POST',
+    url: `/v1/conversations/${a}/items`,
+    payload: { items: [{ role: 'user', content: 'hi' }] },
+  });
+  assert.equal(added.statusCode, 200);
+  const c = await create();
+  assert.equal((await app.inject({ method: 'GET', url: `/v1/conversations/${b}` })).statusCode, 404);
+  for (const id of [a, c]) assert.equal((await app.inject({ method: 'GET', url: `/v1/conversations/${id}` })).statusCode, 200);
+  assert.equal(store.size, 2);
+});
+
 test('scripted: a parsed tool call is a function_call item, stored with its input and listed by input_items', async () => {
   const call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>';
   const { app } = scriptedApp({ script: { ids: [...tokenizer.encode(call), IM_END] }, chatOutput: planChatOutput });

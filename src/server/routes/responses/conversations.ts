@@ -76,7 +76,7 @@ export const conversationsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
     async (request) => {
       const c = store.conversation(request.params.id);
       const items = normalizeInput(request.body.items, 'items');
-      c.items.push(...items);
+      store.append(c, items);
       return { object: 'list', data: items, first_id: items[0]?.id ?? null, last_id: items[items.length - 1]?.id ?? null, has_more: false };
     },
   );

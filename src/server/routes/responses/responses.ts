@@ -108,10 +108,10 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
     if (echo.store) {
       record = store.putResponse({ id: meta.id, context, input, response: snapshot({ status: 'in_progress', output: [], usage: null }) });
     }
-    conversation?.items.push(...input);
+    if (conversation) store.append(conversation, input);
     const onItemDone = (item: OutputItem): void => {
-      record?.response.output.push(structuredClone(item));
-      conversation?.items.push(structuredClone(item));
+      if (record) store.append(record, [structuredClone(item)]);
+      if (conversation) store.append(conversation, [structuredClone(item)]);
     };
     const items = new OutputItems(onItemDone);
     const counter = { reasoning: 0 };
