@@ -159,5 +159,6 @@ export async function buildTextPrompt(input: PromptInput, runtime: ModelRuntime,
   const vocab = runtime.modelConfig.vocabSize;
   const bad = input.tokens.find((id) => id >= vocab);
   if (bad !== undefined) throw invalidParam(param, `Token id ${bad} in '${param}' is out of range: the vocabulary has ${vocab} tokens.`);
-  return { tokens: input.tokens, text: runtime.tokenizer.decode(input.tokens) };
+  const text = runtime.prompts ? await runtime.prompts.detokenize(input.tokens) : runtime.tokenizer.decode(input.tokens);
+  return { tokens: input.tokens, text };
 }
