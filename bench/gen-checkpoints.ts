@@ -4,16 +4,22 @@
 // the format and the tokenizer; a mismatch regenerates it.
 //
 //   node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-bf16] [--small] [--cache DIR]
+//                                      [--llama-quantize PATH]
 //
-// Artifacts are <shape>-<format>: format q8_0 / q4_0 / bf16-gguf is one .gguf file, bf16 is a
-// Hugging Face directory (config.json, model.safetensors, tokenizer files).
+// Artifacts are <shape>-<format>: format q8_0 / q4_0 / q4_k_m / q5_k_m / bf16-gguf is one .gguf
+// file, bf16 is a Hugging Face directory (config.json, model.safetensors, tokenizer files). The
+// K-quant mixes follow llama.cpp's Q4_K_M / Q5_K_M recipe with the built-in quantizers
+// (src/kernels/quantize.ts), or come from a llama-quantize binary when one is given.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { GGML_TYPE } from '../src/model/loaders/gguf-header.js';
 import { f32ToBf16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../src/kernels/dequant.js';
+import { quantizeRowQ4K, quantizeRowQ5K, quantizeRowQ6K } from '../src/kernels/quantize.js';
+import { readGgufHeader } from '../src/model/loaders/gguf-header.js';
 import { GgufStreamWriter, ggufTensorBytes, meta, type GgufMeta } from './gguf-stream-writer.js';
 import { SafetensorsStreamWriter } from './safetensors-stream-writer.js';
 import { hfConfig, SHAPE_IDS, shapeOf, tensorSpecs, type ModelShape, type TensorSpec } from './shapes.js';
@@ -23,10 +29,13 @@ import { hashString, hfRowOfPermuted, RowSource } from './weights.js';
 /** Bump when the bytes written for the same shape/format change. */
 export const GENERATOR_VERSION = 1;
 
-export const FORMATS = ['q8_0', 'q4_0', 'bf16', 'bf16-gguf'] as const;
+export const FORMATS = ['q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'bf16', 'bf16-gguf'] as const;
 export type Format = (typeof FORMATS)[number];
+type GgufFormat = Exclude<Format, 'bf16'>;
+/** Formats that mix K-quant types per tensor (llama.cpp's _M recipes). */
+export const K_MIX_FORMATS: readonly Format[] = ['q4_k_m', 'q5_k_m'];
 /** What the generator writes when no --only is given. */
-export const DEFAULT_FORMATS: Format[] = ['q8_0', 'q4_0', 'bf16'];
+export const DEFAULT_FORMATS: Format[] = ['q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'bf16'];
 
 export interface Artifact {
   /** <shape>-<format>, e.g. qwen3-q8_0. */
@@ -39,12 +48,16 @@ export interface Artifact {
   weightBytes: number;
   /** Whether this call wrote it (false: found in the cache). */
   generated: boolean;
+  /** What quantized it: the built-in quantizers, or `llama-quantize (<version>)`. */
+  quantizer: string;
 }
 
 export interface GenerateOptions {
   small?: boolean;
   cacheDir?: string;
   tokenizerDir?: string;
+  /** A llama-quantize binary: K-quant mixes are made with it from the q8_0 file (--allow-requantize). */
+  llamaQuantize?: string;
   log?: (line: string) => void;
 }
 
@@ -64,13 +77,37 @@ export function parseArtifactId(id: string): { shapeId: string; format: Format }
   );
 }
 
-const GGML_OF: Record<Exclude<Format, 'bf16'>, number> = { q8_0: GGML_TYPE.Q8_0, q4_0: GGML_TYPE.Q4_0, 'bf16-gguf': GGML_TYPE.BF16 };
+/** The type of every matrix in a single-type format; for a K mix, the type of its ordinary matrices. */
+const GGML_OF: Record<GgufFormat, number> = {
+  q8_0: GGML_TYPE.Q8_0,
+  q4_0: GGML_TYPE.Q4_0,
+  q4_k_m: GGML_TYPE.Q4_K,
+  q5_k_m: GGML_TYPE.Q5_K,
+  'bf16-gguf': GGML_TYPE.BF16,
+};
 /** llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*). */
-const FILE_TYPE: Record<Exclude<Format, 'bf16'>, number> = { q8_0: 7, q4_0: 2, 'bf16-gguf': 32 };
+const FILE_TYPE: Record<GgufFormat, number> = { q8_0: 7, q4_0: 2, q4_k_m: 15, q5_k_m: 17, 'bf16-gguf': 32 };
+/** llama-quantize's type argument for each K mix. */
+const LLAMA_QUANTIZE_TYPE: Record<string, string> = { q4_k_m: 'Q4_K_M', q5_k_m: 'Q5_K_M' };
 
-/** GGUF tensor type of a tensor in a format: norms stay F32, every matrix takes the format's type. */
-function ggmlTypeOf(spec: TensorSpec, format: Exclude<Format, 'bf16'>): number {
-  return spec.role === 'norm' ? GGML_TYPE.F32 : GGML_OF[format];
+/** llama.cpp's use_more_bits (llama-quant.cpp): the first and last eighth of the layers, and every third between. */
+export function useMoreBits(layer: number, numLayers: number): boolean {
+  const eighth = Math.trunc(numLayers / 8);
+  return layer < eighth || layer >= Math.trunc((7 * numLayers) / 8) || (layer - eighth) % 3 === 2;
+}
+
+/**
+ * GGUF tensor type of a tensor in a format: norms stay F32. Single-type formats put every matrix in
+ * their type. The K mixes follow llama.cpp's Q4_K_M / Q5_K_M recipe for a tied-embedding model: the
+ * embedding doubles as the output and takes the output's Q6_K; attn_v and ffn_down take Q6_K on the
+ * use_more_bits layers; everything else Q4_K (Q5_K).
+ */
+export function ggmlTypeOf(spec: TensorSpec, format: GgufFormat, numLayers: number): number {
+  if (spec.role === 'norm') return GGML_TYPE.F32;
+  if (!K_MIX_FORMATS.includes(format)) return GGML_OF[format];
+  if (spec.role === 'embedding') return GGML_TYPE.Q6_K;
+  const moreBitsTensor = /\.(attn_v|ffn_down)\.weight$/.test(spec.ggufName);
+  return moreBitsTensor && useMoreBits(spec.layer, numLayers) ? GGML_TYPE.Q6_K : GGML_OF[format];
 }
 
 export function weightBytesOf(shape: ModelShape, format: Format): number {
@@ -78,9 +115,19 @@ export function weightBytesOf(shape: ModelShape, format: Format): number {
   for (const spec of tensorSpecs(shape)) {
     const elements = spec.shape.reduce((a, b) => a * b, 1);
     if (format === 'bf16') total += elements * 2;
-    else total += ggufTensorBytes({ name: spec.ggufName, dims: [...spec.shape].reverse(), ggmlType: ggmlTypeOf(spec, format) });
+    else
+      total += ggufTensorBytes({
+        name: spec.ggufName,
+        dims: [...spec.shape].reverse(),
+        ggmlType: ggmlTypeOf(spec, format, shape.numLayers),
+      });
   }
   return total;
+}
+
+/** Tensor bytes of a GGUF file as its header lists them (files this generator did not lay out). */
+function weightBytesInFile(path: string): number {
+  return readGgufHeader(path).tensors.reduce((sum, t) => sum + ggufTensorBytes(t), 0);
 }
 
 function modelSeed(shape: ModelShape): number {
@@ -94,6 +141,12 @@ function encodeRow(row: Float32Array, type: number): Uint8Array {
       return quantizeRowQ8_0(row, row.length);
     case GGML_TYPE.Q4_0:
       return quantizeRowQ4_0(row, row.length);
+    case GGML_TYPE.Q4_K:
+      return quantizeRowQ4K(row, row.length);
+    case GGML_TYPE.Q5_K:
+      return quantizeRowQ5K(row, row.length);
+    case GGML_TYPE.Q6_K:
+      return quantizeRowQ6K(row, row.length);
     case GGML_TYPE.F32:
       return new Uint8Array(row.buffer.slice(row.byteOffset, row.byteOffset + row.byteLength));
     case GGML_TYPE.BF16: {
@@ -117,7 +170,7 @@ function emitTensor(spec: TensorSpec, seed: number, type: number, permute: boole
   }
 }
 
-function ggufArchMetadata(shape: ModelShape, format: Exclude<Format, 'bf16'>): Record<string, GgufMeta> {
+function ggufArchMetadata(shape: ModelShape, format: GgufFormat): Record<string, GgufMeta> {
   const a = shape.family;
   return {
     'general.architecture': meta.str(a),
@@ -142,7 +195,7 @@ function ggufArchMetadata(shape: ModelShape, format: Exclude<Format, 'bf16'>): R
 function writeGgufArtifact(
   path: string,
   shape: ModelShape,
-  format: Exclude<Format, 'bf16'>,
+  format: GgufFormat,
   tok: BenchTokenizer,
   progress: Progress,
 ): void {
@@ -154,7 +207,7 @@ function writeGgufArtifact(
     specs.map((s) => ({
       name: s.ggufName,
       dims: [...s.shape].reverse(),
-      ggmlType: ggmlTypeOf(s, format),
+      ggmlType: ggmlTypeOf(s, format, shape.numLayers),
     })),
   );
   const seed = modelSeed(shape);
@@ -162,7 +215,7 @@ function writeGgufArtifact(
   const permute = shape.family === 'llama';
   try {
     for (const spec of specs) {
-      emitTensor(spec, seed, ggmlTypeOf(spec, format), permute, (b) => {
+      emitTensor(spec, seed, ggmlTypeOf(spec, format, shape.numLayers), permute, (b) => {
         writer.write(b);
         progress.add(b.byteLength);
       });
@@ -222,6 +275,8 @@ interface Sidecar {
   generatorVersion: number;
   key: string;
   bytes: number;
+  /** What quantized the file (absent in sidecars written before the K mixes). */
+  quantizer?: string;
 }
 
 /** File whose size the sidecar records: the .gguf, or the directory's model.safetensors. */
@@ -247,9 +302,12 @@ function isCached(path: string, format: Format, key: string): boolean {
   }
 }
 
+const BUILT_IN = 'built-in quantizer';
+
 /** The artifact `id` (e.g. qwen3-q8_0), generated unless an up-to-date copy is cached. */
 export function ensureCheckpoint(id: string, opts: GenerateOptions = {}): Artifact {
   const { shapeId, format } = parseArtifactId(id);
+  if (opts.llamaQuantize && K_MIX_FORMATS.includes(format)) return ensureLlamaQuantized(id, opts.llamaQuantize, opts);
   const shape = shapeOf(shapeId, opts.small ?? false);
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
   mkdirSync(cacheDir, { recursive: true });
@@ -258,31 +316,85 @@ export function ensureCheckpoint(id: string, opts: GenerateOptions = {}): Artifa
   const tok = loadBenchTokenizer(opts.tokenizerDir);
   const key = cacheKey(shape, format, tok);
   const weightBytes = weightBytesOf(shape, format);
-  const artifact = { id, shape, format, path, weightBytes };
+  const artifact = { id, shape, format, path, weightBytes, quantizer: BUILT_IN };
   if (isCached(path, format, key)) return { ...artifact, generated: false };
 
   const log = opts.log;
   log?.(`generating ${name} (${(weightBytes / 2 ** 30).toFixed(2)} GiB of weights) → ${path}`);
   const t0 = Date.now();
-  // Written under a temporary name and renamed, so an interrupted run never leaves a plausible file.
-  const partial = `${path}.partial`;
-  rmSync(partial, { recursive: true, force: true });
-  rmSync(`${path}.gen.json`, { force: true });
   const progress = new Progress(name, weightBytes, log);
-  if (format === 'bf16') writeHfArtifact(partial, shape, tok, progress);
-  else writeGgufArtifact(partial, shape, format, tok, progress);
-  rmSync(path, { recursive: true, force: true });
-  renameSync(partial, path);
-  const sidecar: Sidecar = { generatorVersion: GENERATOR_VERSION, key, bytes: statSync(dataFileOf(path, format)).size };
-  writeFileSync(`${path}.gen.json`, `${JSON.stringify(sidecar, null, 2)}\n`);
+  writeAtomically(path, format, key, BUILT_IN, (partial) => {
+    if (format === 'bf16') writeHfArtifact(partial, shape, tok, progress);
+    else writeGgufArtifact(partial, shape, format, tok, progress);
+  });
   log?.(`  ${name}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return { ...artifact, generated: true };
 }
 
-function parseCli(argv: string[]): { ids: string[]; small: boolean; cacheDir?: string } {
+/**
+ * Written under a temporary name and renamed, so an interrupted run never leaves a plausible
+ * file; the sidecar goes last.
+ */
+function writeAtomically(path: string, format: Format, key: string, quantizer: string, write: (partial: string) => void): void {
+  const partial = `${path}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  rmSync(`${path}.gen.json`, { force: true });
+  write(partial);
+  rmSync(path, { recursive: true, force: true });
+  renameSync(partial, path);
+  const sidecar: Sidecar = { generatorVersion: GENERATOR_VERSION, key, bytes: statSync(dataFileOf(path, format)).size, quantizer };
+  writeFileSync(`${path}.gen.json`, `${JSON.stringify(sidecar, null, 2)}\n`);
+}
+
+/**
+ * A K-quant mix made by llama.cpp's own llama-quantize from this generator's q8_0 file
+ * (requantized: --allow-requantize). Cached as <name>.llama-quantize.gguf, keyed on the source
+ * file and the binary, so it never stands in for the built-in quantizer's file or vice versa.
+ */
+function ensureLlamaQuantized(id: string, binary: string, opts: GenerateOptions): Artifact {
+  const { shapeId, format } = parseArtifactId(id);
+  const source = ensureCheckpoint(`${shapeId}-q8_0`, { ...opts, llamaQuantize: undefined });
+  const bin = resolve(binary);
+  const binStat = statSync(bin);
+  const sourceSidecar = readFileSync(`${source.path}.gen.json`, 'utf8');
+  const key = createHash('sha256')
+    .update(JSON.stringify({ v: GENERATOR_VERSION, format, source: sourceSidecar, bin, size: binStat.size, mtime: binStat.mtimeMs }))
+    .digest('hex');
+  const name = `${opts.small ? 'small-' : ''}${id}`;
+  const path = join(dirname(source.path), `${name}.llama-quantize.gguf`);
+  const artifact = { id, shape: source.shape, format, path };
+  if (isCached(path, format, key)) {
+    const sidecar = JSON.parse(readFileSync(`${path}.gen.json`, 'utf8')) as Sidecar;
+    return { ...artifact, weightBytes: weightBytesInFile(path), quantizer: sidecar.quantizer ?? 'llama-quantize', generated: false };
+  }
+  opts.log?.(`quantizing ${name} with ${bin} from ${source.path}`);
+  const t0 = Date.now();
+  let quantizer = 'llama-quantize';
+  writeAtomically(path, format, key, quantizer, (partial) => {
+    const res = spawnSync(bin, ['--allow-requantize', source.path, partial, LLAMA_QUANTIZE_TYPE[format]], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      maxBuffer: 64 << 20,
+    });
+    const output = `${res.stdout ?? ''}${res.stderr ?? ''}`;
+    if (res.error) throw res.error;
+    if (res.status !== 0) throw new Error(`${bin} failed (${res.signal ?? `exit ${res.status}`}):\n${output.slice(-4000)}`);
+    const commit = /commit ([0-9a-f]{7,})/.exec(output);
+    if (commit) quantizer = `llama-quantize (commit ${commit[1]})`;
+  });
+  if (quantizer !== 'llama-quantize') {
+    const sidecar = JSON.parse(readFileSync(`${path}.gen.json`, 'utf8')) as Sidecar;
+    writeFileSync(`${path}.gen.json`, `${JSON.stringify({ ...sidecar, quantizer }, null, 2)}\n`);
+  }
+  opts.log?.(`  ${name}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return { ...artifact, weightBytes: weightBytesInFile(path), quantizer, generated: true };
+}
+
+function parseCli(argv: string[]): { ids: string[]; small: boolean; cacheDir?: string; llamaQuantize?: string } {
   let ids = SHAPE_IDS.flatMap((s) => DEFAULT_FORMATS.map((f) => `${s}-${f}`));
   let small = false;
   let cacheDir: string | undefined;
+  let llamaQuantize: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -293,20 +405,23 @@ function parseCli(argv: string[]): { ids: string[]; small: boolean; cacheDir?: s
     if (a === '--small') small = true;
     else if (a.startsWith('--only')) ids = value().split(',').filter(Boolean);
     else if (a.startsWith('--cache')) cacheDir = resolve(value());
+    else if (a.startsWith('--llama-quantize')) llamaQuantize = resolve(value());
     else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-q4_0,...] [--small] [--cache DIR]\n');
+      process.stdout.write(
+        'usage: node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-q4_k_m,...] [--small] [--cache DIR] [--llama-quantize PATH]\n',
+      );
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
   for (const id of ids) parseArtifactId(id);
-  return { ids, small, cacheDir };
+  return { ids, small, cacheDir, llamaQuantize };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   try {
-    const { ids, small, cacheDir } = parseCli(process.argv.slice(2));
+    const { ids, small, cacheDir, llamaQuantize } = parseCli(process.argv.slice(2));
     for (const id of ids) {
-      const a = ensureCheckpoint(id, { small, cacheDir, log: (l) => process.stderr.write(`${l}\n`) });
+      const a = ensureCheckpoint(id, { small, cacheDir, llamaQuantize, log: (l) => process.stderr.write(`${l}\n`) });
       process.stdout.write(`${a.generated ? 'wrote ' : 'cached'} ${a.path}\n`);
     }
   } catch (err) {

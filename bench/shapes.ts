@@ -58,27 +58,27 @@ const FULL: Record<string, ModelShape> = {
 };
 
 // Tiny versions for tests: same families and quirks (Qwen3's heads·head_dim ≠ hidden, GQA),
-// rows still a whole number of 32-element quant blocks. The vocabulary stays full size.
+// every row a whole number of 256-element K-quant blocks. The vocabulary stays full size.
 const SMALL: Record<string, ModelShape> = {
   qwen3: {
     ...FULL.qwen3,
     name: 'svc-bench tiny Qwen3 shape (random weights)',
-    hiddenSize: 64,
+    hiddenSize: 256,
     numLayers: 2,
     numHeads: 4,
     numKvHeads: 2,
-    headDim: 32,
-    intermediateSize: 96,
+    headDim: 128,
+    intermediateSize: 512,
   },
   llama: {
     ...FULL.llama,
     name: 'svc-bench tiny Llama shape (random weights)',
-    hiddenSize: 64,
+    hiddenSize: 256,
     numLayers: 2,
     numHeads: 4,
     numKvHeads: 2,
-    headDim: 16,
-    intermediateSize: 128,
+    headDim: 64,
+    intermediateSize: 512,
   },
 };
 
@@ -102,6 +102,8 @@ export interface TensorSpec {
   role: TensorRole;
   /** For llama-arch GGUF: heads whose Q/K rows llama.cpp's converter interleaves (0 = none). */
   permuteHeads: number;
+  /** Transformer layer the tensor belongs to; -1 for the embedding and the final norm. */
+  layer: number;
 }
 
 /** All tensors of a shape with tied embeddings (no lm_head / output.weight), in file order. */
@@ -111,14 +113,14 @@ export function tensorSpecs(s: ModelShape): TensorSpec[] {
   const kv = s.numKvHeads * s.headDim;
   const llama = s.family === 'llama';
   const out: TensorSpec[] = [
-    { hfName: 'model.embed_tokens.weight', ggufName: 'token_embd.weight', shape: [s.vocabSize, h], role: 'embedding', permuteHeads: 0 },
-    { hfName: 'model.norm.weight', ggufName: 'output_norm.weight', shape: [h], role: 'norm', permuteHeads: 0 },
+    { hfName: 'model.embed_tokens.weight', ggufName: 'token_embd.weight', shape: [s.vocabSize, h], role: 'embedding', permuteHeads: 0, layer: -1 },
+    { hfName: 'model.norm.weight', ggufName: 'output_norm.weight', shape: [h], role: 'norm', permuteHeads: 0, layer: -1 },
   ];
   for (let l = 0; l < s.numLayers; l++) {
     const hf = (part: string) => `model.layers.${l}.${part}.weight`;
     const gg = (part: string) => `blk.${l}.${part}.weight`;
     const add = (hfPart: string, ggPart: string, shape: number[], role: TensorRole, permuteHeads = 0) =>
-      out.push({ hfName: hf(hfPart), ggufName: gg(ggPart), shape, role, permuteHeads });
+      out.push({ hfName: hf(hfPart), ggufName: gg(ggPart), shape, role, permuteHeads, layer: l });
     add('input_layernorm', 'attn_norm', [h], 'norm');
     add('self_attn.q_proj', 'attn_q', [q, h], 'linear', llama ? s.numHeads : 0);
     add('self_attn.k_proj', 'attn_k', [kv, h], 'linear', llama ? s.numKvHeads : 0);
