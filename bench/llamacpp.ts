@@ -1,6 +1,8 @@
 // llama.cpp as the benchmark's baseline, driven in-process through node-llama-cpp's prebuilt CPU
-// binaries (no build, no download). Concurrent requests are sequences of one context, which
+// binaries (no build, no download): the fallback when no native llama-server is given (see
+// llama-server.ts). In-process, so it has no load time or load RSS of its own. Concurrent requests are sequences of one context, which
 // node-llama-cpp batches into a single llama_decode per step, as llama-server would.
+import { readFileSync } from 'node:fs';
 import type { LlamaContext, LlamaContextSequence, Token } from 'node-llama-cpp';
 import type { BenchEngine, RequestTiming } from './measure.js';
 
@@ -13,7 +15,7 @@ export interface LlamaCppOptions {
 }
 
 export interface LlamaCppInfo {
-  /** llama.cpp release the binaries were built from, and the CPU features it detected. */
+  /** Which llama.cpp was measured (native build and commit, or node-llama-cpp's prebuilt release), and the CPU features it detected. */
   release: string;
   systemInfo: string;
   flashAttention: string;
@@ -58,8 +60,9 @@ export async function openLlamaCpp(ggufPath: string, opts: LlamaCppOptions): Pro
     return { endMs: performance.now() - t0, tokens };
   };
 
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.resolve('node-llama-cpp')), 'utf8')) as { version: string };
   const info: LlamaCppInfo = {
-    release: llama.llamaCppRelease.release,
+    release: `node-llama-cpp ${pkg.version} prebuilt CPU binaries (llama.cpp ${llama.llamaCppRelease.release}), in-process`,
     systemInfo: llama.systemInfo,
     flashAttention: String(model.defaultContextFlashAttention),
   };

@@ -11,6 +11,7 @@
 // where a k-request latency is until the last of the k finishes. Medians over `reps` runs.
 // Prompts are random token ids from a seeded stream, different for every request (no prefix
 // cache hits) and identical between engines.
+import type { LoadStats } from './server-process.js';
 import { hashString, randomInts } from './weights.js';
 
 export interface RequestTiming {
@@ -22,6 +23,8 @@ export interface RequestTiming {
 
 export interface BenchEngine {
   readonly name: string;
+  /** Spawn → serving and peak RSS while loading; absent for an in-process engine (node-llama-cpp). */
+  readonly load?: LoadStats;
   /**
    * Runs all prompts concurrently, greedy, each to exactly `maxTokens` new tokens (EOS ignored).
    * Timings are relative to one common start.
@@ -49,6 +52,10 @@ export interface EngineResult {
   aggregateTokS: Record<string, number>;
   /** Median latencies (ms) behind each figure, for auditing. */
   latenciesMs: Record<string, number>;
+  /** Spawn → serving, ms (NaN when not measured: in-process engines). */
+  loadMs: number;
+  /** Peak RSS while loading, bytes (NaN when not measured). */
+  peakLoadRssBytes: number;
 }
 
 /** First id of Qwen2.5's added tokens: prompts stay within the plain byte-level vocabulary. */
@@ -141,5 +148,7 @@ export async function measureEngine(engine: BenchEngine, s: BenchSettings, log: 
     ttftMs,
     aggregateTokS,
     latenciesMs,
+    loadMs: engine.load?.ms ?? NaN,
+    peakLoadRssBytes: engine.load?.peakRssBytes ?? NaN,
   };
 }

@@ -1,27 +1,30 @@
 // `npm run bench`: svc against llama.cpp on the same random-weight checkpoints, same thread count.
 //
-//   node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,bf16] [--quick | --small]
-//                          [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N]
-//                          [--decode N] [--concurrency 1,4,8] [--cache DIR] [--out FILE]
-//                          [--svc-args "--flag value ..."]
+//   node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,q4_k_m,q5_k_m,bf16]
+//                          [--quick | --small] [--engines svc,llamacpp] [--threads N] [--reps N]
+//                          [--prompt N] [--decode N] [--concurrency 1,4,8] [--cache DIR] [--out FILE]
+//                          [--svc-args "--flag value ..."] [--llama-server PATH] [--llama-quantize PATH]
 //
 // Per checkpoint: svc runs as a `svc serve` child process and is stopped before llama.cpp loads,
-// so the two never share the machine. Prints one table per checkpoint, writes the JSON summary
+// so the two never share the machine. llama.cpp is a native `llama-server` child process when
+// --llama-server (or $SVC_BENCH_LLAMA_SERVER) names one, else node-llama-cpp in-process. Prints one table per checkpoint, writes the JSON summary
 // to bench/results/latest.json (--small: bench/results/small.json).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureReadBandwidth, type Bandwidth } from './bandwidth.js';
 import { ensureCheckpoint } from './gen-checkpoints.js';
 import { openLlamaCpp, type LlamaCppInfo } from './llamacpp.js';
+import { openLlamaServer } from './llama-server.js';
 import { measureEngine, type BenchEngine, type BenchSettings } from './measure.js';
 import { formatRun, type CheckpointRun, type EngineOutcome } from './report.js';
 import { SHAPE_IDS } from './shapes.js';
 import { openSvc } from './svc.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BENCH_FORMATS = ['q8_0', 'q4_0', 'bf16'] as const;
+const BENCH_FORMATS = ['q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'bf16'] as const;
+const DEFAULT_BENCH_FORMATS = 'q8_0,q4_0,q4_k_m,q5_k_m';
 type BenchFormat = (typeof BENCH_FORMATS)[number];
 const ENGINES = ['svc', 'llamacpp'] as const;
 
@@ -36,6 +39,10 @@ interface RunOptions {
   cacheDir?: string;
   out: string;
   svcArgs: string[];
+  /** A native llama-server binary; null: node-llama-cpp in-process. */
+  llamaServer: string | null;
+  /** A llama-quantize binary for the K-quant mixes; null: the built-in quantizers. */
+  llamaQuantize: string | null;
 }
 
 function list<T extends string>(raw: string, allowed: readonly T[], what: string): T[] {
@@ -85,6 +92,8 @@ function parseCli(argv: string[]): RunOptions {
     '--cache',
     '--out',
     '--svc-args',
+    '--llama-server',
+    '--llama-quantize',
   ];
   for (const f of flags.keys()) if (!known.includes(f)) throw new Error(`unknown flag ${f}`);
 
@@ -112,7 +121,7 @@ function parseCli(argv: string[]): RunOptions {
   const envThreads = process.env.SVC_THREADS ? positiveInt(process.env.SVC_THREADS, 'SVC_THREADS') : undefined;
   return {
     models: list(get('--models') ?? SHAPE_IDS.join(','), SHAPE_IDS, 'model'),
-    formats: list(get('--formats') ?? 'q8_0,q4_0', BENCH_FORMATS, 'format'),
+    formats: list(get('--formats') ?? DEFAULT_BENCH_FORMATS, BENCH_FORMATS, 'format'),
     engines: list(get('--engines') ?? ENGINES.join(','), ENGINES, 'engine'),
     small,
     quick,
@@ -121,14 +130,29 @@ function parseCli(argv: string[]): RunOptions {
     cacheDir: get('--cache') ? resolve(get('--cache')!) : undefined,
     out: resolve(get('--out') ?? resolve(REPO_ROOT, 'bench', 'results', small ? 'small.json' : 'latest.json')),
     svcArgs: (get('--svc-args') ?? '').split(/\s+/).filter(Boolean),
+    llamaServer: executable(get('--llama-server') ?? process.env.SVC_BENCH_LLAMA_SERVER, '--llama-server'),
+    llamaQuantize: executable(get('--llama-quantize'), '--llama-quantize'),
   };
+}
+
+/** An executable's absolute path, checked up front so a typo fails before minutes of generation. */
+function executable(raw: string | undefined, flag: string): string | null {
+  if (!raw) return null;
+  const path = resolve(raw);
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new Error(`${flag}: ${path} is not an executable file`);
+  }
+  return path;
 }
 
 function readUsage(): string {
   return [
-    'usage: node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,bf16] [--quick | --small]',
+    'usage: node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,q4_k_m,q5_k_m,bf16] [--quick | --small]',
     '                              [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N] [--decode N]',
     '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."]',
+    '                              [--llama-server PATH (or $SVC_BENCH_LLAMA_SERVER)] [--llama-quantize PATH]',
   ].join('\n');
 }
 
@@ -167,7 +191,7 @@ async function main(): Promise<void> {
   const tables: string[] = [];
   for (const model of opts.models) {
     for (const format of opts.formats) {
-      const gen = { small: opts.small, cacheDir: opts.cacheDir, log };
+      const gen = { small: opts.small, cacheDir: opts.cacheDir, llamaQuantize: opts.llamaQuantize ?? undefined, log };
       // svc reads BF16 as an HF safetensors directory; llama.cpp needs it as GGUF.
       const svcArtifact = ensureCheckpoint(`${model}-${format}`, gen);
       const llamaArtifact = format === 'bf16' ? ensureCheckpoint(`${model}-bf16-gguf`, gen) : svcArtifact;
@@ -189,7 +213,16 @@ async function main(): Promise<void> {
         : null;
       const llamacpp = opts.engines.includes('llamacpp')
         ? await runEngine(async () => {
-            const engine = await openLlamaCpp(llamaArtifact.path, { threads: opts.threads, contextTokens, batchTokens: s.promptTokens });
+            const engine = opts.llamaServer
+              ? await openLlamaServer(llamaArtifact.path, {
+                  binary: opts.llamaServer,
+                  threads: opts.threads,
+                  contextTokens,
+                  parallel: maxConcurrency,
+                  startupTimeoutMs: 10 * 60_000,
+                  log,
+                })
+              : await openLlamaCpp(llamaArtifact.path, { threads: opts.threads, contextTokens, batchTokens: s.promptTokens });
             llamaInfo = engine.info;
             return engine;
           }, s)
@@ -200,6 +233,9 @@ async function main(): Promise<void> {
         svcCheckpoint: svcArtifact.path,
         llamaCheckpoint: llamaArtifact.path,
         weightBytes: svcArtifact.weightBytes,
+        fileBytes: statSync(svcArtifact.path).isDirectory() ? svcArtifact.weightBytes : statSync(svcArtifact.path).size,
+        quantizer: svcArtifact.quantizer,
+        llamaCppBuild: (llamaInfo as LlamaCppInfo | null)?.release ?? null,
         rooflineTokS: (bandwidth.gbPerS * 1e9) / svcArtifact.weightBytes,
         svc,
         llamacpp,

@@ -2,9 +2,9 @@
 // over HTTP with streamed /v1/completions requests (token-id prompts, greedy, ignore_eos), the
 // way a client would. The server is started once per checkpoint and serves every measurement.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { BenchEngine, RequestTiming } from './measure.js';
+import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
 
 export interface SvcOptions {
   repoRoot: string;
@@ -20,31 +20,14 @@ export interface SvcOptions {
   log: (line: string) => void;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => ok(port));
-    });
-  });
-}
-
-/** Keeps the last few KB of the child's output for error messages. */
-class OutputTail {
-  private text = '';
-  add(chunk: string): void {
-    this.text = (this.text + chunk).slice(-8192);
-  }
-  toString(): string {
-    return this.text.trim();
-  }
-}
-
-/** Starts the server and resolves once it logs `Listening on`; rejects if it exits or times out first. */
-async function startServer(modelPath: string, opts: SvcOptions): Promise<{ child: ChildProcess; url: string; tail: OutputTail }> {
+/**
+ * Starts the server and resolves once it logs `Listening on` (the model is loaded and /health
+ * answers 200 from then on); rejects if it exits or times out first.
+ */
+async function startServer(
+  modelPath: string,
+  opts: SvcOptions,
+): Promise<{ child: ChildProcess; url: string; tail: OutputTail; load: LoadStats }> {
   const port = await freePort();
   const args = [
     resolve(opts.repoRoot, 'bin', 'svc.js'),
@@ -62,6 +45,7 @@ async function startServer(modelPath: string, opts: SvcOptions): Promise<{ child
     ...opts.extraArgs,
   ];
   opts.log(`    svc: node ${args.map((a) => (a.includes(' ') ? JSON.stringify(a) : a)).join(' ')}`);
+  const t0 = performance.now();
   const child = spawn(process.execPath, args, {
     cwd: opts.repoRoot,
     env: { ...process.env, SVC_THREADS: String(opts.threads) },
@@ -92,17 +76,9 @@ async function startServer(modelPath: string, opts: SvcOptions): Promise<{ child
       fail(err);
     });
   });
+  const load = { ms: performance.now() - t0, peakRssBytes: peakRssBytes(child.pid) };
   // The data listeners stay attached: they drain the pipes and keep the tail for later errors.
-  return { child, url: `http://127.0.0.1:${port}`, tail };
-}
-
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
+  return { child, url: `http://127.0.0.1:${port}`, tail, load };
 }
 
 interface CompletionFrame {
@@ -156,16 +132,16 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
 
 /** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */
 export async function openSvc(modelPath: string, opts: SvcOptions): Promise<BenchEngine> {
-  const { child, url, tail } = await startServer(modelPath, opts);
+  const { child, url, tail, load } = await startServer(modelPath, opts);
   return {
     name: 'svc',
+    load,
     async generate(prompts, maxTokens) {
       const t0 = performance.now();
       try {
         return await Promise.all(prompts.map((p) => streamCompletion(url, p, maxTokens, t0)));
       } catch (err) {
-        const died = child.exitCode !== null || child.signalCode !== null;
-        if (died) throw new Error(`${(err as Error).message}\nsvc exited; output:\n${tail}`, { cause: err });
+        if (hasExited(child)) throw new Error(`${(err as Error).message}\nsvc exited; output:\n${tail}`, { cause: err });
         throw err;
       }
     },
