@@ -3,6 +3,7 @@
 // streamed), with k parallel slots for the concurrent runs. Its load time (spawn → /health 200) and
 // peak RSS while loading are measured the same way as svc's.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { request, type IncomingMessage } from 'node:http';
 import type { LlamaCppInfo } from './llamacpp.js';
 import type { BenchEngine, RequestTiming } from './measure.js';
 import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
@@ -101,14 +102,28 @@ interface LlamaServerFrame {
   error?: { message?: string };
 }
 
+/**
+ * POSTs JSON on a fresh connection (no keep-alive pool: a pooled socket that llama-server's
+ * HTTP library has just closed fails the next request) and resolves with the 200 response.
+ */
+async function post(url: string, body: string): Promise<IncomingMessage> {
+  return new Promise((ok, fail) => {
+    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      if (res.statusCode === 200) return ok(res);
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => fail(new Error(`llama-server ${new URL(url).pathname}: HTTP ${res.statusCode}: ${text}`)));
+    });
+    req.once('error', (err) => fail(new Error(`llama-server ${new URL(url).pathname}: ${err.message}`, { cause: err })));
+    req.end(body);
+  });
+}
+
 /** One streamed /completion; its end time (relative to t0) is when the final frame (stop: true) arrives. */
 async function streamCompletion(url: string, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> {
-  const res = await fetch(`${url}/completion`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true }),
-  });
-  if (!res.ok || !res.body) throw new Error(`llama-server /completion: HTTP ${res.status}: ${await res.text()}`);
+  const body = JSON.stringify({ prompt, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true });
+  const res = await post(`${url}/completion`, body);
   let endMs = NaN;
   let tokens = NaN;
   let pending = '';
@@ -123,7 +138,7 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
       tokens = frame.tokens_predicted ?? frame.timings?.predicted_n ?? NaN;
     }
   };
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+  for await (const chunk of res as AsyncIterable<Buffer>) {
     pending += decoder.decode(chunk, { stream: true });
     let cut: number;
     while ((cut = pending.indexOf('\n\n')) >= 0) {
