@@ -192,13 +192,7 @@ function ggufArchMetadata(shape: ModelShape, format: GgufFormat): Record<string,
   };
 }
 
-function writeGgufArtifact(
-  path: string,
-  shape: ModelShape,
-  format: GgufFormat,
-  tok: BenchTokenizer,
-  progress: Progress,
-): void {
+function writeGgufArtifact(path: string, shape: ModelShape, format: GgufFormat, tok: BenchTokenizer, progress: Progress): void {
   const specs = tensorSpecs(shape);
   const metadata = { ...ggufArchMetadata(shape, format), ...tok.ggufMetadata(shape.vocabSize) };
   const writer = new GgufStreamWriter(

@@ -83,7 +83,8 @@ async function startServer(
   // /health answers 503 while the model loads and 200 once it serves.
   for (;;) {
     if (spawnError) throw spawnError;
-    if (hasExited(child)) throw new Error(`llama-server exited (${child.signalCode ?? `code ${child.exitCode}`}) before it was ready; output:\n${tail}`);
+    if (hasExited(child))
+      throw new Error(`llama-server exited (${child.signalCode ?? `code ${child.exitCode}`}) before it was ready; output:\n${tail}`);
     if (performance.now() - t0 > opts.startupTimeoutMs) {
       child.kill('SIGKILL');
       throw new Error(`llama-server was not ready within ${opts.startupTimeoutMs / 1000} s; output:\n${tail}`);

@@ -92,7 +92,15 @@ function ratioCell(run: CheckpointRun, row: Row): string {
   const ratio = row.pick(run.svc) / row.pick(run.llamacpp);
   if (!Number.isFinite(ratio)) return 'n/a';
   const met =
-    row.target !== undefined ? (ratio >= row.target ? ' ✓' : ' ✗') : row.targetMax !== undefined ? (ratio <= row.targetMax ? ' ✓' : ' ✗') : '';
+    row.target !== undefined
+      ? ratio >= row.target
+        ? ' ✓'
+        : ' ✗'
+      : row.targetMax !== undefined
+        ? ratio <= row.targetMax
+          ? ' ✓'
+          : ' ✗'
+        : '';
   return `${ratio.toFixed(2)}×${met}`;
 }
 

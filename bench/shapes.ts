@@ -113,7 +113,14 @@ export function tensorSpecs(s: ModelShape): TensorSpec[] {
   const kv = s.numKvHeads * s.headDim;
   const llama = s.family === 'llama';
   const out: TensorSpec[] = [
-    { hfName: 'model.embed_tokens.weight', ggufName: 'token_embd.weight', shape: [s.vocabSize, h], role: 'embedding', permuteHeads: 0, layer: -1 },
+    {
+      hfName: 'model.embed_tokens.weight',
+      ggufName: 'token_embd.weight',
+      shape: [s.vocabSize, h],
+      role: 'embedding',
+      permuteHeads: 0,
+      layer: -1,
+    },
     { hfName: 'model.norm.weight', ggufName: 'output_norm.weight', shape: [h], role: 'norm', permuteHeads: 0, layer: -1 },
   ];
   for (let l = 0; l < s.numLayers; l++) {

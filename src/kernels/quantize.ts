@@ -90,8 +90,7 @@ export function quantizeRowQ4K(x: Float32Array, cols: number, xOffset = 0): Uint
     const p = b * BLOCK_Q4_K_BYTES;
     quantizeScaleMinBlock(x, xOffset + b * QK_K, 15, out, p);
     // Each 32-byte group holds sub-blocks 2i (low nibbles) and 2i+1 (high nibbles).
-    for (let i = 0; i < 4; i++)
-      for (let l = 0; l < 32; l++) out[p + 16 + 32 * i + l] = levels[64 * i + l] | (levels[64 * i + 32 + l] << 4);
+    for (let i = 0; i < 4; i++) for (let l = 0; l < 32; l++) out[p + 16 + 32 * i + l] = levels[64 * i + l] | (levels[64 * i + 32 + l] << 4);
   }
   return out;
 }

@@ -1,14 +1,15 @@
 // The benchmark's checkpoint generator (bench/gen-checkpoints.ts) in --small mode: its GGUF and
 // safetensors output load in svc with the expected config, shapes and dtypes, carry the real
-// Qwen2.5 tokenizer, hold the same weights in every format (llama Q/K interleave undone), are
-// byte-for-byte deterministic, and are reused from the cache.
+// Qwen2.5 tokenizer, hold the same weights in every format (llama Q/K interleave undone), mix
+// the K-quant types per tensor as llama.cpp's Q4_K_M / Q5_K_M do, are byte-for-byte
+// deterministic, and are reused from the cache.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureCheckpoint, weightBytesOf, type Artifact } from '../../bench/gen-checkpoints.js';
+import { ensureCheckpoint, useMoreBits, weightBytesOf, type Artifact } from '../../bench/gen-checkpoints.js';
 import { shapeOf } from '../../bench/shapes.js';
 import { dequantize } from '../../src/kernels/dtypes.js';
 import { readGgufHeader, GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
@@ -118,6 +119,63 @@ test('every format holds the same weights (llama Q/K rows un-interleaved by the 
   }
   const norm = bf16.tensors.get('model.layers.0.input_layernorm.weight')!;
   assert.ok(dequantize(norm.dtype, norm.data, 1, norm.shape[0]).every((v) => v === 1));
+});
+
+test("use_more_bits picks llama.cpp's layers for the two shapes' depths", () => {
+  const layers = (n: number) => Array.from({ length: n }, (_, i) => i).filter((i) => useMoreBits(i, n));
+  // Qwen3-0.6B (28 layers): first 3, last 4, and every third from layer 5.
+  assert.deepEqual(layers(28), [0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27]);
+  // Llama-3.2-1B (16 layers).
+  assert.deepEqual(layers(16), [0, 1, 4, 7, 10, 13, 14, 15]);
+  // The small shapes (2 layers): layer 1 only, so both K types of a mix are exercised.
+  assert.deepEqual(layers(2), [1]);
+});
+
+test('Q4_K_M and Q5_K_M: per-tensor types by the recipe, loadable, the same weights as BF16', () => {
+  for (const [model, format, base, fileType] of [
+    ['qwen3', 'q4_k_m', GGML_TYPE.Q4_K, 15],
+    ['llama', 'q5_k_m', GGML_TYPE.Q5_K, 17],
+  ] as const) {
+    const id = `${model}-${format}`;
+    const a = small(id);
+    const header = readGgufHeader(a.path);
+    assert.equal(header.metadata['general.file_type'], fileType, id);
+    const typeOf = (name: string) => header.tensors.find((t) => t.name === name)!.ggmlType;
+    assert.ok(!header.tensors.some((t) => t.name === 'output.weight'), `${id}: embeddings are tied`);
+    assert.equal(typeOf('token_embd.weight'), GGML_TYPE.Q6_K, `${id}: tied embedding takes the output's Q6_K`);
+    assert.equal(typeOf('output_norm.weight'), GGML_TYPE.F32, id);
+    for (const t of ['attn_v', 'ffn_down']) {
+      assert.equal(typeOf(`blk.0.${t}.weight`), base, `${id}: ${t} of layer 0`);
+      assert.equal(typeOf(`blk.1.${t}.weight`), GGML_TYPE.Q6_K, `${id}: ${t} of layer 1 (use_more_bits)`);
+    }
+    for (const t of ['attn_q', 'attn_k', 'attn_output', 'ffn_gate', 'ffn_up'])
+      for (const l of [0, 1]) assert.equal(typeOf(`blk.${l}.${t}.weight`), base, `${id}: ${t} of layer ${l}`);
+
+    const ck = load(a);
+    const bf16 = load(small(`${model}-bf16`));
+    assert.equal(ck.tensors.get('model.embed_tokens.weight')!.dtype, 'q6_k', id);
+    assert.equal(ck.tensors.get('model.layers.0.mlp.up_proj.weight')!.dtype, format === 'q4_k_m' ? 'q4_k' : 'q5_k', id);
+    for (const name of ['model.layers.0.self_attn.q_proj.weight', 'model.layers.1.mlp.down_proj.weight', 'model.embed_tokens.weight']) {
+      const t = ck.tensors.get(name)!;
+      const ref = bf16.tensors.get(name)!;
+      const [rows, cols] = t.shape;
+      const x = dequantize(t.dtype, t.data, rows, cols);
+      const y = dequantize(ref.dtype, ref.data, rows, cols);
+      let se = 0,
+        ss = 0;
+      for (let i = 0; i < x.length; i++) {
+        se += (x[i] - y[i]) ** 2;
+        ss += y[i] * y[i];
+      }
+      // 4-bit levels over a sub-block's range leave ~8% RMS error; a row or block mix-up ~140%.
+      const rel = Math.sqrt(se / ss);
+      assert.ok(rel < (t.dtype === 'q4_k' ? 0.12 : 0.06), `${id} ${name} (${t.dtype}): relative RMS error ${rel}`);
+    }
+    let total = 0;
+    for (const [name, t] of ck.tensors) if (name !== 'lm_head.weight') total += t.data.length;
+    assert.equal(a.weightBytes, total, `${id}: weightBytes`);
+    assert.equal(a.quantizer, 'built-in quantizer', id);
+  }
 });
 
 test('the embedded tokenizer is the real Qwen2.5 one, in the GGUF and the HF directory', () => {
