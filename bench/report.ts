@@ -128,7 +128,11 @@ export function formatRun(run: CheckpointRun, s: BenchSettings, bandwidthGbS: nu
           ? 'lower is better'
           : '',
   ]);
-  const roof = (o: EngineOutcome) => (isResult(o) ? `${((100 * o.decodeTokS) / run.rooflineTokS).toFixed(0)}%` : '—');
+  const roof = (o: EngineOutcome) => {
+    if (!isResult(o)) return '—';
+    const pct = (100 * o.decodeTokS) / run.rooflineTokS;
+    return Number.isFinite(pct) ? `${pct.toFixed(0)}%` : 'n/a';
+  };
   body.push(['decode / memory roofline', roof(run.svc), roof(run.llamacpp), '', '']);
   const widths = header.map((_, i) => Math.max(...[header, ...body].map((r) => r[i].length)));
   const lines = [
