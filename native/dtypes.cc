@@ -40,6 +40,19 @@ constexpr DTypeTraits kDTypeTraits[kDTypeCount] = {
     {.dtype = kQ4_0x16, .name = "q4_0x16", .block_elements = QK4_0, .block_bytes = sizeof(block_q4_0),
      .to_float = nullptr, .gemm_float = nullptr, .gemm_quant = nullptr, .gemm_packed = &Kernels::gemm_q4_0x16,
      .act_sums = false, .packed = -1, .packed_from = kQ4_0, .pack_zero = kQ4PackZero},
+    // 32-element blocks with a min (Q4_1, Q5_1) take the activations' block sums (s16) for m * sum(x).
+    {.dtype = kQ4_1, .name = "q4_1", .block_elements = 32, .block_bytes = sizeof(block_q4_1),
+     .to_float = dequantize_row_q4_1, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_q4_1,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kQ5_0, .name = "q5_0", .block_elements = 32, .block_bytes = sizeof(block_q5_0),
+     .to_float = dequantize_row_q5_0, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_q5_0,
+     .gemm_packed = nullptr, .act_sums = false, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kQ5_1, .name = "q5_1", .block_elements = 32, .block_bytes = sizeof(block_q5_1),
+     .to_float = dequantize_row_q5_1, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_q5_1,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kIQ4_NL, .name = "iq4_nl", .block_elements = 32, .block_bytes = sizeof(block_iq4_nl),
+     .to_float = dequantize_row_iq4_nl, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_iq4_nl,
+     .gemm_packed = nullptr, .act_sums = false, .packed = -1, .packed_from = -1, .pack_zero = 0},
 };
 
 constexpr KvDTypeTraits kKvDTypeTraits[kKvDTypeCount] = {

@@ -206,6 +206,11 @@ const Kernels kScalarKernels = {
     .gemm_bf16 = gemm_float<WBF16>,
     .gemm_q8_0 = gemm_q8_0,
     .gemm_q4_0 = gemm_q4_0,
+    // Q4_1 / Q5_0 / Q5_1 / IQ4_NL: decoded to f32 by the driver, like the K-quants below.
+    .gemm_q4_1 = nullptr,
+    .gemm_q5_0 = nullptr,
+    .gemm_q5_1 = nullptr,
+    .gemm_iq4_nl = nullptr,
     // K-quants: no int8 slots, so the driver decodes rows to f32 (activations stay exact).
     .gemm_q2_k = nullptr,
     .gemm_q4_k = nullptr,
