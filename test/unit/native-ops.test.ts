@@ -274,6 +274,8 @@ for (const path of PATHS) {
 
     const FLOAT_DTYPES: DType[] = ['f32', 'f16', 'bf16'];
     const K_DTYPES: DType[] = ['q2_k', 'q4_k', 'q5_k', 'q6_k'];
+    // The other 32-element block types: int8 kernels on the SIMD paths, decoded to f32 on scalar.
+    const B32_DTYPES: DType[] = ['q4_1', 'q5_0', 'q5_1', 'iq4_nl'];
 
     it('matmul with f32 / f16 / bf16 weights matches the reference (odd shapes, n = 1, 3, 17, bias)', () => {
       const rand = rng(1);
@@ -392,9 +394,39 @@ for (const path of PATHS) {
       }
     });
 
+    it('matmul with Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights matches the reference (int8 activations on SIMD paths, f32 on scalar)', () => {
+      const rand = rng(16);
+      for (const dtype of B32_DTYPES) {
+        // Row lengths these types exist for (not multiples of 256): 2 blocks, an odd 3, Qwen2.5-0.5B's
+        // 896 (28 blocks), and 2080 (three column blocks with a ragged end).
+        for (const [rows, cols] of [
+          [19, 64],
+          [7, 96],
+          [33, 896],
+          [5, 2080],
+        ]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          for (const n of [1, 3, 17]) {
+            const x = randomF32(rand, n * cols);
+            const bias = n === 3 ? randomF32(rand, rows) : undefined;
+            const what = `${dtype} [${rows}x${cols}] n=${n}`;
+            if (path !== 'scalar') {
+              checkInt8Matmul(x, n, w, bias, what);
+              continue;
+            }
+            const want = new Float32Array(n * rows),
+              got = new Float32Array(n * rows);
+            referenceOps.matmul(x, n, w, want, bias);
+            nativeOps.matmul(x, n, w, got, bias);
+            assertClose(got, want, 1e-4, what);
+          }
+        }
+      }
+    });
+
     it('matmul is batch-invariant: a row gives the same bits alone or inside a batch', () => {
       const rand = rng(13);
-      const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES].map((d) => [d as DType, false]);
+      const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES, ...B32_DTYPES].map((d) => [d as DType, false]);
       cases.push(['q8_0', true], ['q4_0', true]);
       for (const [dtype, pack] of cases) {
         const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 1280 : 1088;
@@ -425,7 +457,7 @@ for (const path of PATHS) {
 
     it('embed decodes rows of every dtype, packed tables too', () => {
       const rand = rng(4);
-      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
+      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES, ...B32_DTYPES] as DType[]) {
         const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 512 : 64;
         const table = makeWeight(rand, dtype, 19, cols);
         const ids = Int32Array.from([0, 10, 3, 3, 7, 15, 16, 18]);
