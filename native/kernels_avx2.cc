@@ -425,8 +425,9 @@ SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float db = _mm_cvtss_f32(m) / 127.0f;
-    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    const float am = _mm_cvtss_f32(m);
+    const float db = am / 127.0f;
+    const float id = am != 0.0f ? 127.0f / am : 0.0f;  // as llama.cpp's quantize_row_q8_0
     d[b] = db;
     const __m256 idv = _mm256_set1_ps(id);
     __m256i q[4];

@@ -597,7 +597,7 @@ SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, flo
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float db = amax / 127.0f;
-    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // as llama.cpp's quantize_row_q8_0
     d[b] = db;
     const __m512 idv = _mm512_set1_ps(id);
     // cvtps rounds ties to even, like nearbyint in the scalar path.

@@ -68,6 +68,26 @@ inline float fp16_to_f32(uint16_t h) {
   return bits_to_f32(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
+// f32 -> IEEE half bits, round to nearest even; overflow -> inf, NaN stays NaN (matches f32ToF16).
+inline uint16_t f32_to_fp16(float f) {
+  const uint32_t x = f32_to_bits(f);
+  const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);  // at or past 65520 rounds to inf
+  if (ax < 0x38800000u) {
+    // Subnormal half: value / 2^-24 (exact in f32), rounded to nearest even.
+    const float v = bits_to_f32(ax) * 16777216.0f;
+    const float fl = (float)(uint32_t)v;
+    uint32_t r = (uint32_t)fl;
+    const float rem = v - fl;
+    if (rem > 0.5f || (rem == 0.5f && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+  }
+  const uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1);
+  return (uint16_t)(sign | ((r >> 13) - (112u << 10)));
+}
+
 inline float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
 
 // f32 -> bf16, round to nearest even; NaN stays a quiet NaN (matches f32ToBf16 in dequant.ts).
