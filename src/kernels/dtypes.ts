@@ -45,20 +45,7 @@ import {
 // ---- weights ----
 
 /** Storage types of weight tensors. Quantized ones use GGUF block layouts along each row. */
-export type DType =
-  | 'f32'
-  | 'f16'
-  | 'bf16'
-  | 'q8_0'
-  | 'q4_0'
-  | 'q2_k'
-  | 'q4_k'
-  | 'q5_k'
-  | 'q6_k'
-  | 'q4_1'
-  | 'q5_0'
-  | 'q5_1'
-  | 'iq4_nl';
+export type DType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q2_k' | 'q4_k' | 'q5_k' | 'q6_k' | 'q4_1' | 'q5_0' | 'q5_1' | 'iq4_nl';
 
 export interface WeightDTypeTraits {
   /** The addon's code for it (enum DType in native/quant.h; its row's index in native/dtypes.cc). */
