@@ -55,6 +55,60 @@ void dequantize_row_q4_0(const uint8_t* src, float* y, int64_t k) {
   }
 }
 
+void dequantize_row_q4_1(const uint8_t* src, float* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; b++, y += 32) {
+    const block_q4_1* x = reinterpret_cast<const block_q4_1*>(src) + b;
+    const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
+    const float m = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->m)));
+    for (int j = 0; j < 16; j++) {
+      y[j] = (float)(x->qs[j] & 0xf) * d + m;
+      y[j + 16] = (float)(x->qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q5_0(const uint8_t* src, float* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; b++, y += 32) {
+    const block_q5_0* x = reinterpret_cast<const block_q5_0*>(src) + b;
+    const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
+    uint32_t qh;
+    std::memcpy(&qh, x->qh, 4);
+    for (int j = 0; j < 16; j++) {
+      const int x0 = (int)((x->qs[j] & 0xf) | (((qh >> j) << 4) & 0x10)) - 16;
+      const int x1 = (int)((x->qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) - 16;
+      y[j] = (float)x0 * d;
+      y[j + 16] = (float)x1 * d;
+    }
+  }
+}
+
+void dequantize_row_q5_1(const uint8_t* src, float* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; b++, y += 32) {
+    const block_q5_1* x = reinterpret_cast<const block_q5_1*>(src) + b;
+    const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
+    const float m = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->m)));
+    uint32_t qh;
+    std::memcpy(&qh, x->qh, 4);
+    for (int j = 0; j < 16; j++) {
+      const int x0 = (int)((x->qs[j] & 0xf) | (((qh >> j) << 4) & 0x10));
+      const int x1 = (int)((x->qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
+      y[j] = (float)x0 * d + m;
+      y[j + 16] = (float)x1 * d + m;
+    }
+  }
+}
+
+void dequantize_row_iq4_nl(const uint8_t* src, float* y, int64_t k) {
+  for (int64_t b = 0; b < k / 32; b++, y += 32) {
+    const block_iq4_nl* x = reinterpret_cast<const block_iq4_nl*>(src) + b;
+    const float d = fp16_to_f32(half_at(reinterpret_cast<const uint8_t*>(&x->d)));
+    for (int j = 0; j < 16; j++) {
+      y[j] = d * (float)kValuesIq4nl[x->qs[j] & 0xf];
+      y[j + 16] = d * (float)kValuesIq4nl[x->qs[j] >> 4];
+    }
+  }
+}
+
 void dequantize_row_q2_K(const uint8_t* src, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; i++) {
     const block_q2_K* x = reinterpret_cast<const block_q2_K*>(src) + i;

@@ -36,6 +36,11 @@ struct DTypeTraits {
   int packed;
   int packed_from;
   int pack_zero;
+  // The activations' block scales are rounded to f16 before the int8 products, as llama.cpp's Q8_0 /
+  // Q8_1 blocks store them: the 32-element types then reproduce llama.cpp's rounding (its greedy
+  // continuations on the quant-zoo files). False (the K-quants, whose llama.cpp activations are
+  // Q8_K blocks of 256 with f32 scales): scales stay f32. Rows may leave it out (false).
+  bool act_f16_scale;
 };
 
 struct KvDTypeTraits {

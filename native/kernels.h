@@ -12,8 +12,8 @@ namespace svc {
 
 // Activation rows quantized for the int8 dot products: per row, `k` int8 quants in blocks of 32,
 // one float scale per block (x ~= d * q). Row i starts at qs + i * k and d + i * (k / 32).
-// s16 (K-quants only, else null): per 16 elements, the block scale times the sum of their quants;
-// row i starts at s16 + i * (k / 16).
+// s16 (dtypes whose traits ask for act_sums, else null): per 16 elements, the block scale times the
+// sum of their quants; row i starts at s16 + i * (k / 16).
 // corr (packed weights only, else null): per block, -z * the sum of its quants, where z is the packed
 // weights' zero point (packed.h); row i starts at corr + i * (k / 32).
 struct QuantActs {
@@ -53,6 +53,12 @@ struct Kernels {
   GemmFloatFn gemm_bf16;
   GemmQuantFn gemm_q8_0;
   GemmQuantFn gemm_q4_0;
+  // The other 32-element block types (llama.cpp's fallbacks for rows that are not a multiple of 256).
+  // Q4_1 / Q5_1 use QuantActs::s16 for their min term.
+  GemmQuantFn gemm_q4_1;
+  GemmQuantFn gemm_q5_0;
+  GemmQuantFn gemm_q5_1;
+  GemmQuantFn gemm_iq4_nl;
   // K-quants. Null: the driver decodes weight rows to f32 and uses gemm_f32 instead (the scalar
   // path, which keeps activations exact). Any int8 slot may be left null the same way.
   GemmQuantFn gemm_q2_k;

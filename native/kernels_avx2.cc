@@ -126,20 +126,65 @@ SVC_AVX2 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8_t
   }
 }
 
-// ---- int8 GEMM (Q8_0 / Q4_0 weights x Q8 activations) ----
+// ---- int8 GEMM (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights x Q8 activations) ----
 // No VNNI here: maddubs needs one unsigned operand, so |w| goes unsigned and w's sign moves onto x.
 
+// Each weight type: its block size, whether a min term (d * q + m, m at byte 2) follows, and its 32
+// quants as signed bytes, element e in byte e.
 struct WQ8_0 {
   static constexpr size_t kBlockBytes = sizeof(block_q8_0);
+  static constexpr bool kMin = false;
   static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }
 };
+// 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31 (every 32-element type).
+SVC_AVX2_INLINE __m256i nibbles32(const uint8_t* p) {
+  const __m128i t = _mm_loadu_si128((const __m128i*)p);
+  const __m128i m = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(t, 4), m), _mm_and_si128(t, m));
+}
+// The 32 bits at p as bytes: 0xff where bit e is set (bytes_from_bits_32 in ggml).
+SVC_AVX2_INLINE __m256i bit_bytes32(const uint8_t* p) {
+  uint32_t h;
+  std::memcpy(&h, p, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32((int)h),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+  const __m256i probe = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+  return _mm256_cmpeq_epi8(probe, _mm256_set1_epi64x(-1));
+}
 struct WQ4_0 {
   static constexpr size_t kBlockBytes = sizeof(block_q4_0);
+  static constexpr bool kMin = false;
+  static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) { return _mm256_sub_epi8(nibbles32(blk + 2), _mm256_set1_epi8(8)); }
+};
+struct WQ4_1 {
+  static constexpr size_t kBlockBytes = sizeof(block_q4_1);
+  static constexpr bool kMin = true;
+  static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) { return nibbles32(blk + 4); }
+};
+struct WQ5_0 {
+  static constexpr size_t kBlockBytes = sizeof(block_q5_0);
+  static constexpr bool kMin = false;
+  // (q | 16 * bit) - 16: elements whose fifth bit is clear lose 16.
   static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) {
-    const __m128i t = _mm_loadu_si128((const __m128i*)(blk + 2));
-    const __m128i m = _mm_set1_epi8(0x0f);
-    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(t, 4), m), _mm_and_si128(t, m));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+    const __m256i low = _mm256_andnot_si256(bit_bytes32(blk + 2), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(nibbles32(blk + 6), low);
+  }
+};
+struct WQ5_1 {
+  static constexpr size_t kBlockBytes = sizeof(block_q5_1);
+  static constexpr bool kMin = true;
+  static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) {
+    return _mm256_or_si256(nibbles32(blk + 8), _mm256_and_si256(bit_bytes32(blk + 4), _mm256_set1_epi8(16)));
+  }
+};
+struct WIQ4_NL {
+  static constexpr size_t kBlockBytes = sizeof(block_iq4_nl);
+  static constexpr bool kMin = false;
+  // The codebook is 16 int8 values: one byte shuffle maps every nibble to its value.
+  static SVC_AVX2_INLINE __m256i quants(const uint8_t* blk) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kValuesIq4nl));
+    return _mm256_shuffle_epi8(table, nibbles32(blk + 2));
   }
 };
 
@@ -154,9 +199,15 @@ SVC_AVX2_INLINE void tile_quant(const QuantActs& x, int i0, int b0, int b1, bool
   for (int blk = b0; blk < b1; blk++) {
     __m256i xv[RX];
     float xd[RX];
+    [[maybe_unused]] float xs[RX];
     for (int b = 0; b < RX; b++) {
       xv[b] = _mm256_loadu_si256((const __m256i*)(x.qs + (size_t)(i0 + b) * x.k + blk * 32));
       xd[b] = x.d[(size_t)(i0 + b) * nb + blk];
+      if constexpr (W::kMin) {
+        // The block sum of x spread over the 8 lanes (the store sums them).
+        const float* s = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
+        xs[b] = 0.125f * (s[0] + s[1]);
+      }
     }
     for (int a = 0; a < RW; a++) {
       const uint8_t* p = w + (size_t)(r + a) * wstride + blk * W::kBlockBytes;
@@ -169,6 +220,12 @@ SVC_AVX2_INLINE void tile_quant(const QuantActs& x, int i0, int b0, int b1, bool
         const __m256i dot16 = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv[b], q));
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, ones));
         acc[a][b] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw * xd[b]), acc[a][b]);
+      }
+      if constexpr (W::kMin) {
+        uint16_t mh;
+        std::memcpy(&mh, p + 2, 2);
+        const float mw = _cvtsh_ss(mh);
+        for (int b = 0; b < RX; b++) acc[a][b] = _mm256_add_ps(acc[a][b], _mm256_set1_ps(mw * xs[b]));
       }
     }
   }
@@ -368,8 +425,9 @@ SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float db = _mm_cvtss_f32(m) / 127.0f;
-    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    const float am = _mm_cvtss_f32(m);
+    const float db = am / 127.0f;
+    const float id = am != 0.0f ? 127.0f / am : 0.0f;  // as llama.cpp's quantize_row_q8_0
     d[b] = db;
     const __m256 idv = _mm256_set1_ps(id);
     __m256i q[4];
@@ -576,6 +634,10 @@ const Kernels kAvx2Kernels = {
     .gemm_bf16 = gemm_float<WBF16>,
     .gemm_q8_0 = gemm_quant<WQ8_0>,
     .gemm_q4_0 = gemm_quant<WQ4_0>,
+    .gemm_q4_1 = gemm_quant<WQ4_1>,
+    .gemm_q5_0 = gemm_quant<WQ5_0>,
+    .gemm_q5_1 = gemm_quant<WQ5_1>,
+    .gemm_iq4_nl = gemm_quant<WIQ4_NL>,
     .gemm_q2_k = gemm_kquant<KQ2>,
     .gemm_q4_k = gemm_kquant<KQ4>,
     .gemm_q5_k = gemm_kquant<KQ5>,

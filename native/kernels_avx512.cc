@@ -144,24 +144,61 @@ SVC_AVX512 void gemm_float(int n, int k, const float* x, size_t ldx, const uint8
   }
 }
 
-// ---- int8 GEMM (Q8_0 / Q4_0 weights x Q8 activations) with VNNI ----
+// ---- int8 GEMM (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights x Q8 activations) with VNNI ----
 // One zmm covers two 32-element blocks. vpdpbusd wants unsigned x signed bytes: activations are
 // offset to x + 128 (unsigned) and the offset is taken back by seeding the accumulator with
 // -128 * sum(w) per block, so each (weight row, activation row) pair costs one vpdpbusd, one
 // convert and two float ops per 64 elements.
 
+// Each weight type: its block size, whether a min term (d * q + m, m at byte 2) follows, and its 32
+// quants as signed bytes, element e in byte e.
 struct WQ8_0 {
   static constexpr size_t kBlockBytes = sizeof(block_q8_0);
+  static constexpr bool kMin = false;
   static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }
 };
+// 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31 (every 32-element type).
+SVC_AVX512_INLINE __m256i nibbles32(const uint8_t* p) {
+  const __m128i t = _mm_loadu_si128((const __m128i*)p);
+  const __m128i m = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(t, 4), m), _mm_and_si128(t, m));
+}
+SVC_AVX512_INLINE __mmask32 high_bits32(const uint8_t* p) { uint32_t h; std::memcpy(&h, p, 4); return (__mmask32)h; }
 struct WQ4_0 {
   static constexpr size_t kBlockBytes = sizeof(block_q4_0);
-  // Low nibbles are elements 0..15, high nibbles 16..31; returns signed q - 8.
+  static constexpr bool kMin = false;
+  // Signed q - 8.
+  static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) { return _mm256_sub_epi8(nibbles32(blk + 2), _mm256_set1_epi8(8)); }
+};
+struct WQ4_1 {
+  static constexpr size_t kBlockBytes = sizeof(block_q4_1);
+  static constexpr bool kMin = true;
+  static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) { return nibbles32(blk + 4); }
+};
+struct WQ5_0 {
+  static constexpr size_t kBlockBytes = sizeof(block_q5_0);
+  static constexpr bool kMin = false;
+  // (q | 16 * bit) - 16: elements whose fifth bit is clear lose 16.
   static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) {
-    const __m128i t = _mm_loadu_si128((const __m128i*)(blk + 2));
-    const __m128i m = _mm_set1_epi8(0x0f);
-    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(t, 4), m), _mm_and_si128(t, m));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+    const __m256i q = nibbles32(blk + 6);
+    return _mm256_mask_sub_epi8(q, (__mmask32)~high_bits32(blk + 2), q, _mm256_set1_epi8(16));
+  }
+};
+struct WQ5_1 {
+  static constexpr size_t kBlockBytes = sizeof(block_q5_1);
+  static constexpr bool kMin = true;
+  static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) {
+    const __m256i q = nibbles32(blk + 8);
+    return _mm256_mask_add_epi8(q, high_bits32(blk + 4), q, _mm256_set1_epi8(16));
+  }
+};
+struct WIQ4_NL {
+  static constexpr size_t kBlockBytes = sizeof(block_iq4_nl);
+  static constexpr bool kMin = false;
+  // The codebook is 16 int8 values: one byte shuffle maps every nibble to its value.
+  static SVC_AVX512_INLINE __m256i quants(const uint8_t* blk) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kValuesIq4nl));
+    return _mm256_shuffle_epi8(table, nibbles32(blk + 2));
   }
 };
 
@@ -191,12 +228,18 @@ SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, int b0, int b1, bo
     const bool pair = blk + 1 < b1;  // an odd block count leaves a single block at the end
     __m512i xv[RX];
     __m512 xd[RX];
+    [[maybe_unused]] __m512 xs[RX];
     for (int b = 0; b < RX; b++) {
       const int8_t* xq = x.qs + (size_t)(i0 + b) * x.k + blk * 32;
       const float* d = x.d + (size_t)(i0 + b) * nb + blk;
       const __m512i raw = pair ? _mm512_loadu_si512(xq) : _mm512_maskz_loadu_epi8(0xffffffffull, xq);
       xv[b] = _mm512_xor_si512(raw, offset);
       xd[b] = pair_scales_f32(d[0], pair ? d[1] : 0.0f);
+      if constexpr (W::kMin) {
+        // Block sums of x spread over the block's 8 lanes (the store sums all 16 lanes).
+        const float* s = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
+        xs[b] = pair_scales_f32(0.125f * (s[0] + s[1]), pair ? 0.125f * (s[2] + s[3]) : 0.0f);
+      }
     }
     for (int a = 0; a < RW; a++) {
       const uint8_t* p0 = rows[a] + (size_t)blk * W::kBlockBytes;
@@ -209,6 +252,10 @@ SVC_AVX512_INLINE void tile_quant(const QuantActs& x, int i0, int b0, int b1, bo
       for (int b = 0; b < RX; b++) {
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, xv[b], q));
         acc[a][b] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, xd[b]), acc[a][b]);
+      }
+      if constexpr (W::kMin) {
+        const __m512 mw = pair_scales_f16(half_at(p0 + 2), pair ? half_at(p1 + 2) : 0);
+        for (int b = 0; b < RX; b++) acc[a][b] = _mm512_fmadd_ps(mw, xs[b], acc[a][b]);
       }
     }
   }
@@ -550,7 +597,7 @@ SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, flo
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float db = amax / 127.0f;
-    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // as llama.cpp's quantize_row_q8_0
     d[b] = db;
     const __m512 idv = _mm512_set1_ps(id);
     // cvtps rounds ties to even, like nearbyint in the scalar path.
@@ -733,6 +780,10 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .gemm_bf16 = gemm_float<WBF16>,
       .gemm_q8_0 = gemm_quant<WQ8_0>,
       .gemm_q4_0 = gemm_quant<WQ4_0>,
+      .gemm_q4_1 = gemm_quant<WQ4_1>,
+      .gemm_q5_0 = gemm_quant<WQ5_0>,
+      .gemm_q5_1 = gemm_quant<WQ5_1>,
+      .gemm_iq4_nl = gemm_quant<WIQ4_NL>,
       .gemm_q2_k = gemm_kquant<KQ2>,
       .gemm_q4_k = gemm_kquant<KQ4>,
       .gemm_q5_k = gemm_kquant<KQ5>,

@@ -111,14 +111,14 @@ void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, in
   }
 }
 
-// d = amax / 127, q = round-to-nearest-even(x / d): the SIMD paths produce the same bytes.
+// d = amax / 127, q = round-to-nearest-even(x * (127 / amax)): the SIMD paths produce the same bytes.
 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
   for (int b = 0; b < k / QK8_0; b++) {
     const float* xb = x + b * QK8_0;
     float amax = 0.0f;
     for (int j = 0; j < QK8_0; j++) amax = std::fmax(amax, std::fabs(xb[j]));
     const float db = amax / 127.0f;
-    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // as llama.cpp's quantize_row_q8_0
     d[b] = db;
     for (int j = 0; j < QK8_0; j++) qs[b * QK8_0 + j] = (int8_t)std::nearbyint(xb[j] * id);
     if (s16) {
@@ -206,6 +206,11 @@ const Kernels kScalarKernels = {
     .gemm_bf16 = gemm_float<WBF16>,
     .gemm_q8_0 = gemm_q8_0,
     .gemm_q4_0 = gemm_q4_0,
+    // Q4_1 / Q5_0 / Q5_1 / IQ4_NL: decoded to f32 by the driver, like the K-quants below.
+    .gemm_q4_1 = nullptr,
+    .gemm_q5_0 = nullptr,
+    .gemm_q5_1 = nullptr,
+    .gemm_iq4_nl = nullptr,
     // K-quants: no int8 slots, so the driver decodes rows to f32 (activations stay exact).
     .gemm_q2_k = nullptr,
     .gemm_q4_k = nullptr,

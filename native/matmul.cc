@@ -9,6 +9,7 @@
 #include <napi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "dequant.h"
@@ -80,8 +81,8 @@ void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
 }
 
 // Quantizes the n activation rows to int8 blocks in the pool's shared scratch (s16 sums when asked,
-// packed-weight corrections -zero * block sum when zero > 0).
-QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums, int zero) {
+// packed-weight corrections -zero * block sum when zero > 0, block scales rounded to f16 when asked).
+QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums, int zero, bool f16_scale) {
   const int nb = cols / 32, ng = cols / 16;
   const size_t qbytes = round_up((size_t)n * cols, 64);
   const size_t dbytes = round_up((size_t)n * nb * sizeof(float), 64);
@@ -96,6 +97,14 @@ QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool 
     for (int64_t i = b; i < e; i++)
       K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb,
                         s16 ? s16 + (size_t)i * ng : nullptr, corr ? corr + (size_t)i * nb : nullptr, zero);
+    if (!f16_scale) return;
+    for (size_t j = (size_t)b * nb; j < (size_t)e * nb; j++) {
+      const float d32 = qd[j], d16 = fp16_to_f32(f32_to_fp16(d32));
+      qd[j] = d16;
+      // The sums follow the new scale (d32 * sum was rounded once, so the integer sum comes back exactly).
+      if (s16 && d32 != 0.0f)
+        for (size_t h = 2 * j; h < 2 * j + 2; h++) s16[h] = d16 * std::nearbyint(s16[h] / d32);
+    }
   };
   if (n >= 16) parallel_for(n, 8, quant);
   else quant(0, n, 0);
@@ -114,7 +123,7 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
 
   if (T.gemm_packed) {
     const GemmPackedFn pgemm = K.*T.gemm_packed;
-    const QuantActs xa = quantize_acts(K, x, n, cols, false, T.pack_zero);
+    const QuantActs xa = quantize_acts(K, x, n, cols, false, T.pack_zero, T.act_f16_scale);
     const int groups = pack_groups(rows);
     const Plan p = plan_packed(n, groups, cols, pool.size());
     const int nb = cols / 32;
@@ -129,7 +138,7 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
 
   const GemmQuantFn qgemm = T.gemm_quant ? K.*T.gemm_quant : nullptr;
   if (qgemm) {
-    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, 0);
+    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, 0, T.act_f16_scale);
     const Plan p = plan(n, rows, (size_t)cols, pool.size());
     for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
       const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * (cols / 32),

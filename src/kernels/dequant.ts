@@ -1,18 +1,22 @@
 // Scalar conversions between weight storage dtypes and f32: IEEE half, bfloat16, and the ggml
-// block-quantized formats (Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K) laid out exactly as llama.cpp's
+// block-quantized formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q4_K, Q5_K, Q6_K) laid out exactly as llama.cpp's
 // ggml-quants.c defines them. This is the numerical ground truth the native kernels are checked against.
 // Each row decoder is the `decodeRow` of its dtype's row in WEIGHT_DTYPES (dtypes.ts), which also
 // holds the block sizes; dequantizeRow / dequantize / bytesPerRow live there.
 
 /** Elements per block of the K-quants (QK_K in ggml). */
 export const QK_K = 256;
-/** Elements per block of Q8_0 and Q4_0. */
+/** Elements per block of Q8_0 and Q4_0 (and of every other 32-element block type). */
 export const QK8_0 = 32;
 export const QK4_0 = 32;
 
 /** Bytes per block of each ggml block layout (ggml-common.h). */
 export const BLOCK_Q8_0_BYTES = 2 + 32;
 export const BLOCK_Q4_0_BYTES = 2 + 16;
+export const BLOCK_Q4_1_BYTES = 2 + 2 + 16;
+export const BLOCK_Q5_0_BYTES = 2 + 4 + 16;
+export const BLOCK_Q5_1_BYTES = 2 + 2 + 4 + 16;
+export const BLOCK_IQ4_NL_BYTES = 2 + 16;
 export const BLOCK_Q2_K_BYTES = 16 + 64 + 2 + 2;
 export const BLOCK_Q4_K_BYTES = 2 + 2 + 12 + 128;
 export const BLOCK_Q5_K_BYTES = 2 + 2 + 12 + 32 + 128;
@@ -131,6 +135,66 @@ export function decodeQ4_0Row(data: Uint8Array, start: number, cols: number, out
       const q = data[p + 2 + j];
       out[o + j] = d * ((q & 0xf) - 8);
       out[o + j + 16] = d * ((q >> 4) - 8);
+    }
+  }
+}
+
+// block_q4_1 { half d; half m; uint8 qs[16]; }  nibbles as Q4_0; y = d · q + m
+export function decodeQ4_1Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+  for (let b = 0, p = start; b < cols / 32; b++, p += 20, o += 32) {
+    const d = half(data, p);
+    const m = half(data, p + 2);
+    for (let j = 0; j < 16; j++) {
+      const q = data[p + 4 + j];
+      out[o + j] = Math.fround(d * (q & 0xf)) + m;
+      out[o + j + 16] = Math.fround(d * (q >> 4)) + m;
+    }
+  }
+}
+
+/** Bit e of the little-endian u32 at p is element e's fifth bit (Q5_0 / Q5_1 qh). */
+function u32At(data: Uint8Array, p: number): number {
+  return (data[p] | (data[p + 1] << 8) | (data[p + 2] << 16) | (data[p + 3] << 24)) >>> 0;
+}
+
+// block_q5_0 { half d; uint32 qh; uint8 qs[16]; }  q = nibble | (bit e of qh) << 4; y = d · (q - 16)
+export function decodeQ5_0Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+  for (let b = 0, p = start; b < cols / 32; b++, p += 22, o += 32) {
+    const d = half(data, p);
+    const qh = u32At(data, p + 2);
+    for (let j = 0; j < 16; j++) {
+      const q = data[p + 6 + j];
+      out[o + j] = d * (((q & 0xf) | (((qh >>> j) & 1) << 4)) - 16);
+      out[o + j + 16] = d * (((q >> 4) | (((qh >>> (j + 16)) & 1) << 4)) - 16);
+    }
+  }
+}
+
+// block_q5_1 { half d; half m; uint32 qh; uint8 qs[16]; }  q as Q5_0 (unsigned); y = d · q + m
+export function decodeQ5_1Row(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+  for (let b = 0, p = start; b < cols / 32; b++, p += 24, o += 32) {
+    const d = half(data, p);
+    const m = half(data, p + 2);
+    const qh = u32At(data, p + 4);
+    for (let j = 0; j < 16; j++) {
+      const q = data[p + 8 + j];
+      out[o + j] = Math.fround(d * ((q & 0xf) | (((qh >>> j) & 1) << 4))) + m;
+      out[o + j + 16] = Math.fround(d * ((q >> 4) | (((qh >>> (j + 16)) & 1) << 4))) + m;
+    }
+  }
+}
+
+/** The non-linear 4-bit codebook of IQ4_NL and IQ4_XS (kvalues_iq4nl in ggml-common.h). */
+export const KVALUES_IQ4NL = Int8Array.from([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
+
+// block_iq4_nl { half d; uint8 qs[16]; }  nibbles as Q4_0, each an index into KVALUES_IQ4NL; y = d · value
+export function decodeIq4NlRow(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {
+  for (let b = 0, p = start; b < cols / 32; b++, p += 18, o += 32) {
+    const d = half(data, p);
+    for (let j = 0; j < 16; j++) {
+      const q = data[p + 2 + j];
+      out[o + j] = d * KVALUES_IQ4NL[q & 0xf];
+      out[o + j + 16] = d * KVALUES_IQ4NL[q >> 4];
     }
   }
 }

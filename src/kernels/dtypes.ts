@@ -3,8 +3,12 @@
 // needs a dtype's size or decoder reads its row, so adding a dtype is a row here (and its codec), a
 // row in native/dtypes.cc at the same code, and its kernel slots (native/kernels.h).
 import {
+  BLOCK_IQ4_NL_BYTES,
   BLOCK_Q2_K_BYTES,
   BLOCK_Q4_0_BYTES,
+  BLOCK_Q4_1_BYTES,
+  BLOCK_Q5_0_BYTES,
+  BLOCK_Q5_1_BYTES,
   BLOCK_Q4_K_BYTES,
   BLOCK_Q5_K_BYTES,
   BLOCK_Q6_K_BYTES,
@@ -15,10 +19,14 @@ import {
   decodeBf16Row,
   decodeF16Row,
   decodeF32Row,
+  decodeIq4NlRow,
   decodeQ2KRow,
   decodeQ4KRow,
   decodeQ4_0Row,
+  decodeQ4_1Row,
   decodeQ5KRow,
+  decodeQ5_0Row,
+  decodeQ5_1Row,
   decodeQ6KRow,
   decodeQ8_0Row,
   type RowDecoder,
@@ -37,7 +45,7 @@ import {
 // ---- weights ----
 
 /** Storage types of weight tensors. Quantized ones use GGUF block layouts along each row. */
-export type DType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q2_k' | 'q4_k' | 'q5_k' | 'q6_k';
+export type DType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q2_k' | 'q4_k' | 'q5_k' | 'q6_k' | 'q4_1' | 'q5_0' | 'q5_1' | 'iq4_nl';
 
 export interface WeightDTypeTraits {
   /** The addon's code for it (enum DType in native/quant.h; its row's index in native/dtypes.cc). */
@@ -113,6 +121,42 @@ export const WEIGHT_DTYPES: { readonly [D in DType]: WeightDTypeTraits } = {
     decodeRow: decodeQ6KRow,
     packedCode: null,
     ggmlType: 14,
+    safetensors: null,
+  },
+  q4_1: {
+    code: 11,
+    blockElements: QK4_0,
+    blockBytes: BLOCK_Q4_1_BYTES,
+    decodeRow: decodeQ4_1Row,
+    packedCode: null,
+    ggmlType: 3,
+    safetensors: null,
+  },
+  q5_0: {
+    code: 12,
+    blockElements: QK4_0,
+    blockBytes: BLOCK_Q5_0_BYTES,
+    decodeRow: decodeQ5_0Row,
+    packedCode: null,
+    ggmlType: 6,
+    safetensors: null,
+  },
+  q5_1: {
+    code: 13,
+    blockElements: QK4_0,
+    blockBytes: BLOCK_Q5_1_BYTES,
+    decodeRow: decodeQ5_1Row,
+    packedCode: null,
+    ggmlType: 7,
+    safetensors: null,
+  },
+  iq4_nl: {
+    code: 14,
+    blockElements: QK4_0,
+    blockBytes: BLOCK_IQ4_NL_BYTES,
+    decodeRow: decodeIq4NlRow,
+    packedCode: null,
+    ggmlType: 20,
     safetensors: null,
   },
 };

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadCheckpoint, loadSafetensorsCheckpoint, parseSafetensors } from '../../src/model/loaders/index.js';
 import { unpermuteRows } from '../../src/model/loaders/gguf.js';
-import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
+import { GGML_TYPE, readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { configFromGguf, configFromHf } from '../../src/model/model-config.js';
-import { dequantize } from '../../src/kernels/dtypes.js';
+import { ALL_DTYPES, WEIGHT_DTYPES, dequantize } from '../../src/kernels/dtypes.js';
 import type { Checkpoint, Tensor } from '../../src/model/types.js';
 import { FIXTURES, MODELS, TINY_CHAT } from '../helpers/paths.js';
 
@@ -300,15 +300,22 @@ test('broken GGUF files give errors naming the file and the problem', () => {
     const notGguf = join(dir, 'text.gguf');
     writeFileSync(notGguf, 'this is not a gguf file at all, just text');
     assert.throws(() => loadCheckpoint(notGguf, { fastLoad: true }), /text\.gguf: not a GGUF file/);
-    // Patch the first tensor's ggml type (after name, n_dims and its dims) to Q5_0 (6).
+    // Patch the first tensor's ggml type (after name, n_dims and its dims) to IQ2_XXS (16), a type svc cannot run.
     const patched = Buffer.from(src);
     const nameAt = patched.indexOf('token_embd.weight');
     const typeAt = nameAt + 'token_embd.weight'.length + 4 + 8 * 2;
     assert.equal(patched.readUInt32LE(typeAt), 0);
-    patched.writeUInt32LE(6, typeAt);
-    const q50 = join(dir, 'q50.gguf');
-    writeFileSync(q50, patched);
-    assert.throws(() => loadCheckpoint(q50, { fastLoad: true }), /q50\.gguf: tensor token_embd\.weight has unsupported dtype Q5_0/);
+    patched.writeUInt32LE(GGML_TYPE.IQ2_XXS, typeAt);
+    const iq2 = join(dir, 'iq2.gguf');
+    writeFileSync(iq2, patched);
+    // The message lists every supported type by its GGUF name.
+    const names = new Map(Object.entries(GGML_TYPE).map(([k, v]) => [v as number, k]));
+    const supported = ALL_DTYPES.map((d) => names.get(WEIGHT_DTYPES[d].ggmlType)).join(', ');
+    assert.ok(supported.includes('Q5_0') && supported.includes('IQ4_NL') && !supported.includes('undefined'), supported);
+    assert.throws(
+      () => loadCheckpoint(iq2, { fastLoad: true }),
+      (err: Error) => err.message.endsWith(`iq2.gguf: tensor token_embd.weight has unsupported dtype IQ2_XXS (supported: ${supported})`),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,9 +5,10 @@
 //
 // Tolerances (relative to the reference, which sums in f64):
 //   f32 / f16 / bf16 / K-quant weights: f32 accumulation only -> max |err| <= 1e-4 * max |y|.
-//   Q8_0 / Q4_0: activations are quantized to int8 blocks first -> relative L2 error <= 1e-2 against the
-//     reference on the raw activations, and <= 1e-5 against the reference fed the same int8-rounded
-//     activations (which pins the integer kernels down exactly).
+//   Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL (and K-quants on SIMD paths): activations are quantized
+//     to int8 blocks first (32-element types: with f16 block scales, as llama.cpp) -> relative L2 error
+//     <= 1e-2 against the reference on the raw activations, and <= 1e-5 against the reference fed the
+//     same int8-rounded activations (which pins the integer kernels down exactly).
 //   embed: exact decode (1e-6 relative). rmsnorm, rope, siluMul: 1e-5. add: exact.
 //   storeKv: byte-identical cache contents. attention: 2e-5 (both read the same cache bytes).
 import { describe, it, before, after } from 'node:test';
@@ -23,7 +24,7 @@ import {
   type CpuPath,
 } from '../../src/kernels/native.js';
 import { referenceOps } from '../../src/kernels/reference.js';
-import { f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { f16ToF32, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
 import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type KvDType } from '../../src/kernels/dtypes.js';
 import type { AttentionSeq, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
@@ -136,14 +137,18 @@ function makeWeight(rand: () => number, dtype: DType, rows: number, cols: number
   return { dtype, rows, cols, data };
 }
 
-/** x rounded the way the native int8 path rounds activations: d = amax/127, q = round-half-even(x/d). */
-function roundActivations(x: Float32Array): Float32Array {
+/**
+ * x rounded the way the native int8 path rounds activations: q = round-half-even(x · 127/amax) and
+ * d = amax/127, rounded to f16 for the 32-element block types (as llama.cpp's Q8_0 / Q8_1 blocks).
+ */
+function roundActivations(x: Float32Array, f16Scale: boolean): Float32Array {
   const out = new Float32Array(x.length);
   for (let b = 0; b < x.length; b += 32) {
     let amax = 0;
     for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b + j]));
-    const d = Math.fround(amax / 127);
-    const id = d ? Math.fround(1 / d) : 0;
+    const d32 = Math.fround(amax / 127);
+    const d = f16Scale ? f16ToF32(f32ToF16(d32)) : d32;
+    const id = amax ? Math.fround(127 / amax) : 0;
     for (let j = 0; j < 32; j++) {
       const v = Math.fround(x[b + j] * id);
       const f = Math.floor(v);
@@ -274,6 +279,8 @@ for (const path of PATHS) {
 
     const FLOAT_DTYPES: DType[] = ['f32', 'f16', 'bf16'];
     const K_DTYPES: DType[] = ['q2_k', 'q4_k', 'q5_k', 'q6_k'];
+    // The other 32-element block types: int8 kernels on the SIMD paths, decoded to f32 on scalar.
+    const B32_DTYPES: DType[] = ['q4_1', 'q5_0', 'q5_1', 'iq4_nl'];
 
     it('matmul with f32 / f16 / bf16 weights matches the reference (odd shapes, n = 1, 3, 17, bias)', () => {
       const rand = rng(1);
@@ -311,7 +318,7 @@ for (const path of PATHS) {
       const err = relL2(got, want);
       assert.ok(err <= 1e-2, `${what}: relative L2 ${err} vs raw activations`);
       const wantExact = new Float32Array(n * w.rows);
-      referenceOps.matmul(roundActivations(x), n, w, wantExact, bias);
+      referenceOps.matmul(roundActivations(x, WEIGHT_DTYPES[w.dtype].blockElements === 32), n, w, wantExact, bias);
       assertClose(got, wantExact, 1e-5, `${what} vs int8-rounded activations`);
     }
 
@@ -392,9 +399,39 @@ for (const path of PATHS) {
       }
     });
 
+    it('matmul with Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights matches the reference (int8 activations on SIMD paths, f32 on scalar)', () => {
+      const rand = rng(16);
+      for (const dtype of B32_DTYPES) {
+        // Row lengths these types exist for (not multiples of 256): 2 blocks, an odd 3, Qwen2.5-0.5B's
+        // 896 (28 blocks), and 2080 (three column blocks with a ragged end).
+        for (const [rows, cols] of [
+          [19, 64],
+          [7, 96],
+          [33, 896],
+          [5, 2080],
+        ]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          for (const n of [1, 3, 17]) {
+            const x = randomF32(rand, n * cols);
+            const bias = n === 3 ? randomF32(rand, rows) : undefined;
+            const what = `${dtype} [${rows}x${cols}] n=${n}`;
+            if (path !== 'scalar') {
+              checkInt8Matmul(x, n, w, bias, what);
+              continue;
+            }
+            const want = new Float32Array(n * rows),
+              got = new Float32Array(n * rows);
+            referenceOps.matmul(x, n, w, want, bias);
+            nativeOps.matmul(x, n, w, got, bias);
+            assertClose(got, want, 1e-4, what);
+          }
+        }
+      }
+    });
+
     it('matmul is batch-invariant: a row gives the same bits alone or inside a batch', () => {
       const rand = rng(13);
-      const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES].map((d) => [d as DType, false]);
+      const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES, ...B32_DTYPES].map((d) => [d as DType, false]);
       cases.push(['q8_0', true], ['q4_0', true]);
       for (const [dtype, pack] of cases) {
         const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 1280 : 1088;
@@ -425,7 +462,7 @@ for (const path of PATHS) {
 
     it('embed decodes rows of every dtype, packed tables too', () => {
       const rand = rng(4);
-      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES] as DType[]) {
+      for (const dtype of [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES, ...B32_DTYPES] as DType[]) {
         const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 512 : 64;
         const table = makeWeight(rand, dtype, 19, cols);
         const ids = Int32Array.from([0, 10, 3, 3, 7, 15, 16, 18]);

@@ -1,6 +1,7 @@
 // GGUF v2/v3 header reader: metadata key/values and tensor descriptors. Tensor data is read elsewhere.
 import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 
+/** Every ggml type id (ggml.h), so messages can name types svc does not run too. */
 export const GGML_TYPE = {
   F32: 0,
   F16: 1,
@@ -16,7 +17,23 @@ export const GGML_TYPE = {
   Q5_K: 13,
   Q6_K: 14,
   Q8_K: 15,
+  IQ2_XXS: 16,
+  IQ2_XS: 17,
+  IQ3_XXS: 18,
+  IQ1_S: 19,
+  IQ4_NL: 20,
+  IQ3_S: 21,
+  IQ2_S: 22,
+  IQ4_XS: 23,
+  I8: 24,
+  I16: 25,
+  I32: 26,
+  I64: 27,
+  F64: 28,
+  IQ1_M: 29,
   BF16: 30,
+  TQ1_0: 34,
+  TQ2_0: 35,
 } as const;
 
 export interface GgufTensorInfo {

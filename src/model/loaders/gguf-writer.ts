@@ -1,8 +1,8 @@
 // GGUF v3 writer: metadata of every value type plus aligned tensor data. Used by tests and the
 // benchmark to produce checkpoints that readGgufHeader and llama.cpp both accept.
 import { openSync, writeSync, closeSync } from 'node:fs';
-import { GGML_TYPE } from './gguf-header.js';
-import type { DType, Tensor } from '../types.js';
+import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
+import type { Tensor } from '../types.js';
 
 /** GGUF metadata value types, numbered as in the file format. */
 export const GGUF_VALUE_TYPE = {
@@ -77,34 +77,14 @@ export interface GgufWriteOptions {
   alignment?: number;
 }
 
-/** Elements per block and bytes per block of each ggml storage type this project reads. */
-const GGML_BLOCK: Record<number, [number, number]> = {
-  [GGML_TYPE.F32]: [1, 4],
-  [GGML_TYPE.F16]: [1, 2],
-  [GGML_TYPE.BF16]: [1, 2],
-  [GGML_TYPE.Q8_0]: [32, 34],
-  [GGML_TYPE.Q4_0]: [32, 18],
-  [GGML_TYPE.Q2_K]: [256, 84],
-  [GGML_TYPE.Q4_K]: [256, 144],
-  [GGML_TYPE.Q5_K]: [256, 176],
-  [GGML_TYPE.Q6_K]: [256, 210],
-};
-
-const DTYPE_TO_GGML: Record<DType, number> = {
-  f32: GGML_TYPE.F32,
-  f16: GGML_TYPE.F16,
-  bf16: GGML_TYPE.BF16,
-  q8_0: GGML_TYPE.Q8_0,
-  q4_0: GGML_TYPE.Q4_0,
-  q2_k: GGML_TYPE.Q2_K,
-  q4_k: GGML_TYPE.Q4_K,
-  q5_k: GGML_TYPE.Q5_K,
-  q6_k: GGML_TYPE.Q6_K,
-};
+/** Elements per block and bytes per block of each ggml storage type this project reads (WEIGHT_DTYPES' rows). */
+const GGML_BLOCK: Record<number, [number, number]> = Object.fromEntries(
+  ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, [WEIGHT_DTYPES[d].blockElements, WEIGHT_DTYPES[d].blockBytes]]),
+);
 
 /** A loaded tensor (Hugging Face shape order) as a GGUF tensor (ggml dims order), under the given GGUF name. */
 export function tensorToGguf(tensor: Tensor, ggufName = tensor.name): GgufTensorInput {
-  return { name: ggufName, dims: [...tensor.shape].reverse(), ggmlType: DTYPE_TO_GGML[tensor.dtype], data: tensor.data };
+  return { name: ggufName, dims: [...tensor.shape].reverse(), ggmlType: WEIGHT_DTYPES[tensor.dtype].ggmlType, data: tensor.data };
 }
 
 /** Growable little-endian byte buffer for the header. */
