@@ -16,7 +16,11 @@ export const GGML_TYPE = {
   Q5_K: 13,
   Q6_K: 14,
   Q8_K: 15,
+  IQ3_XXS: 18,
+  IQ3_S: 21,
+  IQ4_XS: 23,
   BF16: 30,
+  TQ2_0: 35,
 } as const;
 
 export interface GgufTensorInfo {

@@ -88,6 +88,11 @@ const GGML_BLOCK: Record<number, [number, number]> = {
   [GGML_TYPE.Q4_K]: [256, 144],
   [GGML_TYPE.Q5_K]: [256, 176],
   [GGML_TYPE.Q6_K]: [256, 210],
+  [GGML_TYPE.Q3_K]: [256, 110],
+  [GGML_TYPE.IQ4_XS]: [256, 136],
+  [GGML_TYPE.IQ3_XXS]: [256, 98],
+  [GGML_TYPE.IQ3_S]: [256, 110],
+  [GGML_TYPE.TQ2_0]: [256, 66],
 };
 
 const DTYPE_TO_GGML: Record<DType, number> = {
@@ -100,6 +105,11 @@ const DTYPE_TO_GGML: Record<DType, number> = {
   q4_k: GGML_TYPE.Q4_K,
   q5_k: GGML_TYPE.Q5_K,
   q6_k: GGML_TYPE.Q6_K,
+  q3_k: GGML_TYPE.Q3_K,
+  iq4_xs: GGML_TYPE.IQ4_XS,
+  iq3_xxs: GGML_TYPE.IQ3_XXS,
+  iq3_s: GGML_TYPE.IQ3_S,
+  tq2_0: GGML_TYPE.TQ2_0,
 };
 
 /** A loaded tensor (Hugging Face shape order) as a GGUF tensor (ggml dims order), under the given GGUF name. */
