@@ -100,10 +100,8 @@ struct KIQ3XXS {
   }
   static SVC_KQ_INLINE __m256i quants32(const uint8_t* p, int j) {
     const block_iq3_xxs* b = reinterpret_cast<const block_iq3_xxs*>(p);
-    const uint8_t* q = b->qs + 8 * j;
-    const __m256i mag = _mm256_setr_epi32((int)kIq3xxsGrid[q[0]], (int)kIq3xxsGrid[q[1]], (int)kIq3xxsGrid[q[2]],
-                                          (int)kIq3xxsGrid[q[3]], (int)kIq3xxsGrid[q[4]], (int)kIq3xxsGrid[q[5]],
-                                          (int)kIq3xxsGrid[q[6]], (int)kIq3xxsGrid[q[7]]);
+    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b->qs + 8 * j)));
+    const __m256i mag = _mm256_i32gather_epi32((const int*)kIq3xxsGrid, idx, 4);
     const uint32_t aux = kq_u32(b->qs + QK_K / 4 + 4 * j);
     const uint32_t signs = (uint32_t)kSignsIq2xs.v[aux & 127] | ((uint32_t)kSignsIq2xs.v[(aux >> 7) & 127] << 8) |
                            ((uint32_t)kSignsIq2xs.v[(aux >> 14) & 127] << 16) |
@@ -126,10 +124,11 @@ struct KIQ3S {
   }
   static SVC_KQ_INLINE __m256i quants32(const uint8_t* p, int j) {
     const block_iq3_s* b = reinterpret_cast<const block_iq3_s*>(p);
-    const uint8_t* q = b->qs + 8 * j;
-    const int h = b->qh[j];
-    auto g = [&](int k) { return (int)kIq3sGrid[q[k] | (((h >> k) & 1) << 8)]; };
-    const __m256i mag = _mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7));
+    // Nine-bit indices: the 8 qs bytes, bit k of qh[j] as bit 8 of index k.
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b->qs + 8 * j)));
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->qh[j]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                        _mm256_set1_epi32(1));
+    const __m256i mag = _mm256_i32gather_epi32((const int*)kIq3sGrid, _mm256_or_si256(lo, _mm256_slli_epi32(hi, 8)), 4);
     return kq_signed_grid(mag, kq_u32(b->signs + 4 * j), 16);
   }
 };
