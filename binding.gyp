@@ -10,6 +10,7 @@
         "native/runtime.cc",
         "native/dtypes.cc",
         "native/dequant.cc",
+        "native/dequant_iq.cc",
         "native/packed.cc",
         "native/kernels_scalar.cc",
         "native/kernels_avx2.cc",

@@ -23,5 +23,11 @@ void dequantize_row_q2_K(const uint8_t* src, float* y, int64_t k);
 void dequantize_row_q4_K(const uint8_t* src, float* y, int64_t k);
 void dequantize_row_q5_K(const uint8_t* src, float* y, int64_t k);
 void dequantize_row_q6_K(const uint8_t* src, float* y, int64_t k);
+// dequant_iq.cc: the other 256-element super-blocks.
+void dequantize_row_q3_K(const uint8_t* src, float* y, int64_t k);
+void dequantize_row_iq4_xs(const uint8_t* src, float* y, int64_t k);
+void dequantize_row_iq3_xxs(const uint8_t* src, float* y, int64_t k);
+void dequantize_row_iq3_s(const uint8_t* src, float* y, int64_t k);
+void dequantize_row_tq2_0(const uint8_t* src, float* y, int64_t k);
 
 }  // namespace svc

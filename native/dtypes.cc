@@ -61,6 +61,21 @@ constexpr DTypeTraits kDTypeTraits[kDTypeCount] = {
      .to_float = dequantize_row_iq4_nl, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_iq4_nl,
      .gemm_packed = nullptr, .act_sums = false, .packed = -1, .packed_from = -1, .pack_zero = 0,
      .act_f16_scale = true},
+    {.dtype = kQ3_K, .name = "q3_k", .block_elements = QK_K, .block_bytes = sizeof(block_q3_K),
+     .to_float = dequantize_row_q3_K, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_q3_k,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kIQ4_XS, .name = "iq4_xs", .block_elements = QK_K, .block_bytes = sizeof(block_iq4_xs),
+     .to_float = dequantize_row_iq4_xs, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_iq4_xs,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kIQ3_XXS, .name = "iq3_xxs", .block_elements = QK_K, .block_bytes = sizeof(block_iq3_xxs),
+     .to_float = dequantize_row_iq3_xxs, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_iq3_xxs,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kIQ3_S, .name = "iq3_s", .block_elements = QK_K, .block_bytes = sizeof(block_iq3_s),
+     .to_float = dequantize_row_iq3_s, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_iq3_s,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
+    {.dtype = kTQ2_0, .name = "tq2_0", .block_elements = QK_K, .block_bytes = sizeof(block_tq2_0),
+     .to_float = dequantize_row_tq2_0, .gemm_float = nullptr, .gemm_quant = &Kernels::gemm_tq2_0,
+     .gemm_packed = nullptr, .act_sums = true, .packed = -1, .packed_from = -1, .pack_zero = 0},
 };
 
 constexpr KvDTypeTraits kKvDTypeTraits[kKvDTypeCount] = {

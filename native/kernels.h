@@ -65,6 +65,12 @@ struct Kernels {
   GemmQuantFn gemm_q4_k;
   GemmQuantFn gemm_q5_k;
   GemmQuantFn gemm_q6_k;
+  // The other 256-element super-blocks (kquant_unpack_iq.h), same contract.
+  GemmQuantFn gemm_q3_k;
+  GemmQuantFn gemm_iq4_xs;
+  GemmQuantFn gemm_iq3_xxs;
+  GemmQuantFn gemm_iq3_s;
+  GemmQuantFn gemm_tq2_0;
   // Packed layouts (packed.h).
   GemmPackedFn gemm_q8_0x16;
   GemmPackedFn gemm_q4_0x16;

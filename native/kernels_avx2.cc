@@ -17,6 +17,7 @@
 // K-quant unpacking compiled for this file's instruction set.
 #define SVC_KQ_INLINE SVC_AVX2_INLINE
 #include "kquant_unpack.h"
+#include "kquant_unpack_iq.h"
 
 namespace svc {
 namespace {
@@ -255,6 +256,15 @@ SVC_AVX2 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t wst
 // One 32-element activation block per step: maddubs + madd leave 8 int32 lanes of 4 elements, so
 // lanes 0-3 take the scale of the block's first 16-element group and lanes 4-7 the second.
 
+// The int32 dot of 32 quants with 32 activation bytes, 4 elements per lane. Signed quants (kq_signed)
+// multiply |q| by x with q's sign, since maddubs wants its first operand unsigned.
+template <typename W>
+SVC_AVX2_INLINE __m256i kq_dot(__m256i q, __m256i x) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  if constexpr (kq_signed<W>) return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)), ones);
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), ones);
+}
+
 template <typename W, int RW, int RX>
 SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1, bool accumulate, const uint8_t* w,
                                  size_t wstride, int r, float* y, size_t ldy) {
@@ -264,7 +274,6 @@ SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1, b
     for (int b = 0; b < RX; b++) acc[a][b] = _mm256_setzero_ps();
   alignas(32) float ws[RW][16];
   alignas(32) float mn[RW][16];
-  const __m256i ones = _mm256_set1_epi16(1);
   for (int sb = sb0; sb < sb1; sb++) {
     const uint8_t* blk[RW];
     for (int a = 0; a < RW; a++) {
@@ -290,7 +299,7 @@ SVC_AVX2_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1, b
         const __m256i q = W::quants32(blk[a], j);
         const __m256 sv = _mm256_set_m128(_mm_set1_ps(ws[a][2 * j + 1]), _mm_set1_ps(ws[a][2 * j]));
         for (int b = 0; b < RX; b++) {
-          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q, xv[b]), ones));
+          const __m256 dot = _mm256_cvtepi32_ps(kq_dot<W>(q, xv[b]));
           acc[a][b] = _mm256_fmadd_ps(dot, _mm256_mul_ps(sv, _mm256_set1_ps(dx[b])), acc[a][b]);
         }
       }
@@ -642,6 +651,11 @@ const Kernels kAvx2Kernels = {
     .gemm_q4_k = gemm_kquant<KQ4>,
     .gemm_q5_k = gemm_kquant<KQ5>,
     .gemm_q6_k = gemm_kquant<KQ6>,
+    .gemm_q3_k = gemm_kquant<KQ3>,
+    .gemm_iq4_xs = gemm_kquant<KIQ4XS>,
+    .gemm_iq3_xxs = gemm_kquant<KIQ3XXS>,
+    .gemm_iq3_s = gemm_kquant<KIQ3S>,
+    .gemm_tq2_0 = gemm_kquant<KTQ2>,
     .gemm_q8_0x16 = gemm_packed<PQ8>,
     .gemm_q4_0x16 = gemm_packed<PQ4>,
     .quantize_row_q8 = quantize_row_q8,

@@ -23,6 +23,7 @@
 // K-quant unpacking compiled for this file's instruction set.
 #define SVC_KQ_INLINE SVC_AVX512_INLINE
 #include "kquant_unpack.h"
+#include "kquant_unpack_iq.h"
 
 namespace svc {
 namespace {
@@ -291,6 +292,17 @@ SVC_AVX512 void gemm_quant(int n, const QuantActs& x, const uint8_t* w, size_t w
 // the scale of 16-element group 4 * step + l / 4 (one permute). Mins come off once per super-block
 // as a 16-wide product with the activations' 16-element sums.
 
+// The int32 dot of 64 quants with 64 activation bytes, 4 elements per lane. Signed quants (kq_signed)
+// multiply |q| by x with q's sign, since vpdpbusd wants its first operand unsigned.
+template <typename W>
+SVC_AVX512_INLINE __m512i kq_dot(__m512i q, __m512i x) {
+  if constexpr (kq_signed<W>) {
+    const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(q), _mm512_setzero_si512(), x);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), sx);
+  }
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, x);
+}
+
 template <typename W, int RW, int RX>
 SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1, bool accumulate, const uint8_t* w,
                                    size_t wstride, int r, float* y, size_t ldy) {
@@ -324,7 +336,7 @@ SVC_AVX512_INLINE void tile_kquant(const QuantActs& x, int i0, int sb0, int sb1,
         const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(W::quants32(blk[a], 2 * c)), W::quants32(blk[a], 2 * c + 1), 1);
         const __m512 sv = _mm512_permutexvar_ps(idx, _mm512_load_ps(ws[a]));
         for (int b = 0; b < RX; b++) {
-          const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xv[b]));
+          const __m512 dot = _mm512_cvtepi32_ps(kq_dot<W>(q, xv[b]));
           acc[a][b] = _mm512_fmadd_ps(dot, _mm512_mul_ps(sv, dx[b]), acc[a][b]);
         }
       }
@@ -788,6 +800,11 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .gemm_q4_k = gemm_kquant<KQ4>,
       .gemm_q5_k = gemm_kquant<KQ5>,
       .gemm_q6_k = gemm_kquant<KQ6>,
+      .gemm_q3_k = gemm_kquant<KQ3>,
+      .gemm_iq4_xs = gemm_kquant<KIQ4XS>,
+      .gemm_iq3_xxs = gemm_kquant<KIQ3XXS>,
+      .gemm_iq3_s = gemm_kquant<KIQ3S>,
+      .gemm_tq2_0 = gemm_kquant<KTQ2>,
       .gemm_q8_0x16 = q8_0x16,
       .gemm_q4_0x16 = q4_0x16,
       .quantize_row_q8 = quantize_row_q8,

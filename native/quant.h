@@ -15,7 +15,8 @@ enum DType : int {
   kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ2_K = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
   kQ8_0x16 = 9, kQ4_0x16 = 10,
   kQ4_1 = 11, kQ5_0 = 12, kQ5_1 = 13, kIQ4_NL = 14,
-  kDTypeCount = 15,
+  kQ3_K = 15, kIQ4_XS = 16, kIQ3_XXS = 17, kIQ3_S = 18, kTQ2_0 = 19,
+  kDTypeCount = 20,
 };
 
 // KV cache dtypes (`code` in KV_DTYPES, src/kernels/dtypes.ts).
@@ -37,6 +38,19 @@ struct block_q2_K { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d;
 struct block_q4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; };
 struct block_q5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
 struct block_q6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
+
+// The other 256-element super-blocks (dequant_iq.cc decodes them; IQ grids in iq_tables.h).
+struct block_q3_K { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; };
+struct block_iq4_xs { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; };
+struct block_iq3_xxs { uint16_t d; uint8_t qs[3 * QK_K / 8]; };  // 64 grid indices, then 8 u32 scale+signs
+struct block_iq3_s { uint16_t d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t signs[QK_K / 8]; uint8_t scales[QK_K / 64]; };
+struct block_tq2_0 { uint8_t qs[QK_K / 4]; uint16_t d; };
+
+static_assert(sizeof(block_q3_K) == 110, "block_q3_K must be 110 bytes");
+static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs must be 136 bytes");
+static_assert(sizeof(block_iq3_xxs) == 98, "block_iq3_xxs must be 98 bytes");
+static_assert(sizeof(block_iq3_s) == 110, "block_iq3_s must be 110 bytes");
+static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 must be 66 bytes");
 
 static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
 static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");

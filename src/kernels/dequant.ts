@@ -4,6 +4,8 @@
 // Each row decoder is the `decodeRow` of its dtype's row in WEIGHT_DTYPES (dtypes.ts), which also
 // holds the block sizes; dequantizeRow / dequantize / bytesPerRow live there.
 
+import { KVALUES_IQ4NL } from './iq-tables.js';
+
 /** Elements per block of the K-quants (QK_K in ggml). */
 export const QK_K = 256;
 /** Elements per block of Q8_0 and Q4_0 (and of every other 32-element block type). */
@@ -183,9 +185,6 @@ export function decodeQ5_1Row(data: Uint8Array, start: number, cols: number, out
     }
   }
 }
-
-/** The non-linear 4-bit codebook of IQ4_NL and IQ4_XS (kvalues_iq4nl in ggml-common.h). */
-export const KVALUES_IQ4NL = Int8Array.from([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
 
 // block_iq4_nl { half d; uint8 qs[16]; }  nibbles as Q4_0, each an index into KVALUES_IQ4NL; y = d · value
 export function decodeIq4NlRow(data: Uint8Array, start: number, cols: number, out: Float32Array, o: number): void {

@@ -32,6 +32,18 @@ import {
   type RowDecoder,
 } from './dequant.js';
 import {
+  BLOCK_IQ3_S_BYTES,
+  BLOCK_IQ3_XXS_BYTES,
+  BLOCK_IQ4_XS_BYTES,
+  BLOCK_Q3_K_BYTES,
+  BLOCK_TQ2_0_BYTES,
+  decodeIq3SRow,
+  decodeIq3XxsRow,
+  decodeIq4XsRow,
+  decodeQ3KRow,
+  decodeTq2_0Row,
+} from './dequant-k3-iq.js';
+import {
   decodeBf16,
   decodeF32,
   decodeFp8Elements,
@@ -45,7 +57,25 @@ import {
 // ---- weights ----
 
 /** Storage types of weight tensors. Quantized ones use GGUF block layouts along each row. */
-export type DType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q2_k' | 'q4_k' | 'q5_k' | 'q6_k' | 'q4_1' | 'q5_0' | 'q5_1' | 'iq4_nl';
+export type DType =
+  | 'f32'
+  | 'f16'
+  | 'bf16'
+  | 'q8_0'
+  | 'q4_0'
+  | 'q2_k'
+  | 'q4_k'
+  | 'q5_k'
+  | 'q6_k'
+  | 'q4_1'
+  | 'q5_0'
+  | 'q5_1'
+  | 'iq4_nl'
+  | 'q3_k'
+  | 'iq4_xs'
+  | 'iq3_xxs'
+  | 'iq3_s'
+  | 'tq2_0';
 
 export interface WeightDTypeTraits {
   /** The addon's code for it (enum DType in native/quant.h; its row's index in native/dtypes.cc). */
@@ -157,6 +187,51 @@ export const WEIGHT_DTYPES: { readonly [D in DType]: WeightDTypeTraits } = {
     decodeRow: decodeIq4NlRow,
     packedCode: null,
     ggmlType: 20,
+    safetensors: null,
+  },
+  q3_k: {
+    code: 15,
+    blockElements: QK_K,
+    blockBytes: BLOCK_Q3_K_BYTES,
+    decodeRow: decodeQ3KRow,
+    packedCode: null,
+    ggmlType: 11,
+    safetensors: null,
+  },
+  iq4_xs: {
+    code: 16,
+    blockElements: QK_K,
+    blockBytes: BLOCK_IQ4_XS_BYTES,
+    decodeRow: decodeIq4XsRow,
+    packedCode: null,
+    ggmlType: 23,
+    safetensors: null,
+  },
+  iq3_xxs: {
+    code: 17,
+    blockElements: QK_K,
+    blockBytes: BLOCK_IQ3_XXS_BYTES,
+    decodeRow: decodeIq3XxsRow,
+    packedCode: null,
+    ggmlType: 18,
+    safetensors: null,
+  },
+  iq3_s: {
+    code: 18,
+    blockElements: QK_K,
+    blockBytes: BLOCK_IQ3_S_BYTES,
+    decodeRow: decodeIq3SRow,
+    packedCode: null,
+    ggmlType: 21,
+    safetensors: null,
+  },
+  tq2_0: {
+    code: 19,
+    blockElements: QK_K,
+    blockBytes: BLOCK_TQ2_0_BYTES,
+    decodeRow: decodeTq2_0Row,
+    packedCode: null,
+    ggmlType: 35,
     safetensors: null,
   },
 };
