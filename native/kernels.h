@@ -32,7 +32,8 @@ using GemmFloatFn = void (*)(int n, int k, const float* x, size_t ldx, const uin
 using GemmQuantFn = void (*)(int n, const QuantActs& x, const uint8_t* w, size_t wstride,
                              int r0, int r1, float* y, size_t ldy);
 // Packed weights (packed.h): y[i * ldy + r] for i in [0, n) and the rows r < `rows` of row groups
-// [g0, g1); w is the packed matrix (group 0). x.corr is set. scratch: this thread's
+// [g0, g1); w is the packed matrix (group 0). x.corr is set for Q8_0x16 / Q4_0x16, x.s16 for the
+// K-quants. scratch: this thread's
 // packed_scratch_bytes(x.k) bytes, 64-byte aligned.
 using GemmPackedFn = void (*)(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows,
                               float* y, size_t ldy, uint8_t* scratch);
@@ -74,6 +75,10 @@ struct Kernels {
   // Packed layouts (packed.h).
   GemmPackedFn gemm_q8_0x16;
   GemmPackedFn gemm_q4_0x16;
+  // Packed K-quants (x.s16 is set, x.corr is not). Null: the driver decodes packed rows to f32.
+  GemmPackedFn gemm_q4_kx16;
+  GemmPackedFn gemm_q5_kx16;
+  GemmPackedFn gemm_q6_kx16;
   // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127),
   // the k/16 sums of QuantActs::s16 when s16 is not null, and the k/32 corrections of
   // QuantActs::corr (-zero * block sum) when corr is not null.

@@ -421,6 +421,131 @@ SVC_AVX2 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0, i
   }
 }
 
+// ---- int8 GEMM on packed K-quants (Q4_Kx16, Q5_Kx16, Q6_Kx16; packed.h) ----
+// The AVX-512 scheme (see kernels_avx512.cc) on ymm halves of 8 rows: the quants' high bits are OR-ed
+// in from their lines, maddubs + madd give the four-column sums (unsigned codes, so no sign trick:
+// 31 * 127 * 4 and 63 * 127 * 2 stay within int16), and the same float steps scale them per
+// sub-block (Q4_K / Q5_K) or per 16 columns (Q6_K), in the same order for every tile.
+
+template <int DT, int V>
+SVC_AVX2_INLINE __m256i kp_high(__m256i h0, __m256i h1) {
+  if constexpr (DT == kQ5_Kx16) {
+    __m256i s;
+    if constexpr (V <= 4) s = _mm256_slli_epi16(h0, 4 - V);
+    else s = _mm256_srli_epi16(h0, V - 4);
+    return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
+  } else {
+    const __m256i h = V < 4 ? h0 : h1;
+    constexpr int sh = 2 * (V & 3);
+    __m256i s;
+    if constexpr (sh <= 4) s = _mm256_slli_epi16(h, 4 - sh);
+    else s = _mm256_srli_epi16(h, sh - 4);
+    return _mm256_and_si256(s, _mm256_set1_epi8(0x30));
+  }
+}
+
+template <int DT, int P, int RX, int NA>
+SVC_AVX2_INLINE void kp_line(const uint8_t* q, __m256i h0, __m256i h1, const int8_t* const (&xq)[RX], __m256i (&ia)[RX][NA]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i raw = _mm256_loadu_si256((const __m256i*)(q + 64 * P));
+  __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+  if constexpr (DT != kQ4_Kx16) {
+    lo = _mm256_or_si256(lo, kp_high<DT, P>(h0, h1));
+    hi = _mm256_or_si256(hi, kp_high<DT, 4 + P>(h0, h1));
+  }
+  for (int b = 0; b < RX; b++) {
+    const __m256i dl = _mm256_maddubs_epi16(lo, bcast4(xq[b] + 4 * P)), dh = _mm256_maddubs_epi16(hi, bcast4(xq[b] + 16 + 4 * P));
+    if constexpr (NA == 1) {
+      ia[b][0] = _mm256_add_epi32(ia[b][0], _mm256_madd_epi16(_mm256_add_epi16(dl, dh), ones));
+    } else {
+      ia[b][0] = _mm256_add_epi32(ia[b][0], _mm256_madd_epi16(dl, ones));
+      ia[b][1] = _mm256_add_epi32(ia[b][1], _mm256_madd_epi16(dh, ones));
+    }
+  }
+}
+
+SVC_AVX2_INLINE __m256 kp_u8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p))); }
+SVC_AVX2_INLINE __m256 kp_i8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p))); }
+
+// One group (16 weight rows from r, `valid` of them real) x RX activation rows from i0.
+template <int DT, int RX>
+SVC_AVX2_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, int r, int valid, float* y, size_t ldy) {
+  constexpr bool q6 = DT == kQ6_Kx16;
+  constexpr int NA = q6 ? 2 : 1, SB = kpack_sb_bytes(DT), HB = kpack_high_bytes(DT), SC = kpack_scales(DT);
+  const int k = x.k, nb = k / 32, ng = k / 16, nsb = k / QK_K;
+  for (int h = 0; h < 2; h++) {
+    if (valid <= 8 * h) break;
+    __m256 acc[RX];
+    for (int b = 0; b < RX; b++) acc[b] = _mm256_setzero_ps();
+    for (int sb = 0; sb < nsb; sb++) {
+      const uint8_t* base = grp + (size_t)sb * SB;
+      const __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(base + SC + 256 + 16 * h)));
+      const __m256 mv = q6 ? dv : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(base + SC + 288 + 16 * h)));
+      for (int s = 0; s < 8; s++) {
+        const int blk = sb * 8 + s;
+        const uint8_t* q = base + 256 * s + 32 * h;
+        const __m256i h0 = HB > 0 ? _mm256_loadu_si256((const __m256i*)(base + 2048 + HB * s + 32 * h)) : _mm256_setzero_si256();
+        const __m256i h1 = q6 ? _mm256_loadu_si256((const __m256i*)(base + 2048 + HB * s + 64 + 32 * h)) : h0;
+        const int8_t* xq[RX];
+        __m256i ia[RX][NA];
+        for (int b = 0; b < RX; b++) {
+          xq[b] = x.qs + (size_t)(i0 + b) * k + blk * 32;
+          for (int a = 0; a < NA; a++) ia[b][a] = _mm256_setzero_si256();
+        }
+        kp_line<DT, 0, RX, NA>(q, h0, h1, xq, ia);
+        kp_line<DT, 1, RX, NA>(q, h0, h1, xq, ia);
+        kp_line<DT, 2, RX, NA>(q, h0, h1, xq, ia);
+        kp_line<DT, 3, RX, NA>(q, h0, h1, xq, ia);
+        if constexpr (q6) {
+          const __m256 sl = _mm256_mul_ps(dv, kp_i8(base + SC + 32 * s + 8 * h));
+          const __m256 sh = _mm256_mul_ps(dv, kp_i8(base + SC + 32 * s + 16 + 8 * h));
+          for (int b = 0; b < RX; b++) {
+            const float* s16 = x.s16 + (size_t)(i0 + b) * ng + 2 * blk;
+            const __m256 dx = _mm256_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]);
+            const __m256 lo = _mm256_fmsub_ps(_mm256_cvtepi32_ps(ia[b][0]), dx, _mm256_set1_ps(32.0f * s16[0]));
+            acc[b] = _mm256_fmadd_ps(lo, sl, acc[b]);
+            const __m256 hi = _mm256_fmsub_ps(_mm256_cvtepi32_ps(ia[b][NA - 1]), dx, _mm256_set1_ps(32.0f * s16[1]));
+            acc[b] = _mm256_fmadd_ps(hi, sh, acc[b]);
+          }
+        } else {
+          const __m256 dsc = _mm256_mul_ps(dv, kp_u8(base + SC + 16 * s + 8 * h));
+          const __m256 mn = _mm256_mul_ps(mv, kp_u8(base + SC + 128 + 16 * s + 8 * h));
+          for (int b = 0; b < RX; b++) {
+            const float* s16 = x.s16 + (size_t)(i0 + b) * ng + 2 * blk;
+            const __m256 sc = _mm256_mul_ps(dsc, _mm256_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b][0]), sc, acc[b]);
+            acc[b] = _mm256_fnmadd_ps(mn, _mm256_set1_ps(s16[0] + s16[1]), acc[b]);
+          }
+        }
+      }
+    }
+    const int left = valid - 8 * h;
+    for (int b = 0; b < RX; b++) {
+      float* out = y + (size_t)(i0 + b) * ldy + r + 8 * h;
+      if (left >= 8) {
+        _mm256_storeu_ps(out, acc[b]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, acc[b]);
+        for (int j = 0; j < left; j++) out[j] = tmp[j];
+      }
+    }
+  }
+}
+
+template <int DT>
+SVC_AVX2 void gemm_kpacked(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
+                           uint8_t* /*scratch*/) {
+  constexpr int RX = DT == kQ6_Kx16 ? 2 : 4;  // Q6_K's two sums per row would spill at 4
+  const size_t gb = group_bytes(DT, x.k / 32);
+  for (int g = g0; g < g1; g++) {
+    const uint8_t* grp = w + (size_t)g * gb;
+    int i = 0;
+    for (; i + RX <= n; i += RX) tile_kpacked<DT, RX>(x, i, grp, 16 * g, rows - 16 * g, y, ldy);
+    for (; i < n; i++) tile_kpacked<DT, 1>(x, i, grp, 16 * g, rows - 16 * g, y, ldy);
+  }
+}
+
 SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int b = 0; b < k / 32; b++) {
@@ -658,6 +783,9 @@ const Kernels kAvx2Kernels = {
     .gemm_tq2_0 = gemm_kquant<KTQ2>,
     .gemm_q8_0x16 = gemm_packed<PQ8>,
     .gemm_q4_0x16 = gemm_packed<PQ4>,
+    .gemm_q4_kx16 = gemm_kpacked<kQ4_Kx16>,
+    .gemm_q5_kx16 = gemm_kpacked<kQ5_Kx16>,
+    .gemm_q6_kx16 = gemm_kpacked<kQ6_Kx16>,
     .quantize_row_q8 = quantize_row_q8,
     .sum_squares = sum_squares,
     .scale_mul = scale_mul,

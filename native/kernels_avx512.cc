@@ -503,6 +503,166 @@ SVC_AVX512 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0,
   for (; g < g1; g++) groups_packed<W, 1>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
 }
 
+// ---- int8 GEMM on packed K-quants (Q4_Kx16, Q5_Kx16, Q6_Kx16; packed.h) ----
+// The Q4_0x16 scheme per 32-column sub-block (lane j = weight row j, four activation bytes
+// broadcast, one vpdpbusd per four columns), with the quants' high bits OR-ed in from their lines
+// (one shift and one ternary-logic op per vector, shared by every activation row of the tile). The
+// codes are unsigned, so no correction seeds the integer sums; the per-row scales and mins are
+// widened from bytes once per (sub-block, group) and then cost each (group, activation row) one
+// convert, one multiply and two fmas:
+//   Q4_K / Q5_K: acc += dot * (d * sc * dx)  -  dmin * m * (dx * sum x)     (sum x from x.s16)
+//   Q6_K, per 16 columns: acc += (dot * dx - 32 * dx * sum x) * (d * sc)
+// Every output sums its sub-blocks in order with the same instructions whatever the tile, so results
+// are batch-invariant.
+
+// The bits above the nibble of vector v (0..3: low nibbles of line v, 4..7: high nibbles of line
+// v - 4), moved to bit 4 (Q5_K) or bits 4-5 (Q6_K).
+template <int DT, int V>
+SVC_AVX512_INLINE __m512i kp_high(__m512i h0, __m512i h1) {
+  if constexpr (DT == kQ5_Kx16) {
+    __m512i s;
+    if constexpr (V <= 4) s = _mm512_slli_epi16(h0, 4 - V);
+    else s = _mm512_srli_epi16(h0, V - 4);
+    return _mm512_and_si512(s, _mm512_set1_epi8(0x10));
+  } else {
+    const __m512i h = V < 4 ? h0 : h1;
+    constexpr int sh = 2 * (V & 3);
+    __m512i s;
+    if constexpr (sh <= 4) s = _mm512_slli_epi16(h, 4 - sh);
+    else s = _mm512_srli_epi16(h, sh - 4);
+    return _mm512_and_si512(s, _mm512_set1_epi8(0x30));
+  }
+}
+
+// (a & 0x0f) | hb in one instruction.
+SVC_AVX512_INLINE __m512i kp_or_nibble(__m512i a, __m512i hb) {
+  return _mm512_ternarylogic_epi32(a, _mm512_set1_epi8(0x0f), hb, 0xEA);
+}
+
+// Line p of one sub-block for RG groups x RX activation rows. NA = 2 (Q6_K): separate integer sums
+// for columns 0..15 (low nibbles) and 16..31 (high nibbles), which have their own scales.
+template <int DT, int P, int RG, int RX, int NA>
+SVC_AVX512_INLINE void kp_line(const uint8_t* const (&q)[RG], const __m512i (&h0)[RG], const __m512i (&h1)[RG],
+                               const int8_t* const (&xq)[RX], __m512i (&ia)[RG][RX][NA]) {
+  __m512i lo[RG], hi[RG];
+  for (int g = 0; g < RG; g++) {
+    const __m512i raw = _mm512_loadu_si512(q[g] + 64 * P);
+    if constexpr (DT == kQ4_Kx16) {
+      lo[g] = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
+      hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
+    } else {
+      lo[g] = kp_or_nibble(raw, kp_high<DT, P>(h0[g], h1[g]));
+      hi[g] = kp_or_nibble(_mm512_srli_epi16(raw, 4), kp_high<DT, 4 + P>(h0[g], h1[g]));
+    }
+  }
+  for (int b = 0; b < RX; b++) {
+    const __m512i xl = bcast4(xq[b] + 4 * P), xh = bcast4(xq[b] + 16 + 4 * P);
+    for (int g = 0; g < RG; g++) {
+      ia[g][b][0] = _mm512_dpbusd_epi32(ia[g][b][0], lo[g], xl);
+      ia[g][b][NA - 1] = _mm512_dpbusd_epi32(ia[g][b][NA - 1], hi[g], xh);
+    }
+  }
+}
+
+SVC_AVX512_INLINE __m512 kp_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p))); }
+SVC_AVX512_INLINE __m512 kp_i8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p))); }
+
+// RG groups (16 * RG weight rows from row r, `valid` of them real) x RX activation rows from i0.
+template <int DT, int RG, int RX>
+SVC_AVX512_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, size_t gb, int r, int valid, float* y,
+                                    size_t ldy) {
+  constexpr bool q6 = DT == kQ6_Kx16;
+  constexpr int NA = q6 ? 2 : 1, SB = kpack_sb_bytes(DT), HB = kpack_high_bytes(DT), SC = kpack_scales(DT);
+  constexpr int kPfChunk = (SB / 8 + 63) / 64 * 64;  // prefetch stride per sub-block (whole super-group)
+  const int k = x.k, nb = k / 32, ng = k / 16, nsb = k / QK_K;
+  __m512 acc[RG][RX];
+  for (int g = 0; g < RG; g++)
+    for (int b = 0; b < RX; b++) acc[g][b] = _mm512_setzero_ps();
+  for (int sb = 0; sb < nsb; sb++) {
+    const uint8_t* base[RG];
+    __m512 dv[RG], mv[RG];
+    for (int g = 0; g < RG; g++) {
+      base[g] = grp + (size_t)g * gb + (size_t)sb * SB;
+      dv[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(base[g] + SC + 256)));
+      if constexpr (!q6) mv[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(base[g] + SC + 288)));
+    }
+    for (int s = 0; s < 8; s++) {
+      const int blk = sb * 8 + s;
+      const uint8_t* q[RG];
+      __m512i h0[RG], h1[RG];
+      for (int g = 0; g < RG; g++) {
+        q[g] = base[g] + 256 * s;
+        if constexpr (HB > 0) h0[g] = _mm512_loadu_si512(base[g] + 2048 + HB * s);
+        else h0[g] = _mm512_setzero_si512();
+        if constexpr (q6) h1[g] = _mm512_loadu_si512(base[g] + 2048 + HB * s + 64);
+        else h1[g] = h0[g];
+        if (RX == 1)
+          for (int l = 0; l < kPfChunk; l += 64) _mm_prefetch((const char*)base[g] + kPrefetch + s * kPfChunk + l, _MM_HINT_T0);
+      }
+      const int8_t* xq[RX];
+      __m512i ia[RG][RX][NA];
+      for (int b = 0; b < RX; b++) {
+        xq[b] = x.qs + (size_t)(i0 + b) * k + blk * 32;
+        for (int g = 0; g < RG; g++)
+          for (int a = 0; a < NA; a++) ia[g][b][a] = _mm512_setzero_si512();
+      }
+      kp_line<DT, 0, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 1, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 2, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 3, RG, RX, NA>(q, h0, h1, xq, ia);
+      for (int g = 0; g < RG; g++) {
+        if constexpr (q6) {
+          const __m512 sl = _mm512_mul_ps(dv[g], kp_i8(base[g] + SC + 32 * s));
+          const __m512 sh = _mm512_mul_ps(dv[g], kp_i8(base[g] + SC + 32 * s + 16));
+          for (int b = 0; b < RX; b++) {
+            const float* s16 = x.s16 + (size_t)(i0 + b) * ng + 2 * blk;
+            const __m512 dx = _mm512_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]);
+            const __m512 lo = _mm512_fmsub_ps(_mm512_cvtepi32_ps(ia[g][b][0]), dx, _mm512_set1_ps(32.0f * s16[0]));
+            acc[g][b] = _mm512_fmadd_ps(lo, sl, acc[g][b]);
+            const __m512 hi = _mm512_fmsub_ps(_mm512_cvtepi32_ps(ia[g][b][NA - 1]), dx, _mm512_set1_ps(32.0f * s16[1]));
+            acc[g][b] = _mm512_fmadd_ps(hi, sh, acc[g][b]);
+          }
+        } else {
+          const __m512 dsc = _mm512_mul_ps(dv[g], kp_u8(base[g] + SC + 16 * s));
+          const __m512 mn = _mm512_mul_ps(mv[g], kp_u8(base[g] + SC + 128 + 16 * s));
+          for (int b = 0; b < RX; b++) {
+            const float* s16 = x.s16 + (size_t)(i0 + b) * ng + 2 * blk;
+            const __m512 sc = _mm512_mul_ps(dsc, _mm512_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
+            acc[g][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[g][b][0]), sc, acc[g][b]);
+            acc[g][b] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(s16[0] + s16[1]), acc[g][b]);
+          }
+        }
+      }
+    }
+  }
+  for (int g = 0; g < RG; g++) {
+    const int left = valid - 16 * g;
+    const __mmask16 m = left >= 16 ? (__mmask16)0xffff : tail16(left);
+    for (int b = 0; b < RX; b++) _mm512_mask_storeu_ps(y + (size_t)(i0 + b) * ldy + r + 16 * g, m, acc[g][b]);
+  }
+}
+
+template <int DT, int RG, int RXMAX>
+SVC_AVX512_INLINE void groups_kpacked(int n, const QuantActs& x, const uint8_t* grp, size_t gb, int r, int valid, float* y,
+                                      size_t ldy) {
+  int i = 0;
+  for (; i + RXMAX <= n; i += RXMAX) tile_kpacked<DT, RG, RXMAX>(x, i, grp, gb, r, valid, y, ldy);
+  for (; i + 2 <= n; i += 2) tile_kpacked<DT, RG, 2>(x, i, grp, gb, r, valid, y, ldy);
+  if (i < n) tile_kpacked<DT, RG, 1>(x, i, grp, gb, r, valid, y, ldy);
+}
+
+template <int DT>
+SVC_AVX512 void gemm_kpacked(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
+                             uint8_t* /*scratch*/) {
+  const size_t gb = group_bytes(DT, x.k / 32);
+  int g = g0;
+  if (n == 1) {
+    for (; g + 4 <= g1; g += 4) tile_kpacked<DT, 4, 1>(x, 0, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+  }
+  for (; g + 2 <= g1; g += 2) groups_kpacked<DT, 2, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+  for (; g < g1; g++) groups_kpacked<DT, 1, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+}
+
 // ---- AMX-INT8 GEMM on packed weights (the "amx" path, 16 or more activation rows) ----
 // One tile product per 32-column block: C[16 activation rows x 16 weight rows] = A (16 x 32
 // activation bytes) . B (8 rows of 64 bytes: the packed block, K/4 x 16 rows x 4). A task first
@@ -807,6 +967,9 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .gemm_tq2_0 = gemm_kquant<KTQ2>,
       .gemm_q8_0x16 = q8_0x16,
       .gemm_q4_0x16 = q4_0x16,
+      .gemm_q4_kx16 = gemm_kpacked<kQ4_Kx16>,
+      .gemm_q5_kx16 = gemm_kpacked<kQ5_Kx16>,
+      .gemm_q6_kx16 = gemm_kpacked<kQ6_Kx16>,
       .quantize_row_q8 = quantize_row_q8,
       .sum_squares = sum_squares,
       .scale_mul = scale_mul,

@@ -4,7 +4,7 @@
 // once per matmul: int8 slots (Q8_0, Q4_0 and, on the SIMD paths, the K-quants) first quantize the
 // activations to int8 blocks, once per matmul into shared scratch, and use integer dot products; a
 // dtype whose slot the path leaves null (the K-quants on the scalar path) has its rows decoded into
-// per-thread scratch and multiplied with the f32 GEMM. Packed Q8_0 / Q4_0 weights (packed.h, made by
+// per-thread scratch and multiplied with the f32 GEMM. Packed weights (packed.h, made by
 // prepareWeight) split their tasks by 16-row groups.
 #include <napi.h>
 
@@ -121,14 +121,15 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   const double macs = (double)n * rows * cols;
   const DTypeTraits& T = dtype_traits(dt);
 
-  if (T.gemm_packed) {
-    const GemmPackedFn pgemm = K.*T.gemm_packed;
-    const QuantActs xa = quantize_acts(K, x, n, cols, false, T.pack_zero, T.act_f16_scale);
+  const GemmPackedFn pgemm = T.gemm_packed ? K.*T.gemm_packed : nullptr;
+  if (pgemm) {
+    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, T.pack_zero, T.act_f16_scale);
     const int groups = pack_groups(rows);
     const Plan p = plan_packed(n, groups, cols, pool.size());
     const int nb = cols / 32;
     for_tasks(p, n, groups, macs, [&](int i0, int i1, int g0, int g1, int ith) {
-      const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * nb, nullptr, xa.corr + (size_t)i0 * nb, cols};
+      const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * nb, xa.s16 ? xa.s16 + (size_t)i0 * (cols / 16) : nullptr,
+                         xa.corr ? xa.corr + (size_t)i0 * nb : nullptr, cols};
       uint8_t* scratch = static_cast<uint8_t*>(pool.thread_scratch(ith, packed_scratch_bytes(cols)));
       pgemm(i1 - i0, xi, w, g0, g1, rows, y + (size_t)i0 * rows, (size_t)rows, scratch);
       if (bias) add_bias(y, rows, i0, i1, 16 * g0, std::min(rows, 16 * g1), bias);
@@ -159,13 +160,18 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
     return;
   }
 
-  // No kernel for this dtype on this path (the K-quants on the scalar path): decode kKQuantRowTile
-  // rows into this thread's scratch and multiply them as f32, which keeps the activations exact.
+  // No kernel for this dtype on this path (the K-quants, packed or not, on the scalar path): decode
+  // kKQuantRowTile rows into this thread's scratch and multiply them as f32, which keeps the
+  // activations exact.
+  const bool packed = is_packed(dt);
   for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int ith) {
     float* tile = static_cast<float*>(pool.thread_scratch(ith, (size_t)kKQuantRowTile * cols * sizeof(float)));
     for (int r = r0; r < r1; r += kKQuantRowTile) {
       const int nr = std::min(kKQuantRowTile, r1 - r);
-      for (int j = 0; j < nr; j++) T.to_float(w + (size_t)(r + j) * wstride, tile + (size_t)j * cols, cols);
+      for (int j = 0; j < nr; j++) {
+        if (packed) dequantize_packed_row(dt, w, cols, r + j, tile + (size_t)j * cols);
+        else T.to_float(w + (size_t)(r + j) * wstride, tile + (size_t)j * cols, cols);
+      }
       K.gemm_f32(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, reinterpret_cast<const uint8_t*>(tile),
                  (size_t)cols * sizeof(float), 0, nr, y + (size_t)i0 * rows + r, (size_t)rows);
     }

@@ -1,4 +1,4 @@
-// Repacking Q8_0 / Q4_0 weights into the 16-row groups of packed.h, and decoding packed rows back
+// Repacking Q8_0 / Q4_0 / K-quant weights into the 16-row groups of packed.h, and decoding packed rows back
 // (embedding lookups read the same packed table that lm_head multiplies when embeddings are tied).
 #include "packed.h"
 
@@ -46,6 +46,140 @@ void pack_group(int dt, int rows, int nb, const uint8_t* src, size_t src_stride,
         for (int c = 0; c < quads; c++) std::memcpy(q + c * 64, &pad, 4);
       }
       std::memcpy(scales + (size_t)b * kPackScaleBytes + 2 * j, &d, 2);
+    }
+  }
+}
+
+// One row's super-block in plain form: 256 quant codes (unsigned), its scales (Q6_K: 16 signed
+// per-16 scales; else 8 sub-block scales and 8 mins) and the halves d, dmin.
+struct KRow {
+  uint8_t q[256];
+  uint8_t sc[16];
+  uint8_t mn[8];
+  uint16_t d, dmin;
+};
+
+void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (uint8_t)((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// The GGUF super-block at p (of the dtype the packed dt is made from), bit order as dequant.cc reads it.
+void unpack_k(int dt, const uint8_t* p, KRow* o) {
+  if (dt == kQ6_Kx16) {
+    const block_q6_K* b = reinterpret_cast<const block_q6_K*>(p);
+    for (int n = 0; n < 2; n++)
+      for (int l = 0; l < 32; l++) {
+        const uint8_t* ql = b->ql + 64 * n;
+        const uint8_t h = b->qh[32 * n + l];
+        o->q[128 * n + l] = (uint8_t)((ql[l] & 0xf) | ((h & 3) << 4));
+        o->q[128 * n + l + 32] = (uint8_t)((ql[l + 32] & 0xf) | (((h >> 2) & 3) << 4));
+        o->q[128 * n + l + 64] = (uint8_t)((ql[l] >> 4) | (((h >> 4) & 3) << 4));
+        o->q[128 * n + l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((h >> 6) & 3) << 4));
+      }
+    std::memcpy(o->sc, b->scales, 16);
+    o->d = b->d;
+    o->dmin = 0;
+    return;
+  }
+  // Q4_K and Q5_K share d, dmin, scales at the front; Q5_K adds qh before its nibbles.
+  const bool q5 = dt == kQ5_Kx16;
+  const uint8_t* scales = p + 4;
+  const uint8_t* qh = p + 16;
+  const uint8_t* qs = p + (q5 ? 48 : 16);
+  o->d = half_at(p);
+  o->dmin = half_at(p + 2);
+  for (int j = 0; j < 8; j++) scale_min_k4(j, scales, &o->sc[j], &o->mn[j]);
+  for (int i = 0; i < 4; i++)
+    for (int l = 0; l < 32; l++) {
+      o->q[64 * i + l] = qs[32 * i + l] & 0xf;
+      o->q[64 * i + 32 + l] = qs[32 * i + l] >> 4;
+    }
+  if (q5)
+    for (int e = 0; e < 256; e++) o->q[e] = (uint8_t)(o->q[e] | (((qh[e % 32] >> (e / 32)) & 1) << 4));
+}
+
+// One K-quant group (rows past `rows`: all zero, so they contribute nothing).
+void pack_group_k(int dt, int rows, int nsb, const uint8_t* src, size_t src_stride, int g, uint8_t* dst) {
+  const int sbb = kpack_sb_bytes(dt), hb = kpack_high_bytes(dt), sco = kpack_scales(dt);
+  const size_t src_sb = dt == kQ4_Kx16 ? sizeof(block_q4_K) : dt == kQ5_Kx16 ? sizeof(block_q5_K) : sizeof(block_q6_K);
+  std::memset(dst, 0, (size_t)nsb * sbb);
+  KRow kr;
+  for (int j = 0; j < kPackRows; j++) {
+    const int r = g * kPackRows + j;
+    if (r >= rows) break;
+    for (int sb = 0; sb < nsb; sb++) {
+      unpack_k(dt, src + (size_t)r * src_stride + (size_t)sb * src_sb, &kr);
+      uint8_t* o = dst + (size_t)sb * sbb;
+      for (int s = 0; s < 8; s++) {
+        const uint8_t* q = kr.q + 32 * s;
+        for (int p = 0; p < 4; p++)
+          for (int t = 0; t < 4; t++) {
+            const int n = 4 * j + t;
+            const uint8_t lo = q[4 * p + t], hi = q[16 + 4 * p + t];
+            o[256 * s + 64 * p + n] = (uint8_t)((lo & 0xf) | ((hi & 0xf) << 4));
+            uint8_t* h = o + 2048 + hb * s + n;
+            if (dt == kQ5_Kx16) {
+              h[0] = (uint8_t)(h[0] | ((lo >> 4) << p) | ((hi >> 4) << (4 + p)));
+            } else if (dt == kQ6_Kx16) {
+              h[0] = (uint8_t)(h[0] | ((lo >> 4) << (2 * p)));
+              h[64] = (uint8_t)(h[64] | ((hi >> 4) << (2 * p)));
+            }
+          }
+      }
+      if (dt == kQ6_Kx16) {
+        for (int i = 0; i < 16; i++) o[sco + 16 * i + j] = kr.sc[i];
+        std::memcpy(o + sco + 256 + 2 * j, &kr.d, 2);
+      } else {
+        for (int i = 0; i < 8; i++) {
+          o[sco + 16 * i + j] = kr.sc[i];
+          o[sco + 128 + 16 * i + j] = kr.mn[i];
+        }
+        std::memcpy(o + sco + 256 + 2 * j, &kr.d, 2);
+        std::memcpy(o + sco + 288 + 2 * j, &kr.dmin, 2);
+      }
+    }
+  }
+}
+
+// Row j of a K-quant group, decoded with the operations (and so the bits) of dequant.cc.
+void dequantize_group_row_k(int dt, const uint8_t* grp, int nsb, int j, float* y) {
+  const int sbb = kpack_sb_bytes(dt), hb = kpack_high_bytes(dt), sco = kpack_scales(dt);
+  for (int sb = 0; sb < nsb; sb++, y += 256) {
+    const uint8_t* o = grp + (size_t)sb * sbb;
+    uint8_t q[256];
+    for (int s = 0; s < 8; s++)
+      for (int p = 0; p < 4; p++)
+        for (int t = 0; t < 4; t++) {
+          const int n = 4 * j + t;
+          const uint8_t v = o[256 * s + 64 * p + n];
+          int lo = v & 0xf, hi = v >> 4;
+          const uint8_t* h = o + 2048 + hb * s + n;
+          if (dt == kQ5_Kx16) {
+            lo |= ((h[0] >> p) & 1) << 4;
+            hi |= ((h[0] >> (4 + p)) & 1) << 4;
+          } else if (dt == kQ6_Kx16) {
+            lo |= ((h[0] >> (2 * p)) & 3) << 4;
+            hi |= ((h[64] >> (2 * p)) & 3) << 4;
+          }
+          q[32 * s + 4 * p + t] = (uint8_t)lo;
+          q[32 * s + 16 + 4 * p + t] = (uint8_t)hi;
+        }
+    const float d = fp16_to_f32(half_at(o + sco + 256 + 2 * j));
+    if (dt == kQ6_Kx16) {
+      for (int e = 0; e < 256; e++) y[e] = d * (float)(int8_t)o[sco + 16 * (e / 16) + j] * (float)((int)q[e] - 32);
+    } else {
+      const float min = fp16_to_f32(half_at(o + sco + 288 + 2 * j));
+      for (int s = 0; s < 8; s++) {
+        const uint8_t sc = o[sco + 16 * s + j], m = o[sco + 128 + 16 * s + j];
+        const float d1 = d * sc, m1 = min * m;
+        for (int l = 0; l < 32; l++) y[32 * s + l] = d1 * (float)q[32 * s + l] - m1;
+      }
     }
   }
 }
@@ -116,7 +250,10 @@ void pack_weight(int dt, int rows, int cols, const uint8_t* src, uint8_t* dst) {
   const size_t stride = row_bytes(dtype_traits(dt).packed_from, cols);
   const size_t gb = group_bytes(dt, nb);
   parallel_for(pack_groups(rows), 16, [&](int64_t g0, int64_t g1, int) {
-    for (int64_t g = g0; g < g1; g++) pack_group(dt, rows, nb, src, stride, (int)g, dst + (size_t)g * gb);
+    for (int64_t g = g0; g < g1; g++) {
+      if (is_kpacked(dt)) pack_group_k(dt, rows, cols / QK_K, src, stride, (int)g, dst + (size_t)g * gb);
+      else pack_group(dt, rows, nb, src, stride, (int)g, dst + (size_t)g * gb);
+    }
   });
 }
 
@@ -124,6 +261,10 @@ void dequantize_packed_row(int dt, const uint8_t* w, int cols, int r, float* dst
   const int nb = cols / 32, qbytes = pack_quant_bytes(dt);
   const int j = r % kPackRows;
   const uint8_t* g = w + (size_t)(r / kPackRows) * group_bytes(dt, nb);
+  if (is_kpacked(dt)) {
+    dequantize_group_row_k(dt, g, cols / QK_K, j, dst);
+    return;
+  }
   const uint8_t* scales = g + (size_t)nb * qbytes;
   for (int b = 0; b < nb; b++, dst += 32) {
     const float d = fp16_to_f32(half_at(scales + (size_t)b * kPackScaleBytes + 2 * j));

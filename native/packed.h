@@ -1,5 +1,5 @@
-// Q8_0 and Q4_0 weights repacked once at load time (ops.prepareWeight) into the layout the int8
-// kernels multiply fastest. Same bytes per weight as the GGUF blocks; only the order changes.
+// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights repacked once at load time (ops.prepareWeight) into the
+// layout the int8 kernels multiply fastest. (About) the same bytes per weight as the GGUF blocks.
 //
 // Rows go in groups of kPackRows = 16 (the last group padded with zero rows). A group is one
 // contiguous run of bytes: first the quants of every 32-column block, then the block scales.
@@ -23,6 +23,25 @@
 // Both store weights with a zero point z (128 for Q8_0, 8 for Q4_0): dot(x, w) = dot(x, w + z) - z *
 // sum(x). The activation quantizer hands out -z * sum(x quants) per block (QuantActs::corr), which
 // seeds the integer accumulator, so the correction costs no instruction in the inner loop.
+//
+// K-quants (Q4_Kx16, Q5_Kx16, Q6_Kx16): a group is nb / 8 super-group blocks (256 columns x 16 rows,
+// kpack_sb_bytes each, at sb * kpack_sb_bytes). Within one, the 32-column sub-block s has its low 4
+// bits of every quant at 256 * s in the Q4_0x16 nibble order above (unsigned codes, no zero point),
+// and the remaining bits, if any, at 2048 + hbytes * s as 64-byte lines whose byte n matches byte n
+// of the nibble lines p = 0..3:
+//   Q5_K (hbytes 64):  one line; bit p = fifth bit of the low-nibble element (column 4p + t), bit
+//                      4 + p = fifth bit of the high-nibble one (column 16 + 4p + t).
+//   Q6_K (hbytes 128): two lines, for the low- and the high-nibble elements; bits 2p, 2p + 1 = the
+//                      two high bits of line p's element.
+// So one shift and one AND move a line's bits for vector p into place (bit 4 / bits 4-5).
+// Then, at kpack_scales(dt), per-row bytes in 16-byte runs (row j at + j):
+//   Q4_K / Q5_K: 8 runs of 6-bit sub-block scales, 8 runs of mins, then 16 halves d, 16 halves dmin.
+//   Q6_K:        16 runs of signed 16-column scales (run 2s: columns 0..15 of s, 2s + 1: 16..31),
+//                then 16 halves d.
+// w = d * sc * q - dmin * m (Q6_K: d * sc * (q - 32)); bytes per row equal to the GGUF blocks' plus
+// 4 (Q4_K / Q5_K: 148 / 180 vs 144 / 176), or exactly equal (Q6_K: 210), which matters because
+// decode streams every weight byte once per token. The scales, unpacked to bytes, cost the kernels
+// one widening load per 16 rows instead of ggml's bit juggling per row and block.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,11 +57,19 @@ constexpr int kPackScaleBytes = 32;     // 16 halves
 constexpr int kQ8PackZero = 128;
 constexpr int kQ4PackZero = 8;
 
-// Layout constants of the two packed dtypes (their traits rows in dtypes.cc say which dtype each is
-// made from; these serve the kernels, as compile-time constants).
+// Layout constants of the packed dtypes (their traits rows in dtypes.cc say which dtype each is made
+// from; these serve the kernels, as compile-time constants).
 constexpr int packed_zero(int dt) { return dt == kQ8_0x16 ? kQ8PackZero : kQ4PackZero; }
 constexpr int pack_quant_bytes(int dt) { return dt == kQ8_0x16 ? kQ8PackQuantBytes : kQ4PackQuantBytes; }
-constexpr size_t group_bytes(int dt, int nb) { return (size_t)nb * (size_t)(pack_quant_bytes(dt) + kPackScaleBytes); }
+constexpr bool is_kpacked(int dt) { return dt == kQ4_Kx16 || dt == kQ5_Kx16 || dt == kQ6_Kx16; }
+constexpr int kpack_high_bytes(int dt) { return dt == kQ4_Kx16 ? 0 : dt == kQ5_Kx16 ? 64 : 128; }
+constexpr int kpack_scales(int dt) { return 2048 + 8 * kpack_high_bytes(dt); }
+constexpr int kpack_sb_bytes(int dt) { return kpack_scales(dt) + (dt == kQ6_Kx16 ? 256 + 32 : 256 + 64); }
+constexpr size_t group_bytes(int dt, int nb) {
+  return is_kpacked(dt) ? (size_t)(nb / 8) * (size_t)kpack_sb_bytes(dt) : (size_t)nb * (size_t)(pack_quant_bytes(dt) + kPackScaleBytes);
+}
+static_assert(kpack_sb_bytes(kQ4_Kx16) == 2368 && kpack_sb_bytes(kQ5_Kx16) == 2880 && kpack_sb_bytes(kQ6_Kx16) == 3360,
+              "K-quant super-group sizes");
 inline int pack_groups(int rows) { return (rows + kPackRows - 1) / kPackRows; }
 inline size_t packed_bytes(int dt, int rows, int cols) { return (size_t)pack_groups(rows) * group_bytes(dt, cols / 32); }
 
@@ -58,7 +85,7 @@ inline size_t packed_scratch_bytes(int cols) { return 4096 + (size_t)(cols / 32)
 uint8_t* packed_alloc(size_t bytes, void** arena);
 void packed_free(void* arena);
 
-// Repacks a [rows, cols] Q8_0 / Q4_0 matrix (GGUF blocks, rows back to back) into `dst`
+// Repacks a [rows, cols] Q8_0 / Q4_0 / K-quant matrix (GGUF blocks, rows back to back) into `dst`
 // (packed_bytes(packed_dt, rows, cols) bytes). Work is split across the kernel pool.
 void pack_weight(int packed_dt, int rows, int cols, const uint8_t* src, uint8_t* dst);
 
