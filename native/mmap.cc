@@ -97,7 +97,12 @@ static Napi::Value AdviseRange(const Napi::CallbackInfo& info) {
   int rc;
   if (advice == 0) rc = madvise(p, n, MADV_DONTNEED);
   else if (advice == 1) rc = madvise(p, n, MADV_WILLNEED);
-  else if ((rc = madvise(p, n, MADV_POPULATE_READ)) != 0) rc = madvise(p, n, MADV_WILLNEED);
+  else {
+    // Weights used in place are read at every step: back to normal reclaim (MADV_SEQUENTIAL would
+    // let the kernel treat their pages as read once), then mapped now.
+    madvise(p, n, MADV_NORMAL);
+    if ((rc = madvise(p, n, MADV_POPULATE_READ)) != 0) rc = madvise(p, n, MADV_WILLNEED);
+  }
   return Napi::Number::New(env, rc == 0 ? (double)n : 0);
 }
 
