@@ -4,15 +4,16 @@
 //    repacks, norms decoded to f32, Q/K rows un-interleaved) has its source pages released
 //    (MADV_DONTNEED: the page cache keeps them, the process's RSS stops counting them), so the
 //    file's bytes and the packed copy are never both resident; a weight multiplied in place has
-//    its pages mapped now (populate), so the first request takes no page faults. Read-ahead runs
-//    a window in front of the tensor being taken.
+//    its pages mapped now (populate), so the first request takes no page faults. The next
+//    READ_AHEAD bytes after the tensor just taken are mapped in one call (MADV_POPULATE_READ):
+//    measured several times faster than letting the packing threads fault them in page by page.
 //  - --no-fast-load: pages stay as the kernel faulted them in; nothing is released.
 // A derived copy (un-interleaved Q/K rows) is made when the model first reads it and dropped as
 // soon as the model has its own weight, so at most one such copy is alive at a time.
 import type { LoadProgress, Tensor, WeightResidency } from '../types.js';
 import type { MappedFile } from './file-bytes.js';
 
-/** How far ahead of the tensor being taken the kernel is asked to read. */
+/** How far ahead of the tensor just taken pages are mapped (bounded: they count in RSS until released). */
 const READ_AHEAD = 64 * 2 ** 20;
 
 interface Entry {
@@ -92,7 +93,7 @@ export class MappedResidency implements WeightResidency {
     const start = inWindow ? this.aheadTo : from;
     if (!inWindow) this.aheadFrom = from;
     if (to <= start) return;
-    this.file.advise(start, to - start, 'willneed');
+    this.file.advise(start, to - start, 'populate');
     this.aheadTo = to;
   }
 }
