@@ -1,12 +1,23 @@
-// Memory-mapped file access for the --no-fast-load loader path.
+// Memory-mapped file access for the GGUF loader, and page advice on ranges of a mapping.
+//
+// The fast loader packs weights tensor by tensor straight from the mapping and then drops the
+// source pages from the process with MADV_DONTNEED. On a private read-only file mapping that only
+// removes the page-table entries (the page cache keeps the data, and RSS stops counting it); a
+// later read of the range, should one come, faults the same bytes back in from the file. munmap of
+// the range would free the address space too, but turn any stray later read into a crash.
 #include <napi.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
-// mapFile(path) -> ArrayBuffer backed by a read-only private mapping; unmapped when collected.
+// mapFile(path, sequential?) -> ArrayBuffer backed by a read-only private mapping; unmapped when
+// collected. sequential: the caller reads it front to back (MADV_SEQUENTIAL); otherwise the whole
+// file is asked for ahead (MADV_WILLNEED).
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) {
@@ -36,13 +47,66 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
     Napi::Error::New(env, "mapFile: mmap failed for " + path).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  madvise(p, size, MADV_WILLNEED);
+  // The fast loader reads front to back and gives the kernel its own hints (adviseRange).
+  const bool sequential = info.Length() > 1 && info[1].ToBoolean().Value();
+  madvise(p, size, sequential ? MADV_SEQUENTIAL : MADV_WILLNEED);
   return Napi::ArrayBuffer::New(env, p, size, [](Napi::Env, void* data, size_t* len) {
     munmap(data, *len);
     delete len;
   }, new size_t(size));
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL and get WILLNEED instead
+#endif
+
+// adviseRange(buffer, offset, length, advice): advice 0 = release (MADV_DONTNEED), 1 = read ahead
+// (MADV_WILLNEED), 2 = populate (map the pages now, so first use takes no faults). The range is
+// shrunk inwards to whole pages, so pages shared with a neighbouring tensor are left alone.
+// Returns the bytes advised. Only for buffers made by mapFile.
+static Napi::Value AdviseRange(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 4 || !info[0].IsArrayBuffer() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber()) {
+    Napi::TypeError::New(env, "adviseRange(buffer: ArrayBuffer, offset: number, length: number, advice: number)")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
+  const double off = info[1].As<Napi::Number>().DoubleValue();
+  const double len = info[2].As<Napi::Number>().DoubleValue();
+  const int advice = info[3].As<Napi::Number>().Int32Value();
+  const double size = (double)buf.ByteLength();
+  if (!(off >= 0 && len >= 0 && off + len <= size) || advice < 0 || advice > 2) {
+    Napi::RangeError::New(env, "adviseRange: range or advice out of bounds").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t base = (uintptr_t)buf.Data();
+  // Release only whole pages inside the range; read-ahead and populate may cover the edges too.
+  uintptr_t b = base + (uintptr_t)off, e = b + (uintptr_t)len;
+  if (advice == 0) {
+    b = (b + page - 1) & ~(page - 1);
+    e &= ~(page - 1);
+  } else {
+    b &= ~(page - 1);
+    e = std::min((e + page - 1) & ~(page - 1), (base + (uintptr_t)size + page - 1) & ~(page - 1));
+  }
+  if (e <= b) return Napi::Number::New(env, 0);
+  void* p = reinterpret_cast<void*>(b);
+  const size_t n = e - b;
+  int rc;
+  if (advice == 0) rc = madvise(p, n, MADV_DONTNEED);
+  else if (advice == 1) rc = madvise(p, n, MADV_WILLNEED);
+  else {
+    // Weights used in place are read at every step: back to normal reclaim (MADV_SEQUENTIAL would
+    // let the kernel treat their pages as read once), then mapped now.
+    madvise(p, n, MADV_NORMAL);
+    if ((rc = madvise(p, n, MADV_POPULATE_READ)) != 0) rc = madvise(p, n, MADV_WILLNEED);
+  }
+  return Napi::Number::New(env, rc == 0 ? (double)n : 0);
+}
+
 void InitMmap(Napi::Env env, Napi::Object exports) {
   exports.Set("mapFile", Napi::Function::New(env, MapFile));
+  exports.Set("adviseRange", Napi::Function::New(env, AdviseRange));
 }

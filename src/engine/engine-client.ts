@@ -2,6 +2,7 @@
 // and turns the worker's per-step updates into each job's event stream. No model math here.
 import { Worker } from 'node:worker_threads';
 import type { Tokenizer } from '../model/tokenizer.js';
+import type { LoadProgress } from '../model/types.js';
 import { packTokenizer } from './grammar/index.js';
 import { EngineAdmissionError, type Engine, type EngineEvent, type GenerationHandle, type GenerationRequest } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
@@ -20,13 +21,18 @@ export interface RunningEngine extends Engine {
   setTokenizer(tokenizer: Tokenizer): void;
 }
 
-/** Starts the worker and resolves once the model is loaded; rejects with the worker's load error. */
-export function startEngine(options: EngineOptions): Promise<RunningEngine> {
+/**
+ * Starts the worker and resolves once the model is loaded; rejects with the worker's load error.
+ * onProgress hears how far the load has got (a few times a second at most).
+ */
+export function startEngine(options: EngineOptions, onProgress?: (p: LoadProgress) => void): Promise<RunningEngine> {
   checkOptions(options);
   const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: options });
   return new Promise((resolve, reject) => {
     const onMessage = (msg: FromWorker) => {
-      if (msg.type === 'ready') {
+      if (msg.type === 'load-progress') {
+        onProgress?.(msg.progress);
+      } else if (msg.type === 'ready') {
         detach();
         resolve(new EngineClient(worker, msg.info, options));
       } else if (msg.type === 'load-error') {

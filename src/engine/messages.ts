@@ -1,7 +1,7 @@
 // What crosses the port between the main thread (engine-client.ts) and the engine worker
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
 import type { KvDType } from '../kernels/ops.js';
-import type { ModelConfig } from '../model/types.js';
+import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
@@ -14,7 +14,7 @@ export interface WorkerStats extends EngineStats {
 export interface EngineOptions {
   /** A Hugging Face layout directory or a .gguf file. */
   modelPath: string;
-  /** Large sequential reads (true) or memory-mapping (false). */
+  /** GGUF: pack from the mapped file releasing each tensor's pages (true), or plain mmap (false). */
   fastLoad: boolean;
   kvCacheDtype: KvDType;
   /** Context length (prompt + completion); undefined = the model's own (max_position_embeddings). */
@@ -76,5 +76,7 @@ export interface JobUpdate {
 export type FromWorker =
   | { type: 'ready'; info: EngineInfo }
   | { type: 'load-error'; message: string }
+  /** While loading: tensors taken by the model so far (throttled). */
+  | { type: 'load-progress'; progress: LoadProgress }
   /** One message per step (or per batch of cancellations), with the stats after it. */
   | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats };

@@ -18,11 +18,14 @@ import { logprobsFor, sampleToken } from './sampler.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import type { GenerationRequest } from './types.js';
+import type { LoadProgress, Tensor } from '../model/types.js';
 import type { EngineFinishReason } from './types.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
 
 const port = parentPort!;
 const post = (msg: FromWorker) => port.postMessage(msg);
+/** Least time between two load-progress messages. */
+const PROGRESS_MS = 250;
 
 class StepLoop {
   private readonly seqs = new Map<number, Sequence>();
@@ -219,12 +222,8 @@ function start(options: EngineOptions): void {
   let loop: StepLoop;
   let info: EngineInfo;
   try {
-    const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad });
-    // Tied embeddings expose one buffer under two names: count each buffer once.
-    const buffers = new Set<Uint8Array>();
-    for (const t of checkpoint.tensors.values()) buffers.add(t.data);
-    let weightBytes = 0;
-    for (const data of buffers) weightBytes += data.byteLength;
+    const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad, onProgress: progressPoster() });
+    const weightBytes = checkpoint.residency?.totalBytes ?? bufferBytes(checkpoint.tensors.values());
     const config = checkpoint.config;
     const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
     // Every layer stores keys and values in --kv-cache-dtype (a per-layer plan allows other choices).
@@ -267,6 +266,26 @@ function start(options: EngineOptions): void {
   }
   port.on('message', (msg: ToWorker) => loop.receive(msg));
   post({ type: 'ready', info });
+}
+
+/** Tied embeddings expose one buffer under two names: count each buffer once. */
+function bufferBytes(tensors: Iterable<Tensor>): number {
+  const buffers = new Set<Uint8Array>();
+  for (const t of tensors) buffers.add(t.data);
+  let bytes = 0;
+  for (const data of buffers) bytes += data.byteLength;
+  return bytes;
+}
+
+/** Posts load progress to the main thread: the first and last tensor, and at most every PROGRESS_MS between. */
+function progressPoster(): (p: LoadProgress) => void {
+  let last = 0;
+  return (p) => {
+    const now = performance.now();
+    if (p.tensors !== 1 && p.tensors !== p.totalTensors && now - last < PROGRESS_MS) return;
+    last = now;
+    post({ type: 'load-progress', progress: p });
+  };
 }
 
 start(workerData as EngineOptions);

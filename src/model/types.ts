@@ -52,4 +52,29 @@ export interface Checkpoint {
   tensors: Map<string, Tensor>;
   /** Raw GGUF metadata when format is gguf (tokenizer.ggml.*, tokenizer.chat_template …). */
   ggufMetadata: Record<string, unknown> | null;
+  /** Set by loaders whose tensors are views of a mapped file (GGUF): told as the model takes each tensor. */
+  residency?: WeightResidency;
+}
+
+/**
+ * The loader's side of building a model from mapped tensors: the model reports each tensor it has
+ * turned into a weight, so the loader can drop the tensor's source pages (or fault them in for
+ * good when the weight is used in place) and count progress.
+ */
+export interface WeightResidency {
+  /** Bytes of tensor data the model may take (tied tensors counted once). */
+  readonly totalBytes: number;
+  /**
+   * The model is done turning `tensor` into a weight. inPlace: the weight still reads tensor.data
+   * (f32, K-quants multiplied as loaded); otherwise it lives in memory of its own (packed, decoded).
+   */
+  taken(tensor: Tensor, inPlace: boolean): void;
+}
+
+/** How far a model load has got: tensors taken by the model, of those the file holds. */
+export interface LoadProgress {
+  tensors: number;
+  totalTensors: number;
+  bytes: number;
+  totalBytes: number;
 }

@@ -11,6 +11,7 @@ import { planChatOutput } from '../chat/output-plan.js';
 import { readGgufHeader } from '../model/loaders/gguf-header.js';
 import { loadApiKeys, type AuthSettings } from '../ops/auth.js';
 import { createLogger } from '../ops/logger.js';
+import { loadProgressReporter } from '../ops/load-progress.js';
 import { describeRateLimits, rateLimitsFromEnv, RateLimiter } from '../ops/rate-limiter.js';
 import { buildApp, type AppOptions } from './app.js';
 import { httpLimitsFromEnv } from './http-server.js';
@@ -107,9 +108,12 @@ export async function serve(options: ServeOptions): Promise<void> {
     }
 
     log.info(`Loading ${modelName} from ${source}`);
-    engine = await startEngine({ ...options.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }).catch((err: Error) => {
-      throw new StartupError(err.message);
-    });
+    const progress = loadProgressReporter(log);
+    engine = await startEngine({ ...options.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }, (p) => progress.update(p))
+      .catch((err: Error) => {
+        throw new StartupError(err.message);
+      })
+      .finally(() => progress.done());
     const info = engine.info;
     const { runtime, modelToml } = createModelRuntime(source, modelName, engine, options.runtime);
     // Ready once the prompt workers have their tokenizers, so the first requests do not wait for them.

@@ -102,6 +102,35 @@ test('a SentencePiece GGUF model: a completion keeps the leading space of its fi
   assert.equal(await svc.exited, 0);
 });
 
+test('loading a GGUF shows its progress (piped: a few lines) and both load modes complete alike', async () => {
+  const texts: string[] = [];
+  for (const flags of [[], ['--no-fast-load']]) {
+    const port = await freePort();
+    const model = join(MODELS, 'quant-zoo', 'stories260k-wide-q8_0.gguf');
+    const svc = runSvc(['serve', '--model-from-path', model, '--port', String(port), ...flags], /^Listening on /m);
+    try {
+      await svc.ready;
+      const { stderr } = svc.output();
+      const lines = stderr.split('\n').filter((l) => l.startsWith('Loading weights: '));
+      // Not a terminal: whole lines, at most one per tenth of the bytes (and the first), ending at 100%.
+      assert.ok(lines.length >= 1 && lines.length <= 11, stderr);
+      assert.match(lines[lines.length - 1]!, /^Loading weights: (\d+)\/\1 tensors, [\d.]+\/[\d.]+ MiB \(100%\)$/);
+      assert.doesNotMatch(stderr, /\r/);
+      const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'Lily went to the park', max_tokens: 12, temperature: 0 }),
+      });
+      texts.push(((await res.json()) as { choices: { text: string }[] }).choices[0]!.text);
+    } finally {
+      svc.child.kill('SIGTERM');
+    }
+    assert.equal(await svc.exited, 0);
+  }
+  assert.ok(texts[0]!.length > 0);
+  assert.equal(texts[1], texts[0]);
+});
+
 test('a model id missing from the hub cache: exit 1 naming the paths searched', async () => {
   const cache = mkdtempSync(join(tmpdir(), 'svc-empty-cache-'));
   const svc = runSvc(['serve', 'acme/no-such-model', '--cache-dir', cache, '--port', String(await freePort())]);

@@ -349,3 +349,21 @@ test('stories260K (GGUF): greedy from BOS tells the Lily story', () => {
   console.log(`# stories260K: "${text}"`);
   assert.ok(text.startsWith('Once upon a time, there was a little girl named Lily'), text);
 });
+
+test('quant-zoo GGUF: both load modes and an owned copy of the weights give the same greedy tokens', () => {
+  for (const type of ['q8_0', 'q4_0', 'f32', 'bf16']) {
+    const path = resolve(MODELS, 'quant-zoo', `stories260k-wide-${type}.gguf`);
+    const fast = greedy(createModel(loadCheckpoint(path, { fastLoad: true }), nativeOps), [1], 24);
+    const mapped = greedy(createModel(loadCheckpoint(path, { fastLoad: false }), nativeOps), [1], 24);
+    // What the owned-buffer loader built: every tensor in memory of its own, nothing released.
+    const ck = loadCheckpoint(path, { fastLoad: false });
+    const owned: Checkpoint = {
+      ...ck,
+      residency: undefined,
+      tensors: new Map([...ck.tensors].map(([n, t]) => [n, { ...t, data: t.data.slice() }])),
+    };
+    const copied = greedy(createModel(owned, nativeOps), [1], 24);
+    assert.deepEqual(fast, copied, `${type}: fast load`);
+    assert.deepEqual(mapped, copied, `${type}: --no-fast-load`);
+  }
+});

@@ -74,7 +74,12 @@ export const MODEL_IO_FLAGS = [
     value: switchFlag(false),
     default: true,
     defaultText: 'off (fast loader on)',
-    help: 'Load weights through the memory-mapped loader instead of the fast direct-I/O loader.',
+    help:
+      'Plain memory-mapped loading. By default GGUF weights are packed tensor by tensor from the mapped file and each ' +
+      "packed tensor's file pages are released at once (peak RSS about the file size), and weights used in place are " +
+      'paged in during start-up; with this flag pages stay mapped as first touched (packed weights hold their file pages ' +
+      'too until the kernel reclaims them) and in-place weights are paged in on first use. Safetensors: the default ' +
+      'reads the files into memory, this flag maps them.',
     built: true,
   }),
 ] as const;

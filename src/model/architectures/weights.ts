@@ -19,13 +19,20 @@ export class CheckpointWeights {
     return t;
   }
 
-  /** A 2-D weight [out, in], checked against the expected shape, passed once through ops.prepareWeight. */
+  /**
+   * A 2-D weight [out, in], checked against the expected shape, passed once through
+   * ops.prepareWeight. The loader learns whether the weight still reads the tensor's bytes, so it
+   * can release them when prepareWeight made its own copy (checkpoint.residency).
+   */
   matrix(name: string, rows: number, cols: number): WeightMatrix {
     const t = this.tensor(name);
     if (t.shape.length !== 2 || t.shape[0] !== rows || t.shape[1] !== cols) {
       throw new Error(`${name}: expected shape [${rows}, ${cols}], got [${t.shape.join(', ')}]`);
     }
-    return this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data: t.data });
+    const data = t.data;
+    const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data });
+    this.checkpoint.residency?.taken(t, w.data.buffer === data.buffer);
+    return w;
   }
 
   /** A 1-D tensor (norm weight, bias) as f32, converted once here so the forward pass never re-decodes it. */
@@ -34,7 +41,9 @@ export class CheckpointWeights {
     if (t.shape.length !== 1 || t.shape[0] !== length) {
       throw new Error(`${name}: expected shape [${length}], got [${t.shape.join(', ')}]`);
     }
-    return dequantize(t.dtype, t.data, 1, length);
+    const v = dequantize(t.dtype, t.data, 1, length);
+    this.checkpoint.residency?.taken(t, false);
+    return v;
   }
 
   optionalVector(name: string, length: number): Float32Array | undefined {

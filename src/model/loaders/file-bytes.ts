@@ -1,6 +1,7 @@
-// Whole-file byte access for the weight loaders, two ways:
-//  - fast (default): large sequential reads into one ArrayBuffer the process owns;
-//  - mmap (--no-fast-load): a read-only memory mapping through the native addon, paged in lazily.
+// Whole-file byte access for the weight loaders:
+//  - read: large sequential reads into one ArrayBuffer the process owns (safetensors' fast path);
+//  - mmap: a read-only memory mapping through the native addon, paged in lazily (GGUF always;
+//    safetensors with --no-fast-load), with page advice on ranges of it (mapped-residency.ts).
 // Tensors are zero-copy views into the result, so the bytes must be treated as read-only either way.
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -47,16 +48,38 @@ function readWholeFile(path: string): FileBytes {
   }
 }
 
+/** Page advice on a range of a mapping (native/mmap.cc's codes). */
+export const ADVICE = { release: 0, willneed: 1, populate: 2 } as const;
+
+export interface MappedFile {
+  path: string;
+  /** The whole file, read-only (writing to it crashes the process). */
+  bytes: Uint8Array;
+  /** Gives the kernel `advice` for bytes [offset, offset + length); returns the bytes advised. */
+  advise(offset: number, length: number, advice: keyof typeof ADVICE): number;
+}
+
 interface NativeMmap {
-  mapFile(path: string): ArrayBuffer;
+  mapFile(path: string, sequential?: boolean): ArrayBuffer;
+  adviseRange(buffer: ArrayBuffer, offset: number, length: number, advice: number): number;
+}
+
+/** Map `path` read-only. sequential: it will be read front to back (else the whole file is asked for ahead). */
+export function mapFile(path: string, sequential: boolean): MappedFile {
+  if (!existsSync(path)) throw new Error(`${path}: file not found`);
+  const native = loadNative();
+  const buffer = native.mapFile(path, sequential);
+  return {
+    path,
+    bytes: new Uint8Array(buffer),
+    advise: (offset, length, advice) => native.adviseRange(buffer, offset, length, ADVICE[advice]),
+  };
 }
 
 let nativeMmap: NativeMmap | null = null;
 
 function mapWholeFile(path: string): FileBytes {
-  if (!existsSync(path)) throw new Error(`${path}: file not found`);
-  const buffer = loadNative().mapFile(path);
-  return { path, bytes: new Uint8Array(buffer), mode: 'mmap' };
+  return { path, bytes: mapFile(path, false).bytes, mode: 'mmap' };
 }
 
 /** The addon lives at <repo>/build/Release; find it by walking up from this (compiled or source) file. */
@@ -67,14 +90,16 @@ function loadNative(): NativeMmap {
     const candidate = join(dir, 'build', 'Release', 'svc_native.node');
     if (existsSync(candidate)) {
       const addon = createRequire(import.meta.url)(candidate) as Partial<NativeMmap>;
-      if (typeof addon.mapFile !== 'function') throw new Error(`${candidate}: native addon has no mapFile()`);
+      if (typeof addon.mapFile !== 'function' || typeof addon.adviseRange !== 'function') {
+        throw new Error(`${candidate}: native addon has no mapFile() / adviseRange(); rebuild it with \`npx node-gyp rebuild\``);
+      }
       nativeMmap = addon as NativeMmap;
       return nativeMmap;
     }
     const parent = dirname(dir);
     if (parent === dir) {
       throw new Error(
-        'memory-mapped loading needs the native addon (build/Release/svc_native.node); build it with `npx node-gyp rebuild` or use the fast loader',
+        'memory-mapped loading (every GGUF file, safetensors with --no-fast-load) needs the native addon (build/Release/svc_native.node); build it with `npx node-gyp rebuild`',
       );
     }
     dir = parent;

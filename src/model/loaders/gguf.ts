@@ -1,12 +1,13 @@
 // GGUF checkpoints: one file holding metadata and ggml tensors. Tensors come out under Hugging Face
 // names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
 // Hugging Face layout (and rotates with neox-style RoPE).
-import type { Checkpoint, DType, Tensor } from '../types.js';
+import type { Checkpoint, DType, LoadProgress, Tensor } from '../types.js';
 import { architectureNamed } from '../architectures/index.js';
 import { configFromGguf } from '../model-config.js';
 import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow } from '../../kernels/dtypes.js';
 import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
-import { loadFileBytes } from './file-bytes.js';
+import { mapFile } from './file-bytes.js';
+import { DerivedBytes, MappedResidency } from './mapped-residency.js';
 
 /** ggml type ids → the weight dtypes (each dtype's row in WEIGHT_DTYPES names its ggml type). */
 const GGML_TO_DTYPE = new Map<number, DType>(ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, d]));
@@ -43,7 +44,12 @@ export function hfNameOf(ggufName: string): string | null {
   return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
 }
 
-export function loadGgufCheckpoint(path: string, fastLoad: boolean): Checkpoint {
+/**
+ * Maps the file; tensors are views of the mapping (Q/K weights of interleaved architectures are
+ * copies made when first read). The checkpoint's residency releases or maps their pages as the
+ * model takes them (mapped-residency.ts): fastLoad is the flat-memory path, else plain mmap.
+ */
+export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?: (p: LoadProgress) => void): Checkpoint {
   const header = readGgufHeader(path);
   const metadata = header.metadata;
   const infos = new Map(header.tensors.map((t) => [t.name, t]));
@@ -64,30 +70,53 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean): Checkpoint 
     }
   }
 
-  const bytes = loadFileBytes(path, fastLoad).bytes;
+  const file = mapFile(path, fastLoad);
+  const residency = new MappedResidency(file, fastLoad, onProgress);
   const tensors = new Map<string, Tensor>();
+  let first = Infinity;
   for (const info of header.tensors) {
     const name = hfNameOf(info.name);
     if (!name) continue;
     const dtype = dtypeOf(info, path);
     const shape = [...info.dims].reverse();
-    let data = bytes.subarray(info.offset, info.offset + tensorBytes(info, dtype, path));
-    if (qkPermuted) {
-      const heads = /\.attn_q\.(weight|bias)$/.test(info.name)
+    const length = tensorBytes(info, dtype, path);
+    const view = file.bytes.subarray(info.offset, info.offset + length);
+    first = Math.min(first, info.offset);
+    const heads = qkPermuted
+      ? /\.attn_q\.(weight|bias)$/.test(info.name)
         ? config.numHeads
         : /\.attn_k\.(weight|bias)$/.test(info.name)
           ? config.numKvHeads
-          : 0;
-      // A weight moves whole rows; a 1-D bias moves single elements.
-      if (heads) data = unpermuteRows(data, shape[0], heads, data.length / shape[0]);
+          : 0
+      : 0;
+    if (heads === 0) {
+      residency.add(name, info.offset, length);
+      tensors.set(name, { name, dtype, shape, data: view });
+      continue;
     }
-    tensors.set(name, { name, dtype, shape, data });
+    // A weight moves whole rows; a 1-D bias moves single elements. Made when the model reads it,
+    // dropped once it has its own weight, so one copy at a time is alive, not all of them.
+    const derived = new DerivedBytes(() => unpermuteRows(view, shape[0], heads, length / shape[0]));
+    residency.add(name, info.offset, length, derived);
+    tensors.set(name, derivedTensor(name, dtype, shape, derived));
   }
 
   const embed = tensors.get('model.embed_tokens.weight');
   if (!embed) throw new Error(`${path}: no token_embd.weight tensor`);
-  if (!tensors.has('lm_head.weight')) tensors.set('lm_head.weight', { ...embed, name: 'lm_head.weight' });
-  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata };
+  if (!tensors.has('lm_head.weight')) {
+    const info = infos.get('token_embd.weight');
+    if (info) residency.add('lm_head.weight', info.offset, embed.data.byteLength);
+    tensors.set('lm_head.weight', { ...embed, name: 'lm_head.weight' });
+  }
+  if (first < Infinity) residency.start(first);
+  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency };
+}
+
+/** A tensor whose data getter hands out `derived`'s copy (made on first read). */
+function derivedTensor(name: string, dtype: DType, shape: number[], derived: DerivedBytes): Tensor {
+  const tensor = { name, dtype, shape } as Tensor;
+  Object.defineProperty(tensor, 'data', { enumerable: true, get: () => derived.get() });
+  return tensor;
 }
 
 function dtypeOf(info: GgufTensorInfo, path: string): DType {

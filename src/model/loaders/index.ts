@@ -1,7 +1,7 @@
 // Entry point for loading a checkpoint from disk: a Hugging Face directory or a single .gguf file.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Checkpoint } from '../types.js';
+import type { Checkpoint, LoadProgress } from '../types.js';
 import { loadGgufCheckpoint } from './gguf.js';
 import { loadSafetensorsDirectory } from './safetensors.js';
 
@@ -10,8 +10,13 @@ export { loadGgufCheckpoint, hfNameOf } from './gguf.js';
 export { loadFileBytes } from './file-bytes.js';
 
 export interface LoadOptions {
-  /** true: sequential reads into memory (default loader); false: memory-map via the native addon. */
+  /**
+   * GGUF: true packs tensor by tensor from the mapped file, releasing each source range (flat
+   * memory); false maps it plainly. Safetensors: true reads the files into memory, false maps them.
+   */
   fastLoad: boolean;
+  /** Called as the model takes the tensors (GGUF). */
+  onProgress?: (p: LoadProgress) => void;
 }
 
 /**
@@ -21,12 +26,12 @@ export interface LoadOptions {
 export function loadCheckpoint(path: string, opts: LoadOptions): Checkpoint {
   if (!existsSync(path)) throw new Error(`${path}: no such file or directory`);
   if (!statSync(path).isDirectory()) {
-    if (path.toLowerCase().endsWith('.gguf')) return loadGgufCheckpoint(path, opts.fastLoad);
+    if (path.toLowerCase().endsWith('.gguf')) return loadGgufCheckpoint(path, opts.fastLoad, opts.onProgress);
     throw new Error(`${path}: not a model (expected a .gguf file or a Hugging Face model directory)`);
   }
   if (existsSync(join(path, 'config.json'))) return loadSafetensorsDirectory(path, opts.fastLoad);
   const ggufs = readdirSync(path).filter((f) => f.toLowerCase().endsWith('.gguf'));
-  if (ggufs.length === 1) return loadGgufCheckpoint(join(path, ggufs[0]), opts.fastLoad);
+  if (ggufs.length === 1) return loadGgufCheckpoint(join(path, ggufs[0]), opts.fastLoad, opts.onProgress);
   if (ggufs.length > 1) throw new Error(`${path}: several .gguf files (${ggufs.join(', ')}); pass one of them`);
   throw new Error(`${path}: no config.json and no .gguf file`);
 }
