@@ -9,13 +9,10 @@ import type { PromptTask, PromptReply, PromptWorkerData } from './prompt-workers
 import { tokenizeHere } from './tokenize.js';
 
 const data = workerData as PromptWorkerData;
-const model: PromptModel = {
-  tokenizer: tokenizerFromDefinition(deserialize(Buffer.from(data.tokenizer)) as TokenizerDefinition),
-  chatTemplate: data.chatTemplate,
-  maxSeqLen: data.maxSeqLen,
-};
+const tokenizer = tokenizerFromDefinition(deserialize(Buffer.from(data.tokenizer)) as TokenizerDefinition);
 
 function run(task: PromptTask): PromptReply {
+  const model: PromptModel = { tokenizer, chatTemplate: data.chatTemplate, maxSeqLen: task.maxSeqLen };
   let chars = 0;
   try {
     if (task.kind === 'chat') {

@@ -27,7 +27,6 @@ export interface PromptWorkerData {
   /** The tokenizer's definition, v8-serialized into shared memory (every worker reads the same bytes). */
   tokenizer: SharedArrayBuffer;
   chatTemplate: string | null;
-  maxSeqLen: number;
 }
 
 /** A task without its id. `tokenize` / `detokenize` serve POST /tokenize and /detokenize (src/chat/tokenize.ts). */
@@ -37,7 +36,8 @@ export type PromptJob =
   | { kind: 'tokenize'; input: TokenizeInput }
   | { kind: 'detokenize'; ids: number[] };
 
-export type PromptTask = PromptJob & { id: number };
+/** A job as posted: with its id and the context length that bounds it (the engine's, known once it has loaded). */
+export type PromptTask = PromptJob & { id: number; maxSeqLen: number };
 
 export type PromptReply =
   | { id: number; ok: true; tokens: Uint32Array; text: string | null; chars: number }
@@ -78,17 +78,23 @@ class PromptThread {
 
 export class PromptWorkers {
   private readonly data: PromptWorkerData;
+  private maxSeqLen: number | null;
   private threads: PromptThread[] = [];
   private nextId = 1;
   private closed = false;
   /** Workers recycled so far (tests look at it). */
   recycled = 0;
 
-  constructor(tokenizer: Tokenizer, chatTemplate: string | null, maxSeqLen: number, size = PROMPT_WORKERS) {
+  /**
+   * The workers start building their tokenizers at once; `maxSeqLen` may be set later (setMaxSeqLen),
+   * so start-up can spawn them while the engine is still loading and has not settled the context length.
+   */
+  constructor(tokenizer: Tokenizer, chatTemplate: string | null, maxSeqLen: number | null, size = PROMPT_WORKERS) {
     const bytes = serialize(tokenizer.definition);
     const shared = new SharedArrayBuffer(bytes.byteLength);
     new Uint8Array(shared).set(bytes);
-    this.data = { tokenizer: shared, chatTemplate, maxSeqLen };
+    this.data = { tokenizer: shared, chatTemplate };
+    this.maxSeqLen = maxSeqLen;
     for (let i = 0; i < size; i++) this.threads.push(this.spawn());
   }
 
@@ -101,6 +107,11 @@ export class PromptWorkers {
   /** Encodes a plain-completions text prompt in a worker (BOS … as for raw text). */
   async text(text: string, param: string): Promise<number[]> {
     return Array.from((await this.run({ kind: 'text', text, param })).tokens);
+  }
+
+  /** The context length that bounds every prompt from now on. */
+  setMaxSeqLen(maxSeqLen: number): void {
+    this.maxSeqLen = maxSeqLen;
   }
 
   /** Settles once every worker has built its tokenizer (so the first requests do not wait for it). */
@@ -136,12 +147,14 @@ export class PromptWorkers {
 
   private run(task: PromptJob): Promise<PromptReply & { ok: true }> {
     if (this.closed) return Promise.reject(new Error('the prompt workers are closed'));
+    const maxSeqLen = this.maxSeqLen;
+    if (maxSeqLen === null) return Promise.reject(new Error('the prompt workers have no context length yet'));
     const live = this.threads.filter((t) => !t.retiring);
     const thread = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       thread.pending.set(id, { resolve, reject });
-      thread.worker.postMessage({ id, ...task } as PromptTask);
+      thread.worker.postMessage({ id, maxSeqLen, ...task } as PromptTask);
     });
   }
 

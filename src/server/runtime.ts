@@ -8,7 +8,7 @@ import { PromptWorkers } from '../chat/prompt-workers.js';
 import { isToolCallParserName, TOOL_CALL_PARSER_NAMES } from '../chat/tool-formats/registry.js';
 import type { RunningEngine } from '../engine/engine-client.js';
 import { findModelToml, SAMPLING_KEYS, type ModelToml } from '../model/model-toml.js';
-import { loadTokenizer } from '../model/tokenizer.js';
+import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 import type { ModelRuntime, ModelSamplingDefaults } from '../chat/model-runtime.js';
 
 export interface RuntimeSettings {
@@ -35,18 +35,37 @@ export function samplingDefaults(source: string, modelToml: ModelToml | null): M
   return out;
 }
 
+/** What the main thread needs of a model besides its engine: made from the files alone. */
+export interface PromptSide {
+  tokenizer: Tokenizer;
+  chatTemplate: string | null;
+  /** Spawned at once, building their tokenizers; they learn the context length from createModelRuntime. */
+  prompts: PromptWorkers;
+}
+
+/**
+ * Loads the tokenizer and chat template and starts the prompt workers. serve.ts calls it while the
+ * engine loads the weights, so the two overlap instead of adding up.
+ */
+export function startPromptSide(source: string): PromptSide {
+  const tokenizer = loadTokenizer(source);
+  const chatTemplate = findChatTemplate(source);
+  return { tokenizer, chatTemplate, prompts: new PromptWorkers(tokenizer, chatTemplate, null) };
+}
+
 /** The main thread's side of a model, around an engine that has loaded it. */
 export function createModelRuntime(
   source: string,
   modelName: string,
   engine: RunningEngine,
   settings: RuntimeSettings,
+  side?: PromptSide,
 ): { runtime: ModelRuntime; modelToml: ModelToml | null } {
   const config = engine.info.config;
   const modelToml = findModelToml(source, config.architecture, modelName, { checkpointName: config.nameOrPath });
   const parser = toolCallParser(settings, modelToml);
-  const tokenizer = loadTokenizer(source);
-  const chatTemplate = findChatTemplate(source);
+  const { tokenizer, chatTemplate, prompts } = side ?? startPromptSide(source);
+  prompts.setMaxSeqLen(engine.info.maxSeqLen);
   const runtime: ModelRuntime = {
     engine,
     tokenizer,
@@ -62,7 +81,7 @@ export function createModelRuntime(
       maxThinkingBudget: settings.maxThinkingBudget ?? modelToml?.model.maxThinkingBudget ?? null,
     },
     // Prompts are rendered and tokenized off the event loop; closed with the runtime (closeModelRuntime).
-    prompts: new PromptWorkers(tokenizer, chatTemplate, engine.info.maxSeqLen),
+    prompts,
   };
   // Tool-call grammars work out their vocabulary from this tokenizer rather than reading it again.
   engine.setTokenizer(runtime.tokenizer);

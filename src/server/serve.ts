@@ -16,7 +16,7 @@ import { describeRateLimits, rateLimitsFromEnv, RateLimiter } from '../ops/rate-
 import { buildApp, type AppOptions } from './app.js';
 import { httpLimitsFromEnv } from './http-server.js';
 import { Lifecycle } from './lifecycle.js';
-import { closeModelRuntime, createModelRuntime, type RuntimeSettings } from './runtime.js';
+import { closeModelRuntime, createModelRuntime, startPromptSide, type PromptSide, type RuntimeSettings } from './runtime.js';
 
 /**
  * Everything `serve` starts from, settled before start-up (the CLI maps its Config to this in
@@ -109,13 +109,23 @@ export async function serve(options: ServeOptions): Promise<void> {
 
     log.info(`Loading ${modelName} from ${source}`);
     const progress = loadProgressReporter(log);
-    engine = await startEngine({ ...options.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }, (p) => progress.update(p))
+    const loading = startEngine({ ...options.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }, (p) => progress.update(p))
       .catch((err: Error) => {
         throw new StartupError(err.message);
       })
       .finally(() => progress.done());
+    // The tokenizer and the prompt workers are built while the engine worker loads the weights.
+    let side: PromptSide | null = null;
+    try {
+      side = startPromptSide(source);
+      engine = await loading;
+    } catch (err) {
+      await side?.prompts.close();
+      await loading.then((e) => e.shutdown()).catch(() => undefined);
+      throw err;
+    }
     const info = engine.info;
-    const { runtime, modelToml } = createModelRuntime(source, modelName, engine, options.runtime);
+    const { runtime, modelToml } = createModelRuntime(source, modelName, engine, options.runtime, side);
     // Ready once the prompt workers have their tokenizers, so the first requests do not wait for them.
     await runtime.prompts?.ready();
     lifecycle.setReady(runtime);
