@@ -80,9 +80,43 @@ void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
   else parallel_for(ntasks, 1, task);
 }
 
+// llama.cpp's Q8_K (quantize_row_q8_K_ref) over one row, in place of the per-32 blocks the kernel
+// wrote: per 256 elements one f32 scale d = -max / 127 (max: the signed element of largest |x|),
+// q = round-to-nearest-even(x * -127 / max) clamped to 127, every per-32 scale set to d. Scalar on
+// every path: it is O(cols) per row, against O(rows * cols) for the product.
+void requantize_q8k(const float* x, int cols, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
+  for (int b = 0; b < cols / 256; b++) {
+    const float* xb = x + b * 256;
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 256; j++) {
+      const float ax = std::fabs(xb[j]);
+      if (ax > amax) amax = ax, max = xb[j];
+    }
+    const float iscale = amax != 0.0f ? -127.0f / max : 0.0f;
+    const float db = amax != 0.0f ? 1.0f / iscale : 0.0f;
+    int8_t* q = qs + b * 256;
+    for (int j = 0; j < 256; j++) q[j] = (int8_t)std::min(127.0f, std::nearbyint(iscale * xb[j]));
+    for (int j = 0; j < 8; j++) d[8 * b + j] = db;
+    if (s16)
+      for (int h = 0; h < 16; h++) {
+        int sum = 0;
+        for (int j = 0; j < 16; j++) sum += q[16 * h + j];
+        s16[16 * b + h] = db * (float)sum;
+      }
+    if (corr)
+      for (int h = 0; h < 8; h++) {
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += q[32 * h + j];
+        corr[8 * b + h] = -zero * sum;
+      }
+  }
+}
+
 // Quantizes the n activation rows to int8 blocks in the pool's shared scratch (s16 sums when asked,
-// packed-weight corrections -zero * block sum when zero > 0, block scales rounded to f16 when asked).
-QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums, int zero, bool f16_scale) {
+// packed-weight corrections -zero * block sum when zero > 0, block scales rounded to f16 when asked,
+// llama.cpp's per-256 Q8_K blocks when asked).
+QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums, int zero, bool f16_scale,
+                        bool q8k) {
   const int nb = cols / 32, ng = cols / 16;
   const size_t qbytes = round_up((size_t)n * cols, 64);
   const size_t dbytes = round_up((size_t)n * nb * sizeof(float), 64);
@@ -97,6 +131,10 @@ QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool 
     for (int64_t i = b; i < e; i++)
       K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb,
                         s16 ? s16 + (size_t)i * ng : nullptr, corr ? corr + (size_t)i * nb : nullptr, zero);
+    if (q8k)
+      for (int64_t i = b; i < e; i++)
+        requantize_q8k(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb,
+                       s16 ? s16 + (size_t)i * ng : nullptr, corr ? corr + (size_t)i * nb : nullptr, zero);
     if (!f16_scale) return;
     for (size_t j = (size_t)b * nb; j < (size_t)e * nb; j++) {
       const float d32 = qd[j], d16 = fp16_to_f32(f32_to_fp16(d32));
@@ -113,6 +151,8 @@ QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool 
 
 }  // namespace
 
+// The 256-element weight types (K-quants, IQ4_XS, IQ3_*, TQ2_0, and their packed forms) multiply
+// activations rounded as llama.cpp's Q8_K blocks, its vec_dot_type for them: its greedy text follows.
 void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w, float* y, const float* bias) {
   if (n == 0 || rows == 0) return;
   const Kernels& K = kernels();
@@ -123,7 +163,7 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
 
   if (T.gemm_packed) {
     const GemmPackedFn pgemm = K.*T.gemm_packed;
-    const QuantActs xa = quantize_acts(K, x, n, cols, false, T.pack_zero, T.act_f16_scale);
+    const QuantActs xa = quantize_acts(K, x, n, cols, false, T.pack_zero, T.act_f16_scale, T.block_elements == QK_K);
     const int groups = pack_groups(rows);
     const Plan p = plan_packed(n, groups, cols, pool.size());
     const int nb = cols / 32;
@@ -138,7 +178,7 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
 
   const GemmQuantFn qgemm = T.gemm_quant ? K.*T.gemm_quant : nullptr;
   if (qgemm) {
-    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, 0, T.act_f16_scale);
+    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, 0, T.act_f16_scale, T.block_elements == QK_K);
     const Plan p = plan(n, rows, (size_t)cols, pool.size());
     for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
       const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * (cols / 32),
