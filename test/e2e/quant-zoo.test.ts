@@ -34,23 +34,25 @@ interface Manifest {
 }
 const manifest = existsSync(MANIFEST) ? (JSON.parse(readFileSync(MANIFEST, 'utf8')) as Manifest) : null;
 
-/** Files that must match llama.cpp on >= 3 of 4 prompts (IQ4_XS joins once svc supports it). */
-const TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL'];
+/** Files that must match llama.cpp on >= 3 of 4 prompts, or name their known gap below. */
+const TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS'];
 const MIXED = ['stories260k-wide-q4_k_m.gguf', 'stories260k-q4_k_m.gguf'];
 /**
  * Known gaps, each with why: these must still load and equal llama.cpp on one prompt, and the test
- * prints how many agree. llama.cpp multiplies K-quants against Q8_K activations (one f32 scale per 256
- * elements) where svc quantizes per 32, and this tiny model's greedy path flips on differences that
- * small. Q5_0 and IQ4_NL decode bit-exactly (quant-zoo-dequant.test.ts) and their kernels match the
- * reference (native-ops.test.ts), yet llama.cpp's text differs: Q5_0 on every path (exact f32
- * activations included), IQ4_NL only with int8 activations (the scalar path, exact f32, matches 4/4).
+ * prints how many agree. svc rounds activations for the 32-element types as llama.cpp does (Q8_0 / Q8_1
+ * blocks; per-256 Q8_K rounding for the others changed no count), yet the reference (llama.cpp c392e50) is not
+ * reproducible to the last logit: a current llama.cpp build (de3ff81, f16 KV) run on these files
+ * equals it on only 1 of 4 prompts for Q5_0, Q6_K and IQ4_NL, and 2 for IQ4_XS. Every divergence
+ * comes at a top-2 logit gap of 0.002-0.2, where svc's next-token logits differ from llama.cpp's by
+ * 0.05-0.1 on quantized files (0.002 on F32 with an f32 KV cache).
  */
 const KNOWN_GAPS: Record<string, string> = {
-  Q5_0: 'differs on every path, exact f32 activations included; cause not found',
-  IQ4_NL: 'equal with exact f32 activations, not with Q8_0-style ones; cause not found',
-  Q5_K: 'llama.cpp quantizes K-quant activations to Q8_K (per 256)',
-  Q6_K: 'llama.cpp quantizes K-quant activations to Q8_K (per 256)',
-  'stories260k-wide-q4_k_m.gguf': 'Q4_K + Q6_K: llama.cpp quantizes K-quant activations to Q8_K (per 256)',
+  Q5_0: 'llama.cpp de3ff81 equals this reference on 1 of 4 too (svc equals de3ff81 on 3)',
+  Q6_K: 'llama.cpp de3ff81 equals this reference on 1 of 4 too',
+  IQ4_NL: 'llama.cpp de3ff81 equals this reference on 1 of 4 too',
+  IQ4_XS: 'llama.cpp de3ff81 equals this reference on 2 of 4 too',
+  Q5_K: 'diverges at top-2 logit gaps of 0.004-0.13 (llama.cpp de3ff81 equals it on 3 of 4)',
+  'stories260k-wide-q4_k_m.gguf': 'diverges at top-2 logit gaps of 0.03-0.04 (llama.cpp de3ff81: 3 of 4)',
 };
 /** Files that only have to load and generate (their greedy text is a reference for the computation only). */
 const LOW_BIT = ['Q2_K', 'Q3_K'];

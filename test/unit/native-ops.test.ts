@@ -24,11 +24,12 @@ import {
   type CpuPath,
 } from '../../src/kernels/native.js';
 import { referenceOps } from '../../src/kernels/reference.js';
-import { f16ToF32, f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
 import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type KvDType } from '../../src/kernels/dtypes.js';
 import type { AttentionSeq, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { FIXTURES } from '../helpers/paths.js';
+import { roundActivations } from '../helpers/int8-activations.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -140,28 +141,6 @@ function makeWeight(rand: () => number, dtype: DType, rows: number, cols: number
 
 /** Where the f16 super-block scale sits in the Q3_K / IQ / TQ2_0 blocks (ggml-common.h). */
 const SUPER_BLOCK_SCALE_AT = { q3_k: 108, iq4_xs: 0, iq3_xxs: 0, iq3_s: 0, tq2_0: 64 } as const;
-
-/**
- * x rounded the way the native int8 path rounds activations: q = round-half-even(x · 127/amax) and
- * d = amax/127, rounded to f16 for the 32-element block types (as llama.cpp's Q8_0 / Q8_1 blocks).
- */
-function roundActivations(x: Float32Array, f16Scale: boolean): Float32Array {
-  const out = new Float32Array(x.length);
-  for (let b = 0; b < x.length; b += 32) {
-    let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b + j]));
-    const d32 = Math.fround(amax / 127);
-    const d = f16Scale ? f16ToF32(f32ToF16(d32)) : d32;
-    const id = amax ? Math.fround(127 / amax) : 0;
-    for (let j = 0; j < 32; j++) {
-      const v = Math.fround(x[b + j] * id);
-      const f = Math.floor(v);
-      const q = v - f > 0.5 || (v - f === 0.5 && f % 2 !== 0) ? f + 1 : f;
-      out[b + j] = q * d;
-    }
-  }
-  return out;
-}
 
 /** A zeroed layer; `dtype` is both sides' dtype, or K's and V's. */
 function makeLayer(
@@ -334,7 +313,7 @@ for (const path of PATHS) {
       const err = relL2(got, want);
       assert.ok(err <= rawTol, `${what}: relative L2 ${err} vs raw activations`);
       const wantExact = new Float32Array(n * w.rows);
-      referenceOps.matmul(roundActivations(x, WEIGHT_DTYPES[w.dtype].blockElements === 32), n, w, wantExact, bias);
+      referenceOps.matmul(roundActivations(x, w.dtype), n, w, wantExact, bias);
       assertClose(got, wantExact, 1e-5, `${what} vs int8-rounded activations`);
     }
 

@@ -12,6 +12,7 @@ import { bytesPerRow, type DType } from '../../src/kernels/dtypes.js';
 import type { WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { MODELS } from '../helpers/paths.js';
+import { roundActivations } from '../helpers/int8-activations.js';
 
 const ZOO = join(MODELS, 'quant-zoo');
 const info = nativeInfo();
@@ -26,23 +27,6 @@ function relL2(actual: Float32Array, expected: Float32Array): number {
     den += expected[i] ** 2;
   }
   return Math.sqrt(num / Math.max(den, 1e-30));
-}
-
-/** x rounded as the native int8 paths round activations: per 32, d = amax/127, q = round-half-even(x/d). */
-function roundActivations(x: Float32Array): Float32Array {
-  const out = new Float32Array(x.length);
-  for (let b = 0; b < x.length; b += 32) {
-    let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b + j]));
-    const d = Math.fround(amax / 127);
-    const id = d ? Math.fround(1 / d) : 0;
-    for (let j = 0; j < 32; j++) {
-      const v = Math.fround(x[b + j] * id);
-      const f = Math.floor(v);
-      out[b + j] = (v - f > 0.5 || (v - f === 0.5 && f % 2 !== 0) ? f + 1 : f) * d;
-    }
-  }
-  return out;
 }
 
 /** Activations with a few outliers, like a transformer's hidden state. */
@@ -91,7 +75,7 @@ for (const [suffix, dtype] of TYPES) {
           const y = new Float32Array(n * rows),
             yRounded = new Float32Array(n * rows);
           referenceOps.matmul(x, n, w, y);
-          referenceOps.matmul(roundActivations(x), n, w, yRounded);
+          referenceOps.matmul(roundActivations(x, dtype), n, w, yRounded);
           for (const cpu of PATHS) {
             setCpuPath(cpu);
             const yn = new Float32Array(n * rows);
