@@ -613,15 +613,24 @@ SVC_AVX2_INLINE void tile_pb32(const QuantActs& x, int i0, const uint8_t* grp, i
       pb_line<DT, 3, RX>(q, hb, xq, ia);
       const uint8_t* sp = scales + (size_t)blk * W::kScaleBytes + 16 * h;
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sp));
-      const __m256 mw = W::kMin ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sp + kPackScaleBytes))) : dw;
       for (int b = 0; b < RX; b++) {
         const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
         acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b]), sc, acc[b]);
-        if constexpr (W::kMin) {
+      }
+    }
+    if constexpr (W::kMin) {
+      // m * sum(x) summed apart and added last, as on the AVX-512 path.
+      __m256 am[RX];
+      for (int b = 0; b < RX; b++) am[b] = _mm256_setzero_ps();
+      for (int blk = 0; blk < nb; blk++) {
+        const uint8_t* sp = scales + (size_t)blk * W::kScaleBytes + kPackScaleBytes + 16 * h;
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sp));
+        for (int b = 0; b < RX; b++) {
           const float* s16 = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
-          acc[b] = _mm256_fmadd_ps(mw, _mm256_set1_ps(s16[0] + s16[1]), acc[b]);
+          am[b] = _mm256_fmadd_ps(mw, _mm256_set1_ps(s16[0] + s16[1]), am[b]);
         }
       }
+      for (int b = 0; b < RX; b++) acc[b] = _mm256_add_ps(acc[b], am[b]);
     }
     const int left = valid - 8 * h;
     for (int b = 0; b < RX; b++) {

@@ -846,16 +846,27 @@ SVC_AVX512_INLINE void tile_pb32(const QuantActs& x, int i0, const uint8_t* grp,
     for (int g = 0; g < RG; g++) {
       const uint8_t* sp = scales + (size_t)g * gb + (size_t)blk * W::kScaleBytes;
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sp));
-      [[maybe_unused]] __m512 mw;
-      if constexpr (W::kMin) mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(sp + kPackScaleBytes)));
       for (int b = 0; b < RX; b++) {
         const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
         acc[g][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[g][b]), sc, acc[g][b]);
-        if constexpr (W::kMin) {
+      }
+    }
+  }
+  if constexpr (W::kMin) {
+    // sum over blocks of m * sum(x), summed apart and added last (as llama.cpp's Q4_1 / Q5_1 dots
+    // do); a second pass over the scales, which are in cache, spares the loop above the registers.
+    for (int g = 0; g < RG; g++) {
+      __m512 am[RX];
+      for (int b = 0; b < RX; b++) am[b] = _mm512_setzero_ps();
+      for (int blk = 0; blk < nb; blk++) {
+        const uint8_t* sp = scales + (size_t)g * gb + (size_t)blk * W::kScaleBytes + kPackScaleBytes;
+        const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sp));
+        for (int b = 0; b < RX; b++) {
           const float* s16 = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
-          acc[g][b] = _mm512_fmadd_ps(mw, _mm512_set1_ps(s16[0] + s16[1]), acc[g][b]);
+          am[b] = _mm512_fmadd_ps(mw, _mm512_set1_ps(s16[0] + s16[1]), am[b]);
         }
       }
+      for (int b = 0; b < RX; b++) acc[g][b] = _mm512_add_ps(acc[g][b], am[b]);
     }
   }
   for (int g = 0; g < RG; g++) {
