@@ -855,19 +855,21 @@ SVC_AVX512_INLINE void tile_pb32(const QuantActs& x, int i0, const uint8_t* grp,
   if constexpr (W::kMin) {
     // sum over blocks of m * sum(x), summed apart and added last (as llama.cpp's Q4_1 / Q5_1 dots
     // do); a second pass over the scales, which are in cache, spares the loop above the registers.
-    for (int g = 0; g < RG; g++) {
-      __m512 am[RX];
-      for (int b = 0; b < RX; b++) am[b] = _mm512_setzero_ps();
-      for (int blk = 0; blk < nb; blk++) {
-        const uint8_t* sp = scales + (size_t)g * gb + (size_t)blk * W::kScaleBytes + kPackScaleBytes;
-        const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sp));
-        for (int b = 0; b < RX; b++) {
-          const float* s16 = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
-          am[b] = _mm512_fmadd_ps(mw, _mm512_set1_ps(s16[0] + s16[1]), am[b]);
-        }
+    __m512 am[RG][RX];
+    for (int g = 0; g < RG; g++)
+      for (int b = 0; b < RX; b++) am[g][b] = _mm512_setzero_ps();
+    for (int blk = 0; blk < nb; blk++) {
+      __m512 mw[RG];
+      for (int g = 0; g < RG; g++)
+        mw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(scales + (size_t)g * gb + (size_t)blk * W::kScaleBytes + kPackScaleBytes)));
+      for (int b = 0; b < RX; b++) {
+        const float* s16 = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
+        const __m512 sx = _mm512_set1_ps(s16[0] + s16[1]);
+        for (int g = 0; g < RG; g++) am[g][b] = _mm512_fmadd_ps(mw[g], sx, am[g][b]);
       }
-      for (int b = 0; b < RX; b++) acc[g][b] = _mm512_add_ps(acc[g][b], am[b]);
     }
+    for (int g = 0; g < RG; g++)
+      for (int b = 0; b < RX; b++) acc[g][b] = _mm512_add_ps(acc[g][b], am[g][b]);
   }
   for (int g = 0; g < RG; g++) {
     const int left = valid - 16 * g;
