@@ -770,7 +770,8 @@ SVC_AMX void gemm_packed_amx(int n, const QuantActs& x, const uint8_t* w, int g0
 // nibbles shuffled to table values + 128, unsigned as vpdpbusd wants them). Q5's fifth bits are
 // OR-ed in from their line as Q5_Kx16's; the types with a min add m * sum(x) per block from the
 // activations' sums. Every output sums its blocks in order with the same instructions whatever the
-// tile, so results are batch-invariant.
+// tile, so results are batch-invariant. No software prefetch: on Zen 4 (2 threads, weights well past
+// L3) decode ran ~15% faster without Q4_0's, and no slower in cache.
 
 template <int DT>
 struct PB32 {
@@ -829,8 +830,6 @@ SVC_AVX512_INLINE void tile_pb32(const QuantActs& x, int i0, const uint8_t* grp,
       q[g] = base[g] + (size_t)blk * W::kQuantBytes;
       if constexpr (W::kHigh) h[g] = _mm512_loadu_si512(q[g] + 256);
       else h[g] = _mm512_setzero_si512();
-      if (RX == 1)
-        for (int l = 0; l < W::kQuantBytes; l += 64) _mm_prefetch((const char*)q[g] + kPrefetch + l, _MM_HINT_T0);
     }
     const int8_t* xq[RX];
     __m512i ia[RG][RX];
