@@ -79,6 +79,12 @@ struct Kernels {
   GemmPackedFn gemm_q4_kx16;
   GemmPackedFn gemm_q5_kx16;
   GemmPackedFn gemm_q6_kx16;
+  // Packed Q5_0 / Q5_1 / Q4_1 / IQ4_NL (x.corr set for Q5_0 / IQ4_NL, x.s16 for Q5_1 / Q4_1). Null:
+  // the driver decodes packed rows to f32.
+  GemmPackedFn gemm_q5_0x16;
+  GemmPackedFn gemm_q5_1x16;
+  GemmPackedFn gemm_q4_1x16;
+  GemmPackedFn gemm_iq4_nlx16;
   // One activation row of k floats (k % 32 == 0) -> k int8 quants + k/32 scales (d = amax / 127),
   // the k/16 sums of QuantActs::s16 when s16 is not null, and the k/32 corrections of
   // QuantActs::corr (-zero * block sum) when corr is not null.

@@ -546,6 +546,118 @@ SVC_AVX2 void gemm_kpacked(int n, const QuantActs& x, const uint8_t* w, int g0, 
   }
 }
 
+// ---- int8 GEMM on packed Q5_0 / Q5_1 / Q4_1 / IQ4_NL (packed.h) ----
+// The Q4_0x16 scheme on ymm halves of 8 rows. Q5 codes stay unsigned (31 * 127 * 4 fits maddubs'
+// int16 sums), with Q5_0's correction -16 * sum(x) seeding the integer sum and the fifth bits OR-ed
+// in as Q5_Kx16's. IQ4_NL maps its nibbles to the signed table values and moves their signs onto x
+// (values + 128 would overflow maddubs), so it needs no correction; its two half-sums go to int32
+// separately, as two 127 * 127 * 2 pairs would overflow int16. The types with a min add m * sum(x)
+// per block.
+
+template <int DT>
+struct PB32 {
+  static constexpr bool kHigh = pack_has_high(DT), kMin = pack_has_min(DT), kTable = DT == kIQ4_NLx16;
+  static constexpr bool kCorr = DT == kQ5_0x16;
+  static constexpr int kQuantBytes = pack_quant_bytes(DT), kScaleBytes = pack_scale_bytes(DT);
+};
+
+template <int DT, int P, int RX>
+SVC_AVX2_INLINE void pb_line(const uint8_t* q, __m256i h, const int8_t* const (&xq)[RX], __m256i (&ia)[RX]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i raw = _mm256_loadu_si256((const __m256i*)(q + 64 * P));
+  __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+  if constexpr (PB32<DT>::kHigh) {
+    lo = _mm256_or_si256(lo, kp_high<kQ5_Kx16, P>(h, h));
+    hi = _mm256_or_si256(hi, kp_high<kQ5_Kx16, 4 + P>(h, h));
+  }
+  if constexpr (PB32<DT>::kTable) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kValuesIq4nl));
+    const __m256i vl = _mm256_shuffle_epi8(table, lo), vh = _mm256_shuffle_epi8(table, hi);
+    const __m256i al = _mm256_sign_epi8(vl, vl), ah = _mm256_sign_epi8(vh, vh);
+    for (int b = 0; b < RX; b++) {
+      const __m256i dl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(bcast4(xq[b] + 4 * P), vl));
+      const __m256i dh = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(bcast4(xq[b] + 16 + 4 * P), vh));
+      ia[b] = _mm256_add_epi32(ia[b], _mm256_add_epi32(_mm256_madd_epi16(dl, ones), _mm256_madd_epi16(dh, ones)));
+    }
+  } else {
+    for (int b = 0; b < RX; b++) {
+      const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xq[b] + 4 * P)),
+                                           _mm256_maddubs_epi16(hi, bcast4(xq[b] + 16 + 4 * P)));
+      ia[b] = _mm256_add_epi32(ia[b], _mm256_madd_epi16(d16, ones));
+    }
+  }
+}
+
+// One group (16 weight rows from r, `valid` of them real) x RX activation rows from i0.
+template <int DT, int RX>
+SVC_AVX2_INLINE void tile_pb32(const QuantActs& x, int i0, const uint8_t* grp, int r, int valid, float* y, size_t ldy) {
+  using W = PB32<DT>;
+  const int nb = x.k / 32;
+  const uint8_t* scales = grp + (size_t)nb * W::kQuantBytes;
+  for (int h = 0; h < 2; h++) {
+    if (valid <= 8 * h) break;
+    __m256 acc[RX];
+    for (int b = 0; b < RX; b++) acc[b] = _mm256_setzero_ps();
+    for (int blk = 0; blk < nb; blk++) {
+      const uint8_t* q = grp + (size_t)blk * W::kQuantBytes + 32 * h;
+      const __m256i hb = W::kHigh ? _mm256_loadu_si256((const __m256i*)(q + 256)) : _mm256_setzero_si256();
+      const int8_t* xq[RX];
+      __m256i ia[RX];
+      for (int b = 0; b < RX; b++) {
+        xq[b] = x.qs + (size_t)(i0 + b) * x.k + blk * 32;
+        ia[b] = W::kCorr ? _mm256_set1_epi32(x.corr[(size_t)(i0 + b) * nb + blk]) : _mm256_setzero_si256();
+      }
+      pb_line<DT, 0, RX>(q, hb, xq, ia);
+      pb_line<DT, 1, RX>(q, hb, xq, ia);
+      pb_line<DT, 2, RX>(q, hb, xq, ia);
+      pb_line<DT, 3, RX>(q, hb, xq, ia);
+      const uint8_t* sp = scales + (size_t)blk * W::kScaleBytes + 16 * h;
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sp));
+      for (int b = 0; b < RX; b++) {
+        const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x.d[(size_t)(i0 + b) * nb + blk]));
+        acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b]), sc, acc[b]);
+      }
+    }
+    if constexpr (W::kMin) {
+      // m * sum(x) summed apart and added last, as on the AVX-512 path.
+      __m256 am[RX];
+      for (int b = 0; b < RX; b++) am[b] = _mm256_setzero_ps();
+      for (int blk = 0; blk < nb; blk++) {
+        const uint8_t* sp = scales + (size_t)blk * W::kScaleBytes + kPackScaleBytes + 16 * h;
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sp));
+        for (int b = 0; b < RX; b++) {
+          const float* s16 = x.s16 + (size_t)(i0 + b) * 2 * nb + 2 * blk;
+          am[b] = _mm256_fmadd_ps(mw, _mm256_set1_ps(s16[0] + s16[1]), am[b]);
+        }
+      }
+      for (int b = 0; b < RX; b++) acc[b] = _mm256_add_ps(acc[b], am[b]);
+    }
+    const int left = valid - 8 * h;
+    for (int b = 0; b < RX; b++) {
+      float* out = y + (size_t)(i0 + b) * ldy + r + 8 * h;
+      if (left >= 8) {
+        _mm256_storeu_ps(out, acc[b]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, acc[b]);
+        for (int j = 0; j < left; j++) out[j] = tmp[j];
+      }
+    }
+  }
+}
+
+template <int DT>
+SVC_AVX2 void gemm_pb32(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
+                        uint8_t* /*scratch*/) {
+  const size_t gb = group_bytes(DT, x.k / 32);
+  for (int g = g0; g < g1; g++) {
+    const uint8_t* grp = w + (size_t)g * gb;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) tile_pb32<DT, 4>(x, i, grp, 16 * g, rows - 16 * g, y, ldy);
+    for (; i < n; i++) tile_pb32<DT, 1>(x, i, grp, 16 * g, rows - 16 * g, y, ldy);
+  }
+}
+
 SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, int32_t* corr, int zero) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int b = 0; b < k / 32; b++) {
@@ -786,6 +898,10 @@ const Kernels kAvx2Kernels = {
     .gemm_q4_kx16 = gemm_kpacked<kQ4_Kx16>,
     .gemm_q5_kx16 = gemm_kpacked<kQ5_Kx16>,
     .gemm_q6_kx16 = gemm_kpacked<kQ6_Kx16>,
+    .gemm_q5_0x16 = gemm_pb32<kQ5_0x16>,
+    .gemm_q5_1x16 = gemm_pb32<kQ5_1x16>,
+    .gemm_q4_1x16 = gemm_pb32<kQ4_1x16>,
+    .gemm_iq4_nlx16 = gemm_pb32<kIQ4_NLx16>,
     .quantize_row_q8 = quantize_row_q8,
     .sum_squares = sum_squares,
     .scale_mul = scale_mul,

@@ -1,5 +1,6 @@
-// Repacking Q8_0 / Q4_0 / K-quant weights into the 16-row groups of packed.h, and decoding packed rows back
-// (embedding lookups read the same packed table that lm_head multiplies when embeddings are tied).
+// Repacking Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / K-quant weights into the 16-row groups of
+// packed.h, and decoding packed rows back (embedding lookups read the same packed table that lm_head
+// multiplies when embeddings are tied).
 #include "packed.h"
 
 #include <sys/mman.h>
@@ -47,6 +48,72 @@ void pack_group(int dt, int rows, int nb, const uint8_t* src, size_t src_stride,
       }
       std::memcpy(scales + (size_t)b * kPackScaleBytes + 2 * j, &d, 2);
     }
+  }
+}
+
+// One group of Q5_0 / Q5_1 / Q4_1 / IQ4_NL (packed.h). Rows past `rows` are all zero (d = m = 0).
+void pack_group_b32(int dt, int rows, int nb, const uint8_t* src, size_t src_stride, int g, uint8_t* dst) {
+  const int qbytes = pack_quant_bytes(dt), sbytes = pack_scale_bytes(dt);
+  const bool high = pack_has_high(dt), min = pack_has_min(dt);
+  // GGUF block: d, then m (types with a min), then qh (Q5), then 16 bytes of nibbles.
+  const int qh_at = min ? 4 : 2, qs_at = qh_at + (high ? 4 : 0);
+  const size_t sbb = (size_t)qs_at + 16;
+  uint8_t* scales = dst + (size_t)nb * qbytes;
+  std::memset(dst, 0, (size_t)nb * (qbytes + sbytes));
+  for (int j = 0; j < kPackRows; j++) {
+    const int r = g * kPackRows + j;
+    if (r >= rows) break;
+    const uint8_t* row = src + (size_t)r * src_stride;
+    for (int b = 0; b < nb; b++) {
+      const uint8_t* blk = row + b * sbb;
+      uint8_t* q = dst + (size_t)b * qbytes + 4 * j;
+      for (int p = 0; p < 4; p++) std::memcpy(q + p * 64, blk + qs_at + 4 * p, 4);
+      if (high) {
+        const uint32_t qh = u32_at(blk + qh_at);
+        for (int t = 0; t < 4; t++) {
+          uint8_t h = 0;
+          for (int p = 0; p < 4; p++) h = (uint8_t)(h | ((qh >> (4 * p + t)) & 1) << p | ((qh >> (16 + 4 * p + t)) & 1) << (4 + p));
+          q[256 + t] = h;
+        }
+      }
+      uint8_t* sc = scales + (size_t)b * sbytes + 2 * j;
+      std::memcpy(sc, blk, 2);
+      if (min) std::memcpy(sc + kPackScaleBytes, blk + 2, 2);
+    }
+  }
+}
+
+// Row j of such a group, decoded with the operations (and so the bits) of dequant.cc.
+void dequantize_group_row_b32(int dt, const uint8_t* grp, int nb, int j, float* y) {
+  const int qbytes = pack_quant_bytes(dt), sbytes = pack_scale_bytes(dt);
+  const bool high = pack_has_high(dt);
+  const uint8_t* scales = grp + (size_t)nb * qbytes;
+  for (int b = 0; b < nb; b++, y += 32) {
+    const uint8_t* sc = scales + (size_t)b * sbytes + 2 * j;
+    const float d = fp16_to_f32(half_at(sc));
+    const float m = pack_has_min(dt) ? fp16_to_f32(half_at(sc + kPackScaleBytes)) : 0.0f;
+    const uint8_t* q = grp + (size_t)b * qbytes + 4 * j;
+    for (int p = 0; p < 4; p++)
+      for (int t = 0; t < 4; t++) {
+        const uint8_t v = q[p * 64 + t], h = high ? q[256 + t] : 0;
+        const int lo = (v & 0xf) | ((h >> p) & 1) << 4, hi = (v >> 4) | ((h >> (4 + p)) & 1) << 4;
+        float* o0 = y + 4 * p + t;
+        float* o1 = o0 + 16;
+        switch (dt) {
+          case kQ5_0x16:
+            *o0 = (float)(lo - 16) * d;
+            *o1 = (float)(hi - 16) * d;
+            break;
+          case kIQ4_NLx16:
+            *o0 = d * (float)kValuesIq4nl[lo];
+            *o1 = d * (float)kValuesIq4nl[hi];
+            break;
+          default:  // Q4_1, Q5_1
+            *o0 = (float)lo * d + m;
+            *o1 = (float)hi * d + m;
+            break;
+        }
+      }
   }
 }
 
@@ -252,7 +319,8 @@ void pack_weight(int dt, int rows, int cols, const uint8_t* src, uint8_t* dst) {
   parallel_for(pack_groups(rows), 16, [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1; g++) {
       if (is_kpacked(dt)) pack_group_k(dt, rows, cols / QK_K, src, stride, (int)g, dst + (size_t)g * gb);
-      else pack_group(dt, rows, nb, src, stride, (int)g, dst + (size_t)g * gb);
+      else if (dt == kQ8_0x16 || dt == kQ4_0x16) pack_group(dt, rows, nb, src, stride, (int)g, dst + (size_t)g * gb);
+      else pack_group_b32(dt, rows, nb, src, stride, (int)g, dst + (size_t)g * gb);
     }
   });
 }
@@ -263,6 +331,10 @@ void dequantize_packed_row(int dt, const uint8_t* w, int cols, int r, float* dst
   const uint8_t* g = w + (size_t)(r / kPackRows) * group_bytes(dt, nb);
   if (is_kpacked(dt)) {
     dequantize_group_row_k(dt, g, cols / QK_K, j, dst);
+    return;
+  }
+  if (dt != kQ8_0x16 && dt != kQ4_0x16) {
+    dequantize_group_row_b32(dt, g, nb, j, dst);
     return;
   }
   const uint8_t* scales = g + (size_t)nb * qbytes;

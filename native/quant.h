@@ -9,16 +9,16 @@
 namespace svc {
 
 // Weight dtypes; the numbering is part of the JS <-> C++ contract (`code` in WEIGHT_DTYPES,
-// src/kernels/dtypes.ts). kQ8_0x16 / kQ4_0x16 / kQ4_Kx16 / kQ5_Kx16 / kQ6_Kx16 are Q8_0 / Q4_0 / Q4_K
-// / Q5_K / Q6_K repacked by prepareWeight (layouts in packed.h; `packedCode` in WEIGHT_DTYPES). Codes
-// 11..19 belong to dtypes added on other branches (their traits rows are placeholders here).
+// src/kernels/dtypes.ts). The x16 codes are Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K / Q5_0 / Q5_1 / Q4_1 /
+// IQ4_NL repacked by prepareWeight (layouts in packed.h; `packedCode` in WEIGHT_DTYPES).
 enum DType : int {
   kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ2_K = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
   kQ8_0x16 = 9, kQ4_0x16 = 10,
   kQ4_1 = 11, kQ5_0 = 12, kQ5_1 = 13, kIQ4_NL = 14,
   kQ3_K = 15, kIQ4_XS = 16, kIQ3_XXS = 17, kIQ3_S = 18, kTQ2_0 = 19,
   kQ4_Kx16 = 20, kQ5_Kx16 = 21, kQ6_Kx16 = 22,
-  kDTypeCount = 23,
+  kQ5_0x16 = 23, kQ5_1x16 = 24, kQ4_1x16 = 25, kIQ4_NLx16 = 26,
+  kDTypeCount = 27,
 };
 
 // KV cache dtypes (`code` in KV_DTYPES, src/kernels/dtypes.ts).

@@ -38,7 +38,7 @@ export interface NativeAddon {
     bias: Float32Array | undefined,
   ): void;
   embed(ids: Int32Array, dtype: number, rows: number, cols: number, w: Uint8Array, out: Float32Array): void;
-  /** Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K -> the packed layout of native/packed.h; undefined for other dtypes. */
+  /** A dtype with a `packedCode` (Q8_0, Q4_0, the 32-element fallbacks, Q4_K-Q6_K) -> the packed layout of native/packed.h; undefined for other dtypes. */
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
   rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
@@ -93,7 +93,7 @@ export interface NativeDTypeTraits {
   kv: { name: string; elementBytes: number; scaled: boolean }[];
 }
 
-// Packed layouts (native/packed.h): Q8_0 / Q4_0 / K-quant rows regrouped 16 at a time for the int8
+// Packed layouts (native/packed.h): Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / K-quant rows regrouped 16 at a time for the int8
 // kernels, made by prepareWeight (a dtype's `packedCode`). A packed weight keeps its dtype; what
 // marks it is its data array, registered here with the layout's code. Only nativeOps reads these bytes.
 const PACK_ROWS = 16;
@@ -270,7 +270,7 @@ function marshalSeqs(seqs: AttentionSeq[]): { meta: Int32Array; tables: Int32Arr
 export const nativeOps: Ops = {
   name: 'native',
 
-  // Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights are repacked into 16-row groups (native/packed.h) that the int8 kernels
+  // Weights of a dtype with a `packedCode` are repacked into 16-row groups (native/packed.h) that the int8 kernels
   // stream without per-block shuffling; matmul and embed both read that layout, so a tied embedding
   // table serves as lm_head unchanged. Other dtypes are multiplied in their loaded layout.
   prepareWeight(w) {

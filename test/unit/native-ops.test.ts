@@ -1,7 +1,8 @@
 // Every native op against the plain-TypeScript reference, on every kernel path this CPU has
-// (scalar, AVX2, AVX-512, AMX), with odd shapes and several thread counts. Q8_0 / Q4_0 / Q4_K / Q5_K /
-// Q6_K weights are checked both as loaded (GGUF blocks) and as nativeOps.prepareWeight repacks them (16-row groups,
-// native/packed.h), which every path multiplies and embeds from.
+// (scalar, AVX2, AVX-512, AMX), with odd shapes and several thread counts. Q8_0 / Q4_0 / Q4_1 / Q5_0 /
+// Q5_1 / IQ4_NL / Q4_K / Q5_K / Q6_K weights are checked both as loaded (GGUF blocks) and as
+// nativeOps.prepareWeight repacks them (16-row groups, native/packed.h), which every path multiplies
+// and embeds from.
 //
 // Tolerances (relative to the reference, which sums in f64):
 //   f32 / f16 / bf16 / K-quant weights: f32 accumulation only -> max |err| <= 1e-4 * max |y|.
@@ -238,11 +239,21 @@ describe('native kernels: runtime', () => {
     assert.throws(() => setCpuPath('sse9' as CpuPath), TypeError);
     for (const path of ORDER.slice(ORDER.indexOf(info.bestCpuPath) + 1)) assert.throws(() => setCpuPath(path), path);
   });
-  it('repacks Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights once and leaves other dtypes as they are', () => {
+  it('repacks Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / K-quant weights once and leaves other dtypes as they are', () => {
     const rand = rng(14);
-    // Padded to whole 16-row groups; Q8_0 / Q4_0 / Q6_K keep their bytes per block, Q4_K / Q5_K add
-    // 4 per row and super-block (native/packed.h).
-    const perBlock: Partial<Record<DType, number>> = { q8_0: 34, q4_0: 18, q4_k: 148, q5_k: 180, q6_k: 210 };
+    // Padded to whole 16-row groups; the 32-element types and Q6_K keep their bytes per block, Q4_K /
+    // Q5_K add 4 per row and super-block (native/packed.h).
+    const perBlock: Partial<Record<DType, number>> = {
+      q8_0: 34,
+      q4_0: 18,
+      q4_1: 20,
+      q5_0: 22,
+      q5_1: 24,
+      iq4_nl: 18,
+      q4_k: 148,
+      q5_k: 180,
+      q6_k: 210,
+    };
     for (const [dtype, bytes] of Object.entries(perBlock) as [DType, number][]) {
       const cols = WEIGHT_DTYPES[dtype].blockElements * 2;
       const w = makeWeight(rand, dtype, 21, cols);
@@ -460,10 +471,45 @@ for (const path of PATHS) {
       }
     });
 
+    it('matmul with packed Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights matches the reference (int8 activations on SIMD paths, f32 on scalar)', () => {
+      const rand = rng(17);
+      for (const dtype of B32_DTYPES) {
+        // Row counts below, at and past a 16-row group (odd tails); row lengths of 2, an odd 3, 28
+        // (Qwen2.5-0.5B's 896) and 65 blocks; n covers single rows, the four-group decode tile, 2-
+        // and 4-row tiles and their remainders.
+        for (const [rows, cols] of [
+          [19, 64],
+          [7, 96],
+          [71, 896],
+          [33, 2080],
+          [64, 896],
+        ]) {
+          const w = makeWeight(rand, dtype, rows, cols);
+          const packed = nativeOps.prepareWeight(w);
+          assert.ok(isPackedWeight(packed), dtype);
+          for (const n of [1, 2, 3, 5, 17]) {
+            const x = randomF32(rand, n * cols);
+            const bias = n === 5 ? randomF32(rand, rows) : undefined;
+            const what = `packed ${dtype} [${rows}x${cols}] n=${n}`;
+            if (path !== 'scalar') {
+              checkInt8Matmul(x, n, w, bias, what, packed);
+              continue;
+            }
+            const want = new Float32Array(n * rows),
+              got = new Float32Array(n * rows);
+            referenceOps.matmul(x, n, w, want, bias);
+            nativeOps.matmul(x, n, packed, got, bias);
+            assertClose(got, want, 1e-4, what);
+          }
+        }
+      }
+    });
+
     it('matmul is batch-invariant: a row gives the same bits alone or inside a batch', () => {
       const rand = rng(13);
       const cases: [DType, boolean][] = [...FLOAT_DTYPES, 'q8_0', 'q4_0', ...K_DTYPES, ...B32_DTYPES].map((d) => [d as DType, false]);
       cases.push(['q8_0', true], ['q4_0', true], ['q4_k', true], ['q5_k', true], ['q6_k', true]);
+      for (const d of B32_DTYPES) cases.push([d, true]);
       for (const [dtype, pack] of cases) {
         const cols = WEIGHT_DTYPES[dtype].blockElements === 256 ? 1280 : 1088;
         const rows = pack ? 37 : 13;
