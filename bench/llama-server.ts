@@ -7,6 +7,7 @@ import { request, type IncomingMessage } from 'node:http';
 import type { LlamaCppInfo } from './llamacpp.js';
 import type { BenchEngine, RequestTiming } from './measure.js';
 import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
+import { forEachSseData } from './sse.js';
 
 export interface LlamaServerOptions {
   /** Path of the llama-server binary. */
@@ -127,8 +128,6 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
   const res = await post(`${url}/completion`, body);
   let endMs = NaN;
   let tokens = NaN;
-  let pending = '';
-  const decoder = new TextDecoder();
   const onFrame = (data: string) => {
     const frame = JSON.parse(data) as LlamaServerFrame;
     if (frame.error) throw new Error(`llama-server stream error: ${frame.error.message ?? JSON.stringify(frame.error)}`);
@@ -139,15 +138,7 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
       tokens = frame.tokens_predicted ?? frame.timings?.predicted_n ?? NaN;
     }
   };
-  for await (const chunk of res as AsyncIterable<Buffer>) {
-    pending += decoder.decode(chunk, { stream: true });
-    let cut: number;
-    while ((cut = pending.indexOf('\n\n')) >= 0) {
-      const event = pending.slice(0, cut);
-      pending = pending.slice(cut + 2);
-      for (const line of event.split('\n')) if (line.startsWith('data:')) onFrame(line.slice(5).trim());
-    }
-  }
+  await forEachSseData(res as AsyncIterable<Buffer>, onFrame);
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
   return { endMs, tokens };
 }

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { BenchEngine, RequestTiming } from './measure.js';
 import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
+import { forEachSseData } from './sse.js';
 
 export interface SvcOptions {
   repoRoot: string;
@@ -107,8 +108,6 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
   if (!res.ok || !res.body) throw new Error(`svc /v1/completions: HTTP ${res.status}: ${await res.text()}`);
   let endMs = NaN;
   let tokens = NaN;
-  let pending = '';
-  const decoder = new TextDecoder();
   const onFrame = (data: string) => {
     if (data === '[DONE]') return;
     const frame = JSON.parse(data) as CompletionFrame;
@@ -117,15 +116,7 @@ async function streamCompletion(url: string, prompt: number[], maxTokens: number
     if (frame.choices?.some((c) => c.finish_reason)) endMs = performance.now() - t0;
     if (frame.usage?.completion_tokens !== undefined) tokens = frame.usage.completion_tokens;
   };
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-    pending += decoder.decode(chunk, { stream: true });
-    let cut: number;
-    while ((cut = pending.indexOf('\n\n')) >= 0) {
-      const event = pending.slice(0, cut);
-      pending = pending.slice(cut + 2);
-      for (const line of event.split('\n')) if (line.startsWith('data:')) onFrame(line.slice(5).trim());
-    }
-  }
+  await forEachSseData(res.body as AsyncIterable<Uint8Array>, onFrame);
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
   return { endMs, tokens };
 }

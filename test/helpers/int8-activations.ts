@@ -26,3 +26,14 @@ export function roundActivations(x: Float32Array, dtype: DType): Float32Array {
   }
   return out;
 }
+
+/** Relative L2 distance of `actual` from `expected` (how far int8 activations move a product). */
+export function relL2(actual: Float32Array, expected: Float32Array): number {
+  let num = 0,
+    den = 0;
+  for (let i = 0; i < actual.length; i++) {
+    num += (actual[i] - expected[i]) ** 2;
+    den += expected[i] ** 2;
+  }
+  return Math.sqrt(num / Math.max(den, 1e-30));
+}

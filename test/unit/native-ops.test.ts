@@ -30,7 +30,7 @@ import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type K
 import type { AttentionSeq, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { FIXTURES } from '../helpers/paths.js';
-import { roundActivations } from '../helpers/int8-activations.js';
+import { relL2, roundActivations } from '../helpers/int8-activations.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -76,16 +76,6 @@ function assertClose(actual: Float32Array, expected: Float32Array, tol: number, 
     worst <= tol * scale,
     `${what}: max error ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol} * ${scale}`,
   );
-}
-
-function relL2(actual: Float32Array, expected: Float32Array): number {
-  let num = 0,
-    den = 0;
-  for (let i = 0; i < actual.length; i++) {
-    num += (actual[i] - expected[i]) ** 2;
-    den += expected[i] ** 2;
-  }
-  return Math.sqrt(num / Math.max(den, 1e-30));
 }
 
 /** A [rows, cols] weight in `dtype` built from random values (K-quants: random blocks with sane scales). */

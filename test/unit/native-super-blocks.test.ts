@@ -12,22 +12,12 @@ import { bytesPerRow, type DType } from '../../src/kernels/dtypes.js';
 import type { WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { MODELS } from '../helpers/paths.js';
-import { roundActivations } from '../helpers/int8-activations.js';
+import { relL2, roundActivations } from '../helpers/int8-activations.js';
 
 const ZOO = join(MODELS, 'quant-zoo');
 const info = nativeInfo();
 const ORDER: CpuPath[] = ['scalar', 'avx2', 'avx512', 'amx'];
 const PATHS = ORDER.slice(0, ORDER.indexOf(info.bestCpuPath) + 1);
-
-function relL2(actual: Float32Array, expected: Float32Array): number {
-  let num = 0,
-    den = 0;
-  for (let i = 0; i < actual.length; i++) {
-    num += (actual[i] - expected[i]) ** 2;
-    den += expected[i] ** 2;
-  }
-  return Math.sqrt(num / Math.max(den, 1e-30));
-}
 
 /** Activations with a few outliers, like a transformer's hidden state. */
 function activations(n: number, seed: number): Float32Array {
