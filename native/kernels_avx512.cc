@@ -573,7 +573,10 @@ SVC_AVX512_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* g
                                     size_t ldy) {
   constexpr bool q6 = DT == kQ6_Kx16;
   constexpr int NA = q6 ? 2 : 1, SB = kpack_sb_bytes(DT), HB = kpack_high_bytes(DT), SC = kpack_scales(DT);
-  constexpr int kPfChunk = (SB / 8 + 63) / 64 * 64;  // prefetch stride per sub-block (whole super-group)
+  // Decode prefetches the next super-block of each group, one chunk per sub-block, into L2: four
+  // groups' worth of it ahead in L1 evicted lines before use, and the scales and d at a super-block's
+  // end are read first, so a distance shorter than a super-block fetched them too late.
+  constexpr int kPfChunk = (SB / 8 + 63) / 64 * 64;
   const int k = x.k, nb = k / 32, ng = k / 16, nsb = k / QK_K;
   __m512 acc[RG][RX];
   for (int g = 0; g < RG; g++)
@@ -597,7 +600,7 @@ SVC_AVX512_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* g
         if constexpr (q6) h1[g] = _mm512_loadu_si512(base[g] + 2048 + HB * s + 64);
         else h1[g] = h0[g];
         if (RX == 1)
-          for (int l = 0; l < kPfChunk; l += 64) _mm_prefetch((const char*)base[g] + kPrefetch + s * kPfChunk + l, _MM_HINT_T0);
+          for (int l = 0; l < kPfChunk; l += 64) _mm_prefetch((const char*)base[g] + SB + s * kPfChunk + l, _MM_HINT_T1);
       }
       const int8_t* xq[RX];
       __m512i ia[RG][RX][NA];
