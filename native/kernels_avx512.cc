@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu_features.h"
 #include "kernels.h"
 #include "kv_codec.h"
 #include "packed.h"
@@ -20,9 +19,6 @@
 #define SVC_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"
 #define SVC_AVX512 __attribute__((target(SVC_AVX512_TARGET)))
 #define SVC_AVX512_INLINE __attribute__((target(SVC_AVX512_TARGET), always_inline)) inline
-// The packed K-quant kernels may also use GFNI (only where cpu_features().gfni says so).
-#define SVC_KP __attribute__((target(SVC_AVX512_TARGET ",gfni")))
-#define SVC_KP_INLINE __attribute__((target(SVC_AVX512_TARGET ",gfni"), always_inline)) inline
 
 // K-quant unpacking compiled for this file's instruction set.
 #define SVC_KQ_INLINE SVC_AVX512_INLINE
@@ -522,15 +518,9 @@ SVC_AVX512 void gemm_packed(int n, const QuantActs& x, const uint8_t* w, int g0,
 
 // The bits above the nibble of vector v (0..3: low nibbles of line v, 4..7: high nibbles of line
 // v - 4), moved to bit 4 (Q5_K) or bits 4-5 (Q6_K).
-template <int DT, int V, bool GF>
-SVC_KP_INLINE __m512i kp_high(__m512i h0, __m512i h1) {
-  if constexpr (GF) {
-    // One GF(2) affine map per byte: output bit 4 (Q6_K: and 5) = the wanted input bit(s), the
-    // rest zero (matrix byte 7 - i selects the input bits of output bit i).
-    constexpr int b = DT == kQ5_Kx16 ? V : 2 * (V & 3);
-    constexpr uint64_t m = ((uint64_t)(1u << b) << 24) | (DT == kQ5_Kx16 ? 0 : (uint64_t)(2u << b) << 16);
-    return _mm512_gf2p8affine_epi64_epi8(DT == kQ5_Kx16 || V < 4 ? h0 : h1, _mm512_set1_epi64((long long)m), 0);
-  } else if constexpr (DT == kQ5_Kx16) {
+template <int DT, int V>
+SVC_AVX512_INLINE __m512i kp_high(__m512i h0, __m512i h1) {
+  if constexpr (DT == kQ5_Kx16) {
     __m512i s;
     if constexpr (V <= 4) s = _mm512_slli_epi16(h0, 4 - V);
     else s = _mm512_srli_epi16(h0, V - 4);
@@ -546,14 +536,14 @@ SVC_KP_INLINE __m512i kp_high(__m512i h0, __m512i h1) {
 }
 
 // (a & 0x0f) | hb in one instruction.
-SVC_KP_INLINE __m512i kp_or_nibble(__m512i a, __m512i hb) {
+SVC_AVX512_INLINE __m512i kp_or_nibble(__m512i a, __m512i hb) {
   return _mm512_ternarylogic_epi32(a, _mm512_set1_epi8(0x0f), hb, 0xEA);
 }
 
 // Line p of one sub-block for RG groups x RX activation rows. NA = 2 (Q6_K): separate integer sums
 // for columns 0..15 (low nibbles) and 16..31 (high nibbles), which have their own scales.
-template <int DT, bool GF, int P, int RG, int RX, int NA>
-SVC_KP_INLINE void kp_line(const uint8_t* const (&q)[RG], const __m512i (&h0)[RG], const __m512i (&h1)[RG],
+template <int DT, int P, int RG, int RX, int NA>
+SVC_AVX512_INLINE void kp_line(const uint8_t* const (&q)[RG], const __m512i (&h0)[RG], const __m512i (&h1)[RG],
                                const int8_t* const (&xq)[RX], __m512i (&ia)[RG][RX][NA]) {
   __m512i lo[RG], hi[RG];
   for (int g = 0; g < RG; g++) {
@@ -562,8 +552,8 @@ SVC_KP_INLINE void kp_line(const uint8_t* const (&q)[RG], const __m512i (&h0)[RG
       lo[g] = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
       hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
     } else {
-      lo[g] = kp_or_nibble(raw, kp_high<DT, P, GF>(h0[g], h1[g]));
-      hi[g] = kp_or_nibble(_mm512_srli_epi16(raw, 4), kp_high<DT, 4 + P, GF>(h0[g], h1[g]));
+      lo[g] = kp_or_nibble(raw, kp_high<DT, P>(h0[g], h1[g]));
+      hi[g] = kp_or_nibble(_mm512_srli_epi16(raw, 4), kp_high<DT, 4 + P>(h0[g], h1[g]));
     }
   }
   for (int b = 0; b < RX; b++) {
@@ -575,12 +565,12 @@ SVC_KP_INLINE void kp_line(const uint8_t* const (&q)[RG], const __m512i (&h0)[RG
   }
 }
 
-SVC_KP_INLINE __m512 kp_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p))); }
-SVC_KP_INLINE __m512 kp_i8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p))); }
+SVC_AVX512_INLINE __m512 kp_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p))); }
+SVC_AVX512_INLINE __m512 kp_i8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p))); }
 
 // RG groups (16 * RG weight rows from row r, `valid` of them real) x RX activation rows from i0.
-template <int DT, bool GF, int RG, int RX>
-SVC_KP_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, size_t gb, int r, int valid, float* y,
+template <int DT, int RG, int RX>
+SVC_AVX512_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, size_t gb, int r, int valid, float* y,
                                     size_t ldy) {
   constexpr bool q6 = DT == kQ6_Kx16;
   constexpr int NA = q6 ? 2 : 1, SB = kpack_sb_bytes(DT), HB = kpack_high_bytes(DT), SC = kpack_scales(DT);
@@ -620,10 +610,10 @@ SVC_KP_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, 
         for (int g = 0; g < RG; g++)
           for (int a = 0; a < NA; a++) ia[g][b][a] = _mm512_setzero_si512();
       }
-      kp_line<DT, GF, 0, RG, RX, NA>(q, h0, h1, xq, ia);
-      kp_line<DT, GF, 1, RG, RX, NA>(q, h0, h1, xq, ia);
-      kp_line<DT, GF, 2, RG, RX, NA>(q, h0, h1, xq, ia);
-      kp_line<DT, GF, 3, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 0, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 1, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 2, RG, RX, NA>(q, h0, h1, xq, ia);
+      kp_line<DT, 3, RG, RX, NA>(q, h0, h1, xq, ia);
       for (int g = 0; g < RG; g++) {
         if constexpr (q6) {
           const __m512 sl = _mm512_mul_ps(dv[g], kp_i8(base[g] + SC + 32 * s));
@@ -656,35 +646,25 @@ SVC_KP_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, 
   }
 }
 
-template <int DT, bool GF, int RG, int RXMAX>
-SVC_KP_INLINE void groups_kpacked(int n, const QuantActs& x, const uint8_t* grp, size_t gb, int r, int valid, float* y,
+template <int DT, int RG, int RXMAX>
+SVC_AVX512_INLINE void groups_kpacked(int n, const QuantActs& x, const uint8_t* grp, size_t gb, int r, int valid, float* y,
                                       size_t ldy) {
   int i = 0;
-  for (; i + RXMAX <= n; i += RXMAX) tile_kpacked<DT, GF, RG, RXMAX>(x, i, grp, gb, r, valid, y, ldy);
-  for (; i + 2 <= n; i += 2) tile_kpacked<DT, GF, RG, 2>(x, i, grp, gb, r, valid, y, ldy);
-  if (i < n) tile_kpacked<DT, GF, RG, 1>(x, i, grp, gb, r, valid, y, ldy);
+  for (; i + RXMAX <= n; i += RXMAX) tile_kpacked<DT, RG, RXMAX>(x, i, grp, gb, r, valid, y, ldy);
+  for (; i + 2 <= n; i += 2) tile_kpacked<DT, RG, 2>(x, i, grp, gb, r, valid, y, ldy);
+  if (i < n) tile_kpacked<DT, RG, 1>(x, i, grp, gb, r, valid, y, ldy);
 }
 
-template <int DT, bool GF>
-SVC_KP void gemm_kpacked(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
+template <int DT>
+SVC_AVX512 void gemm_kpacked(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
                              uint8_t* /*scratch*/) {
   const size_t gb = group_bytes(DT, x.k / 32);
   int g = g0;
   if (n == 1) {
-    for (; g + 4 <= g1; g += 4) tile_kpacked<DT, GF, 4, 1>(x, 0, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+    for (; g + 4 <= g1; g += 4) tile_kpacked<DT, 4, 1>(x, 0, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
   }
-  for (; g + 2 <= g1; g += 2) groups_kpacked<DT, GF, 2, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
-  for (; g < g1; g++) groups_kpacked<DT, GF, 1, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
-}
-
-// Q5_K / Q6_K move their high bits with GFNI where the CPU has it (one instruction for a shift and
-// an AND; the same integer sums, so the same results).
-template <int DT>
-SVC_AVX512 void gemm_kpacked_hb(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows, float* y, size_t ldy,
-                                uint8_t* scratch) {
-  static const bool gfni = cpu_features().gfni;
-  if (gfni) gemm_kpacked<DT, true>(n, x, w, g0, g1, rows, y, ldy, scratch);
-  else gemm_kpacked<DT, false>(n, x, w, g0, g1, rows, y, ldy, scratch);
+  for (; g + 2 <= g1; g += 2) groups_kpacked<DT, 2, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+  for (; g < g1; g++) groups_kpacked<DT, 1, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
 }
 
 // ---- AMX-INT8 GEMM on packed weights (the "amx" path, 16 or more activation rows) ----
@@ -1130,9 +1110,9 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .gemm_tq2_0 = gemm_kquant<KTQ2>,
       .gemm_q8_0x16 = q8_0x16,
       .gemm_q4_0x16 = q4_0x16,
-      .gemm_q4_kx16 = gemm_kpacked<kQ4_Kx16, false>,
-      .gemm_q5_kx16 = gemm_kpacked_hb<kQ5_Kx16>,
-      .gemm_q6_kx16 = gemm_kpacked_hb<kQ6_Kx16>,
+      .gemm_q4_kx16 = gemm_kpacked<kQ4_Kx16>,
+      .gemm_q5_kx16 = gemm_kpacked<kQ5_Kx16>,
+      .gemm_q6_kx16 = gemm_kpacked<kQ6_Kx16>,
       .gemm_q5_0x16 = gemm_pb32<kQ5_0x16>,
       .gemm_q5_1x16 = gemm_pb32<kQ5_1x16>,
       .gemm_q4_1x16 = gemm_pb32<kQ4_1x16>,
