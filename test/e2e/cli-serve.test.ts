@@ -3,24 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../helpers/svc-cli.js';
 import { MODELS, REPO_ROOT, TINY_CHAT } from '../helpers/paths.js';
 
 const BIN = join(REPO_ROOT, 'bin', 'svc.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs svc with args; resolves when `until` matches stderr (or on exit) with what it printed so far. */
 function runSvc(args: string[], until?: RegExp, env?: NodeJS.ProcessEnv) {

@@ -9,7 +9,6 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEngine } from '../../src/engine/engine-client.js';
@@ -17,6 +16,7 @@ import type { SamplingParams } from '../../src/engine/types.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../src/kernels/dtypes.js';
 import { GGML_TYPE, readGgufHeader } from '../../src/model/loaders/gguf-header.js';
+import { freePort } from '../helpers/svc-cli.js';
 import { MODELS, REPO_ROOT } from '../helpers/paths.js';
 
 const ZOO = join(MODELS, 'quant-zoo');
@@ -144,17 +144,6 @@ describe(
 );
 
 // ---- through the CLI ----
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs `svc serve` on a file; resolves once it listens (or exits). */
 function serve(file: string, port: number) {
