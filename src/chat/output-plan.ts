@@ -5,7 +5,10 @@
 import type { GrammarConstraint } from '../engine/grammar/index.js';
 import type { GenerationRequest, ThinkingBudget } from '../engine/types.js';
 import type { Tokenizer } from '../model/tokenizer.js';
-import { toolGrammarConstraint } from './tool-formats/constraint.js';
+import { compileIR, SchemaError } from '../engine/grammar/index.js';
+import { invalidParam } from '../common/api-error.js';
+import { toolCallsIR, toolGrammarConstraint } from './tool-formats/constraint.js';
+import { outputFormatConstraint } from './output-format.js';
 import { createToolCallParser, reasoningExits, type ToolSchema } from './tool-formats/registry.js';
 import {
   createReasoningSplitter,
@@ -17,6 +20,7 @@ import {
 import type { ModelRuntime } from './model-runtime.js';
 import { reasoningStage, toolCallStage, type OutputStage } from './pipeline.js';
 import type { ChatRequest } from './request.js';
+import type { OutputEvent } from './events.js';
 
 /** What the chat output plan is decided from: the request, the model, the rendered prompt. */
 export interface ChatOutputContext {
@@ -98,10 +102,14 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
       tools: request.tools.map((t) => t.function),
     }),
   );
-  if (splitReasoning && chat.disableThinking) stages.push(dropReasoning);
+  if (splitReasoning && (chat.disableThinking || request.includeReasoning === false)) stages.push(dropReasoning);
+  // parallel_tool_calls false: whatever the grammar allows, the answer ends at its first call.
+  if (toolsOn && !request.parallelToolCalls) stages.push(firstCallOnly());
 
   let constraint: GrammarConstraint | null = null;
   const choice = request.toolChoice;
+  const afterReasoningEnd = reasons ? reasoningFormat.close : null;
+  const maxCalls = typeof choice === 'object' || !request.parallelToolCalls ? 1 : 0;
   if (toolsOn && choice !== 'auto' && choice !== 'none') {
     const named = typeof choice === 'object' ? choice.function.name : null;
     constraint = toolGrammarConstraint({
@@ -111,8 +119,17 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
         .map((t) => ({ name: t.function.name, parameters: t.function.parameters })),
       endTokenIds: runtime.eosTokenIds,
       // With reasoning, the calls are enforced once the reasoning block has ended (its close tag).
-      afterReasoningEnd: reasons ? reasoningFormat.close : null,
-      maxCalls: named !== null || !request.parallelToolCalls ? 1 : 0,
+      afterReasoningEnd,
+      maxCalls,
+    });
+    if (constraint) checkToolSchemas(constraint.root);
+  } else if (request.outputFormat) {
+    const tools = request.tools.map((t) => ({ name: t.function.name, parameters: t.function.parameters }));
+    constraint = outputFormatConstraint({
+      format: request.outputFormat,
+      endTokenIds: runtime.eosTokenIds,
+      afterReasoningEnd,
+      calls: toolsOn ? toolCallsIR(chat.toolCallParser, tools, maxCalls) : null,
     });
   }
 
@@ -125,5 +142,38 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
     keepSpecialTokens: stages.length > 0,
     constraint,
     thinkingBudget: reasons && budget !== null ? thinkingBudget(tokenizer, reasoningFormat, budget, startsInside) : null,
+  };
+}
+
+/** A tool schema the grammar cannot enforce as written (an unknown keyword, a dangling $ref) is the client's error. */
+function checkToolSchemas(root: GrammarConstraint['root']): void {
+  try {
+    compileIR(root);
+  } catch (err) {
+    if (err instanceof SchemaError) throw invalidParam('tools', `Invalid tool parameters schema: ${err.message.replace(/^grammar: /, '')}`);
+    // Anything else (a format that cannot spell some tool) leaves decoding unconstrained, as the worker does.
+  }
+}
+
+/** Ends the answer at its first tool call: a second call's start (and all after it) is dropped and the output stops. */
+function firstCallOnly(): OutputStage {
+  let ended = false;
+  return {
+    push(events) {
+      if (ended) return [];
+      const out: OutputEvent[] = [];
+      for (const e of events) {
+        if ((e.type === 'tool_call_start' || e.type === 'tool_call_args') && e.index > 0) {
+          ended = true;
+          break;
+        }
+        out.push(e);
+      }
+      return out;
+    },
+    finish: () => [],
+    get ended() {
+      return ended;
+    },
   };
 }

@@ -14,6 +14,8 @@ export interface OutputStage {
   push(events: OutputEvent[]): OutputEvent[];
   /** End of output: flush whatever is held back. */
   finish(): OutputEvent[];
+  /** True once the stage has decided the output is over (a second tool call under parallel_tool_calls false). */
+  readonly ended?: boolean;
 }
 
 export interface PipelineOptions {
@@ -44,8 +46,13 @@ export class OutputPipeline {
     return this.stops.stopped;
   }
 
+  /** The output is over before the engine says so (a stop string, or a stage ended it): cancel the job. */
+  get ended(): boolean {
+    return this.stops.stopped !== null || this.opts.stages.some((st) => st.ended === true);
+  }
+
   push(ids: readonly number[]): OutputEvent[] {
-    if (this.stops.stopped !== null) return [];
+    if (this.ended) return [];
     const text = this.detok.push(ids.filter((id) => !this.hidden.has(id)));
     if (text === '') return [];
     return this.runStages(this.stops.push(text).text, false);
@@ -162,8 +169,9 @@ export interface SequenceStep {
 }
 
 /**
- * Drives one engine job through a pipeline. On a stop string the job is cancelled (its KV blocks
- * are freed) and the sequence ends right there; tokens the engine had already made are dropped.
+ * Drives one engine job through a pipeline. On a stop string (or a stage that ends the output) the
+ * job is cancelled (its KV blocks are freed) and the sequence ends right there; tokens the engine
+ * had already made are dropped.
  */
 export async function* runSequence(handle: GenerationHandle, pipeline: OutputPipeline): AsyncGenerator<SequenceStep> {
   let last: Extract<EngineEvent, { type: 'done' }> | null = null;
@@ -173,7 +181,7 @@ export async function* runSequence(handle: GenerationHandle, pipeline: OutputPip
       break;
     }
     const events = pipeline.push(ev.ids);
-    if (pipeline.stopString !== null) {
+    if (pipeline.ended) {
       handle.cancel();
       events.push(...pipeline.finish('stop'));
       yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, done: { engineReason: 'stop' } };

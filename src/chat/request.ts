@@ -31,6 +31,19 @@ export interface ToolDefinition {
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 
+/**
+ * What the answer (after any reasoning) must be, enforced by the grammar engine: any JSON object,
+ * a JSON value valid for a schema, text matching a regex, one of some strings, or text matching a
+ * GBNF grammar. `param` is the request field it came from (for errors).
+ */
+export type OutputFormat = (
+  | { type: 'json_object' }
+  | { type: 'json_schema'; schema: unknown; name?: string; strict?: boolean }
+  | { type: 'regex'; pattern: string }
+  | { type: 'choice'; choices: string[] }
+  | { type: 'grammar'; grammar: string }
+) & { param: string };
+
 /** Everything about how to generate, shared by every protocol. */
 export interface GenerationOptions {
   sampling: SamplingParams;
@@ -49,6 +62,8 @@ export interface GenerationOptions {
   stream: boolean;
   /** Streaming: send a usage frame before [DONE]. */
   includeUsage: boolean;
+  /** A structured-output constraint on the answer (response_format, guided_*, …); absent = free text. */
+  outputFormat?: OutputFormat | null;
 }
 
 export interface ChatRequest extends GenerationOptions {
@@ -61,6 +76,10 @@ export interface ChatRequest extends GenerationOptions {
   chatTemplateKwargs: Record<string, unknown>;
   /** This request's cap on reasoning tokens (Anthropic's thinking.budget_tokens); the smaller of it and the model's applies. */
   thinkingBudget?: number | null;
+  /** false: the model still reasons, but its reasoning is not returned (vLLM's include_reasoning). */
+  includeReasoning?: boolean;
+  /** The request used OpenAI's legacy `functions`: the call comes back as `function_call`. */
+  legacyFunctions?: boolean;
 }
 
 /** One prompt of a plain-completions request: text to tokenize, or token ids as given. */

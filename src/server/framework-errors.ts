@@ -1,7 +1,7 @@
 // Framework errors → ApiError, the same for every protocol: fastify's JSON-schema validation
 // (ajv), bodies that are not JSON or are too large, other 4xx it raises, and unexpected
 // exceptions. Each protocol's error handler renders the result in its own shape.
-import { ApiError, internalError, invalidParam } from '../common/api-error.js';
+import { ApiError, internalError, invalidParam, unsupportedParam } from '../common/api-error.js';
 
 /** One JSON-schema validation failure as fastify reports it (ajv with `verbose`, so `data` is set). */
 export interface SchemaError {
@@ -64,6 +64,10 @@ export function fromSchemaErrors(errors: readonly SchemaError[], context: string
   if (best.keyword === 'required') {
     const param = paramPath(best.instancePath, String(best.params.missingProperty));
     return invalidParam(param, `Missing required ${where}parameter: '${param}'.`);
+  }
+  if (best.keyword === 'additionalProperties') {
+    const param = paramPath(best.instancePath, String(best.params.additionalProperty));
+    return unsupportedParam(param, 'unrecognized request argument');
   }
   const param = paramPath(best.instancePath) || (context ?? 'body');
   switch (best.keyword) {

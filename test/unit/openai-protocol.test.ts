@@ -186,7 +186,7 @@ const chatCases: [string, unknown, string | null][] = [
   ['stop of a wrong type', { messages: USER, stop: 7 }, 'stop'],
   ['stream not a boolean', { messages: USER, stream: 'yes' }, 'stream'],
   ['presence_penalty not zero', { messages: USER, presence_penalty: 0.5 }, 'presence_penalty'],
-  ['response_format json', { messages: USER, response_format: { type: 'json_object' } }, 'response_format'],
+  ['response_format unknown type', { messages: USER, response_format: { type: 'structural_tag' } }, 'response_format.type'],
   ['tool_choice required without tools', { messages: USER, tool_choice: 'required' }, 'tool_choice'],
   ['tool message without tool_call_id', { messages: [USER[0], { role: 'tool', content: '{}' }] }, 'messages[1].tool_call_id'],
   ['user message with null content', { messages: [{ role: 'user', content: null }] }, 'messages[0].content'],

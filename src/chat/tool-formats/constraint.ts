@@ -30,18 +30,28 @@ export interface ToolGrammarSpec {
  * cannot be told apart in that format (decoding stays unconstrained then).
  */
 export function toolGrammarConstraint(spec: ToolGrammarSpec): GrammarConstraint | null {
-  const format = toolFormat(spec.format);
-  if (!format || spec.tools.length === 0) return null;
+  const calls = toolCallsIR(spec.format, spec.tools, spec.maxCalls ?? 0);
+  if (calls === null) return null;
   const parts: GrammarIR[] = [];
   if (spec.afterReasoningEnd) parts.push(textUntil(spec.afterReasoningEnd));
+  parts.push(TAG_GAP, calls.ir);
+  return { root: seq(parts), endTokenIds: spec.endTokenIds };
+}
+
+/**
+ * One to `maxCalls` calls (0: any number) in `format` and then the end of output, with the text
+ * they start with; null when the format is unknown, there are no tools, or the format cannot tell
+ * them apart (fam1 names containing `>`, say).
+ */
+export function toolCallsIR(format: string, tools: readonly ToolDef[], maxCalls: number): { ir: GrammarIR; opener: string } | null {
+  const f = toolFormat(format);
+  if (!f || tools.length === 0) return null;
   try {
-    parts.push(TAG_GAP, calls(format.grammar, spec.tools, spec.maxCalls ?? 0));
+    return { ir: calls(f.grammar, tools, maxCalls), opener: f.grammar.opener };
   } catch (err) {
-    // Tools the format cannot tell apart (fam1 names containing `>`, say): decode unconstrained.
     if (err instanceof GrammarError) return null;
     throw err;
   }
-  return { root: seq(parts), endTokenIds: spec.endTokenIds };
 }
 
 /** One call, then up to max - 1 more (unbounded when max is 0), whitespace between, then the end. */

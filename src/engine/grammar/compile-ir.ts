@@ -7,7 +7,7 @@
 import { gemmaArgsNode, pythonKwargsNode } from './call-args.js';
 import { GrammarError } from './errors.js';
 import type { GrammarIR } from './ir.js';
-import { parametersNode } from './json-schema-grammar.js';
+import { parametersNode, SchemaCompiler } from './json-schema-grammar.js';
 import { MarkerDfa } from './literals.js';
 import { alt, altSet, END, EOS, JSON_GAP, jsonArray, lit, literalSwitch, opened, seq, TAG_GAP, until, type GNode } from './nodes.js';
 import { bounded } from './repeat.js';
@@ -65,6 +65,11 @@ class IrCompiler {
         return opened(kid(ir.of));
       case 'args':
         return ir.syntax === 'gemma' ? gemmaArgsNode(ir.parameters) : parametersNode(ir.parameters);
+      case 'json':
+        return new SchemaCompiler(ir.schema).compile(ir.schema);
+      case 'regex':
+      case 'gbnf':
+        throw new GrammarError(`grammar: ${ir.kind} is not supported yet`);
       case 'pythonKwargs':
         return pythonKwargsNode(ir.parameters);
       case 'xmlParams': {

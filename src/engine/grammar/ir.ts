@@ -47,6 +47,12 @@ export type GrammarIR =
   | { kind: 'opened'; of: GrammarIR }
   /** A call's arguments: an object valid for the JSON schema `parameters`, in JSON or Gemma's relaxed syntax. */
   | { kind: 'args'; syntax: 'json' | 'gemma'; parameters: unknown }
+  /** One JSON value valid for `schema` (its own `$ref` root; `{}` or true: any value). */
+  | { kind: 'json'; schema: unknown }
+  /** Text matching the whole regex. */
+  | { kind: 'regex'; pattern: string }
+  /** Text matching a GBNF grammar's `root` rule. */
+  | { kind: 'gbnf'; grammar: string }
   /** A call's Python keyword arguments after its `(`, through `)`. */
   | { kind: 'pythonKwargs'; parameters: unknown }
   /** Tagged parameters: `tags` opens each writable key, values as `style` writes them, then `close`. */
@@ -95,6 +101,12 @@ export function jsonArray(items: GrammarIR, minItems: number, maxItems: number):
 
 /** A call's arguments: a JSON object valid for the tool's schema (any object when none is given). */
 export const parametersNode = (parameters: unknown): GrammarIR => ({ kind: 'args', syntax: 'json', parameters });
+/** One JSON value valid for `schema`. */
+export const jsonValue = (schema: unknown): GrammarIR => ({ kind: 'json', schema });
+/** Text matching the whole of `pattern`. */
+export const regexText = (pattern: string): GrammarIR => ({ kind: 'regex', pattern });
+/** Text matching `grammar` (GBNF) from its `root` rule. */
+export const gbnfText = (grammar: string): GrammarIR => ({ kind: 'gbnf', grammar });
 /** A call's arguments as Gemma's relaxed object (value-syntaxes.ts). */
 export const gemmaArgs = (parameters: unknown): GrammarIR => ({ kind: 'args', syntax: 'gemma', parameters });
 /** `key=value, …)`, after a call's `(`. */

@@ -4,8 +4,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
-import type { ChatMessage, ChatRequest, ChatToolCall, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import type { ChatMessage, ChatRequest, ChatToolCall, OutputFormat, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import { applyReasoningEffort } from '../../chat/reasoning-effort.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
+import { checkJsonLimit, SCHEMA_LIMIT } from '../json-limits.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire request
@@ -71,6 +73,14 @@ export interface MessagesBody {
   top_k?: number;
   stream?: boolean;
   metadata?: Record<string, unknown>;
+  output_config?: { format?: WireOutputFormat | null; effort?: 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null } | null;
+  /** The structured-outputs beta's spelling of output_config.format. */
+  output_format?: WireOutputFormat | null;
+}
+
+export interface WireOutputFormat {
+  type: 'json_schema';
+  schema: Record<string, unknown>;
 }
 
 /** count_tokens takes the same body without max_tokens. */
@@ -124,6 +134,11 @@ export function decodeMessagesRequest(body: CountTokensBody, defaults: MessagesD
   const thinking = body.thinking;
   if (thinking !== undefined) chatTemplateKwargs.enable_thinking = thinking.type !== 'disabled';
   if (thinking?.type === 'enabled') thinkingBudget = thinking.budget_tokens;
+  const effort = body.output_config?.effort;
+  if (effort != null) {
+    const budget = applyReasoningEffort(effort, chatTemplateKwargs);
+    if (budget !== null) thinkingBudget = thinkingBudget === null ? budget : Math.min(thinkingBudget, budget);
+  }
   if (defaults.disableThinking) chatTemplateKwargs.enable_thinking = false;
 
   const model = defaults.model ?? {};
@@ -151,8 +166,22 @@ export function decodeMessagesRequest(body: CountTokensBody, defaults: MessagesD
     parallelToolCalls: parallel,
     chatTemplateKwargs,
     thinkingBudget,
+    outputFormat: decodeOutputFormat(body),
   };
   return { chat, warnings };
+}
+
+/** `output_config.format` (or the beta's `output_format`): the text answer is JSON valid for the schema. */
+function decodeOutputFormat(body: CountTokensBody): OutputFormat | null {
+  const configured = body.output_config?.format ?? null;
+  if (configured !== null && body.output_format != null) {
+    throw invalidParam('output_format', "'output_format' and 'output_config.format' cannot both be given.");
+  }
+  const param = configured !== null ? 'output_config.format.schema' : 'output_format.schema';
+  const format = configured ?? body.output_format ?? null;
+  if (format === null) return null;
+  checkJsonLimit(format.schema, param, SCHEMA_LIMIT);
+  return { type: 'json_schema', schema: format.schema, param };
 }
 
 /** The system prompt as one text, without Claude Code's per-request billing line (it would defeat prefix caching). */

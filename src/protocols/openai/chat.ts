@@ -15,7 +15,9 @@ import type {
   ToolDefinition,
 } from '../../chat/request.js';
 import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
+import { applyReasoningEffort, type ReasoningEffort } from '../../chat/reasoning-effort.js';
 import { checkJsonLimit, SCHEMA_LIMIT, TEMPLATE_KWARGS_LIMIT } from '../json-limits.js';
+import { decodeOutputFormat, type WireStructuredFields } from './structured.js';
 import type { SseFrame, StreamEncoder, TokenUsage } from '../stream.js';
 import { closingFrames, dataFrames, errorFrames } from './stream.js';
 
@@ -29,11 +31,14 @@ export interface WireContentPart {
 }
 
 export interface WireMessage {
-  role: ChatRole;
+  /** `function`: a legacy function result (read as a tool message). */
+  role: ChatRole | 'function';
   content?: string | WireContentPart[] | null;
   name?: string;
   tool_calls?: ChatToolCall[] | null;
   tool_call_id?: string;
+  /** Legacy: the call an assistant message made with `functions`. */
+  function_call?: { name: string; arguments: string } | null;
   reasoning?: string | null;
   reasoning_content?: string | null;
 }
@@ -59,16 +64,27 @@ export interface WireGenerationFields {
   skip_special_tokens?: boolean | null;
 }
 
-export interface ChatCompletionBody extends WireGenerationFields {
+export interface WireFunction {
+  name: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+}
+
+export interface ChatCompletionBody extends WireGenerationFields, WireStructuredFields {
   messages: WireMessage[];
   max_completion_tokens?: number | null;
   logprobs?: boolean | null;
   top_logprobs?: number | null;
-  response_format?: { type: string } | null;
   tools?: ToolDefinition[] | null;
   tool_choice?: ToolChoice | null;
   parallel_tool_calls?: boolean | null;
+  /** Legacy tools: mapped onto `tools` / `tool_choice`. */
+  functions?: WireFunction[] | null;
+  function_call?: 'none' | 'auto' | { name: string } | null;
   chat_template_kwargs?: Record<string, unknown> | null;
+  reasoning_effort?: ReasoningEffort | null;
+  /** vLLM: false keeps the reasoning out of the response. */
+  include_reasoning?: boolean | null;
 }
 
 /** Server-side defaults the request falls back to (from the CLI). */
@@ -122,31 +138,60 @@ export function decodeGenerationFields(
 }
 
 export function decodeChatRequest(body: ChatCompletionBody, defaults: SamplingDefaults): ChatRequest {
-  if (body.response_format != null && body.response_format.type !== 'text') {
-    throw unsupportedParam('response_format', `type '${body.response_format.type}'`);
-  }
   if (body.logprobs !== true && body.top_logprobs != null && body.top_logprobs > 0) {
     throw invalidParam('top_logprobs', "'top_logprobs' requires 'logprobs' to be true.");
   }
-  const tools = body.tools ?? [];
+  const legacy = body.functions != null || body.function_call != null;
+  if (legacy && (body.tools != null || body.tool_choice != null)) {
+    throw invalidParam('functions', "'functions' / 'function_call' (deprecated) cannot be combined with 'tools' / 'tool_choice'.");
+  }
+  const tools = legacy ? legacyTools(body.functions ?? []) : (body.tools ?? []);
   // Free-form JSON that reaches the template and the grammar compiler: bounded before either runs.
   tools.forEach((t, i) => {
-    if (t.function.parameters !== undefined) checkJsonLimit(t.function.parameters, `tools[${i}].function.parameters`, SCHEMA_LIMIT);
+    if (t.function.parameters !== undefined) {
+      checkJsonLimit(t.function.parameters, legacy ? `functions[${i}].parameters` : `tools[${i}].function.parameters`, SCHEMA_LIMIT);
+    }
   });
   if (body.chat_template_kwargs != null) checkJsonLimit(body.chat_template_kwargs, 'chat_template_kwargs', TEMPLATE_KWARGS_LIMIT);
-  const toolChoice = decodeToolChoice(body.tool_choice ?? null, tools);
+  const toolChoice = legacy ? decodeFunctionCall(body.function_call ?? null, tools) : decodeToolChoice(body.tool_choice ?? null, tools);
+  const chatTemplateKwargs: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
+  const thinkingBudget = body.reasoning_effort != null ? applyReasoningEffort(body.reasoning_effort, chatTemplateKwargs) : null;
+  if (defaults.disableThinking) chatTemplateKwargs.enable_thinking = false;
   return {
     ...decodeGenerationFields(body, defaults),
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
     logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
-    messages: body.messages.map(decodeMessage),
+    messages: decodeMessages(body.messages),
     tools: toolChoice === 'none' ? [] : tools,
     toolChoice,
-    parallelToolCalls: body.parallel_tool_calls ?? true,
-    chatTemplateKwargs: defaults.disableThinking
-      ? { ...(body.chat_template_kwargs ?? {}), enable_thinking: false }
-      : (body.chat_template_kwargs ?? {}),
+    // Legacy functions come back as one `function_call`.
+    parallelToolCalls: legacy ? false : (body.parallel_tool_calls ?? true),
+    chatTemplateKwargs,
+    thinkingBudget,
+    outputFormat: decodeOutputFormat(body),
+    ...(body.include_reasoning === false ? { includeReasoning: false } : {}),
+    ...(legacy ? { legacyFunctions: true } : {}),
   };
+}
+
+function legacyTools(functions: WireFunction[]): ToolDefinition[] {
+  return functions.map((f) => ({
+    type: 'function',
+    function: {
+      name: f.name,
+      ...(f.description !== undefined ? { description: f.description } : {}),
+      ...(f.parameters !== undefined ? { parameters: f.parameters } : {}),
+    },
+  }));
+}
+
+function decodeFunctionCall(call: ChatCompletionBody['function_call'], tools: ToolDefinition[]): ToolChoice {
+  if (call == null || call === 'auto') return tools.length > 0 ? 'auto' : 'none';
+  if (call === 'none') return 'none';
+  if (!tools.some((t) => t.function.name === call.name)) {
+    throw invalidParam('function_call', `'function_call' names the function '${call.name}', which is not in 'functions'.`);
+  }
+  return { type: 'function', function: { name: call.name } };
 }
 
 function decodeToolChoice(choice: ToolChoice | null, tools: ToolDefinition[]): ToolChoice {
@@ -164,10 +209,26 @@ function decodeToolChoice(choice: ToolChoice | null, tools: ToolDefinition[]): T
   return choice;
 }
 
+/** Messages, with the legacy forms mapped: an assistant `function_call` becomes a tool call, a `function` message its result. */
+function decodeMessages(wire: WireMessage[]): ChatMessage[] {
+  let lastCallId: string | null = null;
+  return wire.map((m, i) => {
+    if (m.role === 'assistant' && m.function_call != null) {
+      lastCallId = `call_legacy_${i}`;
+      return decodeMessage({ ...m, tool_calls: [{ id: lastCallId, type: 'function', function: m.function_call }] }, i);
+    }
+    if (m.role === 'function') {
+      if (m.name === undefined) throw invalidParam(`messages[${i}].name`, `Missing required parameter: 'messages[${i}].name'.`);
+      return decodeMessage({ ...m, role: 'tool', tool_call_id: lastCallId ?? `call_legacy_${i}` }, i);
+    }
+    return decodeMessage(m, i);
+  });
+}
+
 function decodeMessage(m: WireMessage, i: number): ChatMessage {
   const at = `messages[${i}]`;
   const content = decodeContent(m.content ?? null, `${at}.content`);
-  const out: ChatMessage = { role: m.role, content };
+  const out: ChatMessage = { role: m.role as ChatRole, content };
   if (m.name !== undefined) out.name = m.name;
   switch (m.role) {
     case 'assistant': {
@@ -294,6 +355,13 @@ class ChoiceAccumulator {
   }
 }
 
+type WireFinishReason = FinishReason | 'function_call';
+
+/** A legacy-functions request ends a call with `function_call`, as OpenAI did. */
+function wireFinish(reason: FinishReason, legacyFunctions: boolean): WireFinishReason {
+  return legacyFunctions && reason === 'tool_calls' ? 'function_call' : reason;
+}
+
 /** Builds the non-streamed `chat.completion` body. */
 export class ChatCompletionBuilder {
   private readonly choices: ChoiceAccumulator[];
@@ -303,6 +371,8 @@ export class ChatCompletionBuilder {
     n: number,
     private readonly logprobs: number | null,
     private readonly tokenText: TokenText,
+    /** The request used legacy `functions`: the call is `message.function_call`. */
+    private readonly legacyFunctions = false,
   ) {
     this.choices = Array.from({ length: n }, () => new ChoiceAccumulator());
   }
@@ -326,12 +396,13 @@ export class ChatCompletionBuilder {
           content: c.content === '' && calls.length > 0 ? null : c.content,
         };
         if (c.reasoning !== '') message.reasoning = c.reasoning;
-        if (calls.length > 0) message.tool_calls = calls;
+        if (calls.length > 0 && this.legacyFunctions) message.function_call = calls[0]!.function;
+        else if (calls.length > 0) message.tool_calls = calls;
         return {
           index,
           message,
           logprobs: this.logprobs === null ? null : { content: c.logprobs },
-          finish_reason: c.finish ?? 'stop',
+          finish_reason: wireFinish(c.finish ?? 'stop', this.legacyFunctions),
         };
       }),
       usage: usage(promptTokens, completionTokens),
@@ -350,6 +421,8 @@ export class ChatChunkEncoder implements StreamEncoder {
     private readonly logprobs: number | null,
     private readonly includeUsage: boolean,
     private readonly tokenText: TokenText,
+    /** The request used legacy `functions`: deltas carry `function_call`. */
+    private readonly legacyFunctions = false,
   ) {
     this.pending = Array.from({ length: n }, () => []);
   }
@@ -385,21 +458,29 @@ export class ChatChunkEncoder implements StreamEncoder {
           out.push(
             this.chunk(
               index,
-              {
-                tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }],
-              },
+              this.legacyFunctions
+                ? { function_call: { name: e.name, arguments: '' } }
+                : { tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }] },
               null,
             ),
           );
           break;
         case 'tool_call_args':
           flush();
-          out.push(this.chunk(index, { tool_calls: [{ index: e.index, function: { arguments: e.fragment } }] }, null));
+          out.push(
+            this.chunk(
+              index,
+              this.legacyFunctions
+                ? { function_call: { arguments: e.fragment } }
+                : { tool_calls: [{ index: e.index, function: { arguments: e.fragment } }] },
+              null,
+            ),
+          );
           break;
         case 'finish':
           flush();
           // An error is reported as an error frame (error() below), not as a finish reason.
-          if (e.reason !== 'error') out.push(this.chunk(index, {}, e.reason));
+          if (e.reason !== 'error') out.push(this.chunk(index, {}, wireFinish(e.reason, this.legacyFunctions)));
       }
     }
     flush();
@@ -420,7 +501,7 @@ export class ChatChunkEncoder implements StreamEncoder {
     return { id: this.meta.id, object: 'chat.completion.chunk', created: this.meta.created, model: this.meta.model };
   }
 
-  private chunk(index: number, delta: Record<string, unknown>, finish: FinishReason | null): unknown {
+  private chunk(index: number, delta: Record<string, unknown>, finish: WireFinishReason | null): unknown {
     let logprobs: { content: WireLogprob[] } | null = null;
     if (this.logprobs !== null && (this.pending[index]!.length > 0 || finish !== null)) {
       logprobs = { content: this.pending[index]! };

@@ -6,6 +6,7 @@ import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { CompletionRequest, PromptInput } from '../../chat/request.js';
 import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
 import type { SseFrame, StreamEncoder, TokenUsage } from '../stream.js';
+import { decodeOutputFormat, type WireStructuredFields } from './structured.js';
 import { closingFrames, dataFrames, errorFrames } from './stream.js';
 import {
   decodeGenerationFields,
@@ -16,7 +17,7 @@ import {
   type WireGenerationFields,
 } from './chat.js';
 
-export interface CompletionBody extends WireGenerationFields {
+export interface CompletionBody extends WireGenerationFields, WireStructuredFields {
   prompt: string | string[] | number[] | number[][];
   echo?: boolean | null;
   suffix?: string | null;
@@ -44,6 +45,7 @@ export function decodeCompletionRequest(body: CompletionBody, defaults: Sampling
     logprobs: body.logprobs ?? null,
     prompts: decodePrompt(body.prompt),
     echo,
+    outputFormat: decodeOutputFormat(body),
   };
 }
 

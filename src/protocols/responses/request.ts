@@ -3,9 +3,11 @@
 // input items; `instructions` is a system message ahead of them (not carried to the next turn,
 // as OpenAI does). The JSON schema is checked by the route first; here is what needs more.
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
-import type { ChatMessage, ChatRequest, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import type { ChatMessage, ChatRequest, OutputFormat, ToolChoice, ToolDefinition } from '../../chat/request.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
+import { applyReasoningEffort, type ReasoningEffort } from '../../chat/reasoning-effort.js';
 import type { Item, WireInputItem, WirePart } from './items.js';
+import { checkJsonLimit, SCHEMA_LIMIT } from '../json-limits.js';
 
 /** A function tool in the Responses' flat shape; other types (web_search, file_search, …) are skipped. */
 export interface WireTool {
@@ -18,7 +20,15 @@ export interface WireTool {
 
 export type WireToolChoice = 'none' | 'auto' | 'required' | { type: string; name?: string };
 
-export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+export type { ReasoningEffort };
+
+export interface WireTextFormat {
+  type: 'text' | 'json_object' | 'json_schema';
+  name?: string;
+  description?: string;
+  schema?: Record<string, unknown> | boolean;
+  strict?: boolean | null;
+}
 
 export interface ResponsesBody {
   model?: string;
@@ -39,7 +49,7 @@ export interface ResponsesBody {
   reasoning?: { effort?: ReasoningEffort | null; summary?: string | null; generate_summary?: string | null } | null;
   include?: string[] | null;
   metadata?: Record<string, string> | null;
-  text?: Record<string, unknown> | null;
+  text?: { format?: WireTextFormat | null; verbosity?: string | null } | null;
   truncation?: 'auto' | 'disabled' | null;
   user?: string | null;
   background?: boolean | null;
@@ -53,19 +63,6 @@ export interface ResponsesDefaults {
   model?: ModelSamplingDefaults;
   disableThinking?: boolean;
 }
-
-/**
- * The thinking budget each `reasoning.effort` asks for (null: the model's own; `none` turns
- * thinking off). The smaller of it and --max-thinking-budget applies.
- */
-export const EFFORT_BUDGETS: Record<ReasoningEffort, number | null> = {
-  none: 0,
-  minimal: 256,
-  low: 1024,
-  medium: 4096,
-  high: null,
-  xhigh: null,
-};
 
 export interface DecodedResponses {
   chat: ChatRequest;
@@ -118,11 +115,7 @@ export function decodeResponsesRequest(body: ResponsesBody, context: Item[], inp
   const chatTemplateKwargs: Record<string, unknown> = {};
   let thinkingBudget: number | null = null;
   const effort = body.reasoning?.effort;
-  if (effort !== undefined && effort !== null) {
-    const budget = EFFORT_BUDGETS[effort];
-    if (budget === 0) chatTemplateKwargs.enable_thinking = false;
-    else thinkingBudget = budget;
-  }
+  if (effort !== undefined && effort !== null) thinkingBudget = applyReasoningEffort(effort, chatTemplateKwargs);
   if (defaults.disableThinking) chatTemplateKwargs.enable_thinking = false;
 
   const model = defaults.model ?? {};
@@ -150,8 +143,21 @@ export function decodeResponsesRequest(body: ResponsesBody, context: Item[], inp
     parallelToolCalls: body.parallel_tool_calls ?? true,
     chatTemplateKwargs,
     thinkingBudget,
+    outputFormat: decodeTextFormat(body.text?.format),
   };
   return { chat, toolChoice: toolChoice.wire, tools: kept, warnings };
+}
+
+/** `text.format`: plain text, any JSON object, or JSON valid for `schema`. */
+function decodeTextFormat(format: WireTextFormat | null | undefined): OutputFormat | null {
+  if (format == null || format.type === 'text') return null;
+  if (format.type === 'json_object') return { type: 'json_object', param: 'text.format' };
+  if (format.schema === undefined) throw invalidParam('text.format.schema', "Missing required parameter: 'text.format.schema'.");
+  const schema = format.schema === true ? {} : format.schema;
+  if (typeof schema !== 'object' || schema === null)
+    throw invalidParam('text.format.schema', "'text.format.schema' must be a JSON schema object.");
+  checkJsonLimit(schema, 'text.format.schema', SCHEMA_LIMIT);
+  return { type: 'json_schema', schema, ...(format.name !== undefined ? { name: format.name } : {}), param: 'text.format.schema' };
 }
 
 function decodeToolChoice(choice: WireToolChoice, tools: ToolDefinition[]): { chat: ToolChoice; wire: WireToolChoice } {

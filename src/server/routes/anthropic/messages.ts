@@ -92,6 +92,12 @@ const thinking = {
   then: { required: ['budget_tokens'] },
 };
 
+const jsonOutputFormat = {
+  type: ['object', 'null'],
+  required: ['type', 'schema'],
+  properties: { type: { type: 'string', enum: ['json_schema'] }, schema: { type: 'object' } },
+};
+
 const bodyProperties = {
   model: { type: 'string' },
   max_tokens: { type: 'integer', minimum: 1 },
@@ -106,6 +112,15 @@ const bodyProperties = {
   top_k: { type: 'integer', minimum: 0 },
   stream: { type: 'boolean' },
   metadata: { type: 'object' },
+  output_config: {
+    type: ['object', 'null'],
+    properties: {
+      format: jsonOutputFormat,
+      effort: { type: ['string', 'null'], enum: ['low', 'medium', 'high', 'xhigh', 'max', null] },
+    },
+  },
+  /** The structured-outputs beta's name for output_config.format. */
+  output_format: jsonOutputFormat,
 };
 
 const messagesSchema = { type: 'object', required: ['model', 'max_tokens', 'messages'], properties: bodyProperties };

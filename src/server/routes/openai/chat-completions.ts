@@ -10,6 +10,8 @@ import {
   newResponseMeta,
   type ChatCompletionBody,
 } from '../../../protocols/openai/chat.js';
+import { structuredOutputProperties } from '../../../protocols/openai/structured.js';
+import { REASONING_EFFORTS } from '../../../chat/reasoning-effort.js';
 import type { RouteDeps } from '../../app.js';
 import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
@@ -68,11 +70,16 @@ export const messageSchema = {
   type: 'object',
   required: ['role'],
   properties: {
-    role: { type: 'string', enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
+    role: { type: 'string', enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
     content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
     name: { type: 'string' },
     tool_calls: { type: ['array', 'null'], items: toolCall },
     tool_call_id: { type: 'string' },
+    function_call: {
+      type: ['object', 'null'],
+      required: ['name', 'arguments'],
+      properties: { name: { type: 'string' }, arguments: { type: 'string' } },
+    },
     reasoning: nullable('string'),
     reasoning_content: nullable('string'),
   },
@@ -111,20 +118,38 @@ const toolChoice = {
   ],
 };
 
+const legacyFunction = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string', minLength: 1 }, description: { type: 'string' }, parameters: { type: 'object' } },
+};
+
 const chatCompletionSchema = {
   type: 'object',
   required: ['messages'],
+  // A field svc does not know is refused (unsupported_parameter), as OpenAI does, never ignored.
+  additionalProperties: false,
   properties: {
     ...generationProperties,
     messages: { type: 'array', minItems: 1, items: messageSchema },
     max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
     logprobs: nullable('boolean'),
     top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
-    response_format: { type: ['object', 'null'], required: ['type'], properties: { type: { type: 'string' } } },
+    ...structuredOutputProperties,
     tools: { type: ['array', 'null'], items: toolSchema },
     tool_choice: toolChoice,
     parallel_tool_calls: nullable('boolean'),
+    functions: { type: ['array', 'null'], items: legacyFunction },
+    function_call: {
+      anyOf: [
+        { type: 'string', enum: ['none', 'auto'] },
+        { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+        { type: 'null' },
+      ],
+    },
     chat_template_kwargs: nullable('object'),
+    reasoning_effort: { type: ['string', 'null'], enum: [...REASONING_EFFORTS, null] },
+    include_reasoning: nullable('boolean'),
   },
 };
 
@@ -147,11 +172,11 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
       const steps = runSequences(runtime, specs, prompt.length, request, reply);
 
       if (chat.stream) {
-        const encoder = new ChatChunkEncoder(meta, chat.n, chat.logprobs, chat.includeUsage, tokenText);
+        const encoder = new ChatChunkEncoder(meta, chat.n, chat.logprobs, chat.includeUsage, tokenText, chat.legacyFunctions);
         void streamSteps(new SseStream(reply), encoder, steps, request);
         return reply;
       }
-      const builder = new ChatCompletionBuilder(meta, chat.n, chat.logprobs, tokenText);
+      const builder = new ChatCompletionBuilder(meta, chat.n, chat.logprobs, tokenText, chat.legacyFunctions);
       for await (const { index, step } of steps) {
         const failed = generationError(step.done);
         if (failed) throw failed;

@@ -12,6 +12,8 @@ import {
   decodeCompletionRequest,
   type CompletionBody,
 } from '../../../protocols/openai/completions.js';
+import { outputFormatConstraint } from '../../../chat/output-format.js';
+import { structuredOutputProperties } from '../../../protocols/openai/structured.js';
 import type { RouteDeps } from '../../app.js';
 import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
@@ -23,8 +25,11 @@ const tokenIds = { type: 'array', items: { type: 'integer' } };
 const completionSchema = {
   type: 'object',
   required: ['prompt'],
+  // A field svc does not know is refused (unsupported_parameter), as OpenAI does, never ignored.
+  additionalProperties: false,
   properties: {
     ...generationProperties,
+    ...structuredOutputProperties,
     prompt: {
       anyOf: [
         { type: 'string' },
@@ -50,12 +55,16 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
       const prompts = await Promise.all(
         req.prompts.map((p, i) => buildTextPrompt(p, runtime, req.prompts.length > 1 ? `prompt[${i}]` : 'prompt')),
       );
+      // Structured output (vLLM's response_format / guided_* on completions): the whole completion is constrained.
+      const constraint = req.outputFormat
+        ? outputFormatConstraint({ format: req.outputFormat, endTokenIds: runtime.eosTokenIds, afterReasoningEnd: null })
+        : null;
       const specs: SequenceSpec[] = [];
       const echoes: string[] = [];
       for (const prompt of prompts) {
         const maxTokens = resolveMaxTokens(prompt.tokens.length, req.maxTokens, runtime.maxSeqLen, null);
         for (let seq = 0; seq < req.n; seq++) {
-          const job = engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq);
+          const job = { ...engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq), constraint };
           const pipeline = new OutputPipeline({
             decoder: runtime.tokenizer,
             skipSpecialTokens: req.skipSpecialTokens,

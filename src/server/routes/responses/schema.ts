@@ -72,7 +72,23 @@ export const responsesSchema = {
     },
     include: { type: ['array', 'null'], items: { type: 'string' } },
     metadata,
-    text: { type: ['object', 'null'] },
+    text: {
+      type: ['object', 'null'],
+      properties: {
+        format: {
+          type: ['object', 'null'],
+          required: ['type'],
+          properties: {
+            type: { type: 'string', enum: ['text', 'json_object', 'json_schema'] },
+            name: { type: 'string' },
+            description: { type: 'string' },
+            schema: { anyOf: [{ type: 'object' }, { type: 'boolean' }] },
+            strict: { type: ['boolean', 'null'] },
+          },
+        },
+        verbosity: { type: ['string', 'null'], enum: ['low', 'medium', 'high', null] },
+      },
+    },
     truncation: { type: ['string', 'null'], enum: ['auto', 'disabled', null] },
     user: { type: ['string', 'null'] },
     background: { type: ['boolean', 'null'] },
