@@ -3,7 +3,7 @@
 //   node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,q4_k_m,q5_k_m,bf16]
 //                          [--quick | --small] [--engines svc,llamacpp] [--threads N] [--reps N]
 //                          [--prompt N] [--decode N] [--concurrency 1,4,8] [--cache DIR] [--out FILE]
-//                          [--svc-args "--flag value ..."] [--llama-server PATH] [--llama-quantize PATH]
+//                          [--svc-args "--flag value ..."] [--svc-body JSON] [--llama-server PATH] [--llama-quantize PATH]
 //
 // Per checkpoint: svc runs as a `svc serve` child process and is stopped before llama.cpp loads,
 // so the two never share the machine. llama.cpp is a native `llama-server` child process when
@@ -39,6 +39,8 @@ interface RunOptions {
   cacheDir?: string;
   out: string;
   svcArgs: string[];
+  /** Fields merged into every svc request (a response_format, say), as JSON. */
+  svcBody: Record<string, unknown>;
   /** A native llama-server binary; null: node-llama-cpp in-process. */
   llamaServer: string | null;
   /** A llama-quantize binary for the K-quant mixes; null: the built-in quantizers. */
@@ -92,6 +94,7 @@ function parseCli(argv: string[]): RunOptions {
     '--cache',
     '--out',
     '--svc-args',
+    '--svc-body',
     '--llama-server',
     '--llama-quantize',
   ];
@@ -130,6 +133,7 @@ function parseCli(argv: string[]): RunOptions {
     cacheDir: get('--cache') ? resolve(get('--cache')!) : undefined,
     out: resolve(get('--out') ?? resolve(REPO_ROOT, 'bench', 'results', small ? 'small.json' : 'latest.json')),
     svcArgs: (get('--svc-args') ?? '').split(/\s+/).filter(Boolean),
+    svcBody: JSON.parse(get('--svc-body') ?? '{}') as Record<string, unknown>,
     llamaServer: executable(get('--llama-server') ?? process.env.SVC_BENCH_LLAMA_SERVER, '--llama-server'),
     llamaQuantize: executable(get('--llama-quantize'), '--llama-quantize'),
   };
@@ -151,7 +155,7 @@ function readUsage(): string {
   return [
     'usage: node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,q4_k_m,q5_k_m,bf16] [--quick | --small]',
     '                              [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N] [--decode N]',
-    '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."]',
+    '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."] [--svc-body JSON]',
     '                              [--llama-server PATH (or $SVC_BENCH_LLAMA_SERVER)] [--llama-quantize PATH]',
   ].join('\n');
 }
@@ -205,6 +209,7 @@ async function main(): Promise<void> {
                 maxSeqLen: contextTokens,
                 maxBatchSize: maxConcurrency,
                 extraArgs: opts.svcArgs,
+                extraBody: opts.svcBody,
                 startupTimeoutMs: 10 * 60_000,
                 log,
               }),

@@ -17,6 +17,8 @@ export interface SvcOptions {
   maxBatchSize: number;
   /** Extra `svc serve` flags (--svc-args). */
   extraArgs: string[];
+  /** Extra request fields merged into every completion request (--svc-body), e.g. a response_format. */
+  extraBody?: Record<string, unknown>;
   startupTimeoutMs: number;
   log: (line: string) => void;
 }
@@ -92,11 +94,18 @@ interface CompletionFrame {
  * One streamed completion; its end time is relative to t0. Streaming (rather than one JSON body)
  * is what clients do and lets the finish be timed when the last token is out, before the tail.
  */
-async function streamCompletion(url: string, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> {
+async function streamCompletion(
+  url: string,
+  prompt: number[],
+  maxTokens: number,
+  t0: number,
+  extraBody: Record<string, unknown> = {},
+): Promise<RequestTiming> {
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
+      ...extraBody,
       prompt,
       max_tokens: maxTokens,
       temperature: 0,
@@ -130,7 +139,7 @@ export async function openSvc(modelPath: string, opts: SvcOptions): Promise<Benc
     async generate(prompts, maxTokens) {
       const t0 = performance.now();
       try {
-        return await Promise.all(prompts.map((p) => streamCompletion(url, p, maxTokens, t0)));
+        return await Promise.all(prompts.map((p) => streamCompletion(url, p, maxTokens, t0, opts.extraBody)));
       } catch (err) {
         if (hasExited(child)) throw new Error(`${(err as Error).message}\nsvc exited; output:\n${tail}`, { cause: err });
         throw err;

@@ -4,6 +4,7 @@
 // line reports.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
+import type { GrammarConstraint } from '../engine/grammar/index.js';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import { OutputPipeline, runSequence, type SequenceStep } from '../chat/pipeline.js';
 import type { ChatPrompt } from '../chat/prompt.js';
@@ -56,6 +57,15 @@ export function engineJob(
   };
 }
 
+/**
+ * The job with a grammar to enforce. The grammar's end tokens always end the output, ignore_eos or
+ * not: once the grammar is complete nothing else may follow.
+ */
+export function withConstraint(job: GenerationRequest, constraint: GrammarConstraint | null): GenerationRequest {
+  if (!constraint) return { ...job, constraint: null };
+  return { ...job, constraint, stopTokenIds: [...new Set([...job.stopTokenIds, ...constraint.endTokenIds])] };
+}
+
 export interface SequenceSpec {
   job: GenerationRequest;
   pipeline: OutputPipeline;
@@ -76,8 +86,7 @@ export function chatSequence(
 ): SequenceSpec {
   const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
   const job = {
-    ...engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, timeoutSec, seq),
-    constraint: plan.constraint ?? null,
+    ...withConstraint(engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, timeoutSec, seq), plan.constraint ?? null),
     thinkingBudget: plan.thinkingBudget ?? null,
   };
   const pipeline = new OutputPipeline({

@@ -15,7 +15,7 @@ import {
 import { outputFormatConstraint } from '../../../chat/output-format.js';
 import { structuredOutputProperties } from '../../../protocols/openai/structured.js';
 import type { RouteDeps } from '../../app.js';
-import { engineJob, resolveMaxTokens, runSequences, type SequenceSpec } from '../../generate.js';
+import { engineJob, resolveMaxTokens, runSequences, withConstraint, type SequenceSpec } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 import { generationProperties } from './chat-completions.js';
 
@@ -64,7 +64,10 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
       for (const prompt of prompts) {
         const maxTokens = resolveMaxTokens(prompt.tokens.length, req.maxTokens, runtime.maxSeqLen, null);
         for (let seq = 0; seq < req.n; seq++) {
-          const job = { ...engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq), constraint };
+          const job = withConstraint(
+            engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq),
+            constraint,
+          );
           const pipeline = new OutputPipeline({
             decoder: runtime.tokenizer,
             skipSpecialTokens: req.skipSpecialTokens,
