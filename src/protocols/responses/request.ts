@@ -82,6 +82,7 @@ export function conversationId(body: ResponsesBody): string | null {
 
 /** `context`: the stored items before this request's `input` (already normalized, with ids). */
 export function decodeResponsesRequest(body: ResponsesBody, context: Item[], input: Item[], defaults: ResponsesDefaults): DecodedResponses {
+  if (body.background === true) throw unsupportedParam('background', 'responses are generated while the request is open');
   const warnings: string[] = [];
   const tools: ToolDefinition[] = [];
   const kept: WireTool[] = [];
