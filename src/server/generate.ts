@@ -4,6 +4,8 @@
 // line reports.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
+import { badWordsTokenIds } from '../engine/logits/bad-words.js';
+import type { Tokenizer } from '../model/tokenizer.js';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import { OutputPipeline, runSequence, type SequenceStep } from '../chat/pipeline.js';
 import type { ChatPrompt } from '../chat/prompt.js';
@@ -35,12 +37,15 @@ export function resolveMaxTokens(promptLen: number, requested: number | null, ma
   return cap === null ? n : Math.min(n, cap);
 }
 
-/** The engine job for sequence `seq` of a request (seeds differ per sequence, so n choices differ). */
+/**
+ * The engine job for sequence `seq` of a request (seeds differ per sequence, so n choices differ;
+ * everything else is the same, and each sequence's logits processors are its own in the engine).
+ */
 export function engineJob(
   opts: GenerationOptions,
   promptTokens: number[],
   maxTokens: number,
-  eosTokenIds: readonly number[],
+  model: Pick<ModelRuntime, 'eosTokenIds' | 'tokenizer'>,
   timeoutSec: number,
   seq: number,
 ): GenerationRequest {
@@ -49,11 +54,26 @@ export function engineJob(
     promptTokens,
     maxTokens,
     sampling: { ...opts.sampling, seed: seed === null ? null : seed + seq },
-    stopTokenIds: [...new Set([...(opts.ignoreEos ? [] : eosTokenIds), ...opts.stopTokenIds])],
+    stopTokenIds: [...new Set([...(opts.ignoreEos ? [] : model.eosTokenIds), ...opts.stopTokenIds])],
     timeoutMs: timeoutSec * 1000,
     // The engine reports the sampled token's logprob only alongside ≥ 1 alternative.
     logprobs: opts.logprobs === null ? 0 : Math.max(1, opts.logprobs),
+    logitBias: opts.logitBias ?? null,
+    presencePenalty: opts.presencePenalty ?? 0,
+    frequencyPenalty: opts.frequencyPenalty ?? 0,
+    repetitionPenalty: opts.repetitionPenalty ?? 1,
+    minTokens: opts.minTokens ?? 0,
+    badWords: badWordIds(opts, model.tokenizer),
   };
+}
+
+/** bad_words tokenized, once per request (its sequences share the options object). */
+const badWordsCache = new WeakMap<GenerationOptions, number[][]>();
+function badWordIds(opts: GenerationOptions, tokenizer: Tokenizer): number[][] {
+  if (!opts.badWords || opts.badWords.length === 0) return [];
+  let ids = badWordsCache.get(opts);
+  if (ids === undefined) badWordsCache.set(opts, (ids = badWordsTokenIds(tokenizer, opts.badWords)));
+  return ids;
 }
 
 export interface SequenceSpec {
@@ -76,7 +96,7 @@ export function chatSequence(
 ): SequenceSpec {
   const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
   const job = {
-    ...engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, timeoutSec, seq),
+    ...engineJob(chat, prompt.tokens, maxTokens, runtime, timeoutSec, seq),
     constraint: plan.constraint ?? null,
     thinkingBudget: plan.thinkingBudget ?? null,
   };
@@ -85,6 +105,7 @@ export function chatSequence(
     skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
     stop: chat.stop,
     stopTokenIds: job.stopTokenIds,
+    minTokens: job.minTokens,
     stages: plan.stages,
   });
   return { job, pipeline };
