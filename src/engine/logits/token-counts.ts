@@ -28,10 +28,4 @@ export class TokenCounts {
     this.counts[this.size] = 1;
     this.size++;
   }
-
-  /** How often `id` was seen. */
-  count(id: number): number {
-    const slot = this.slots.get(id);
-    return slot === undefined ? 0 : this.counts[slot];
-  }
 }
