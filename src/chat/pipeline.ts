@@ -27,6 +27,11 @@ export interface PipelineOptions {
   stages: OutputStage[];
   /** The prompt, when the output continues it as plain text (completions): see IncrementalDetokenizer. */
   context?: readonly number[];
+  /**
+   * min_tokens: a stop string ending in the text of the first this-many generated tokens does not
+   * end the output (the engine holds back the stop tokens meanwhile). Default 0.
+   */
+  minTokens?: number;
 }
 
 export class OutputPipeline {
@@ -34,6 +39,8 @@ export class OutputPipeline {
   private readonly stops: StopStringMatcher;
   private readonly hidden: Set<number>;
   private sawToolCall = false;
+  /** Generated tokens pushed so far (stop tokens included). */
+  private generated = 0;
 
   constructor(private readonly opts: PipelineOptions) {
     this.detok = new IncrementalDetokenizer(opts.decoder, opts.skipSpecialTokens, opts.context);
@@ -53,9 +60,19 @@ export class OutputPipeline {
 
   push(ids: readonly number[]): OutputEvent[] {
     if (this.ended) return [];
+    // Stop strings are armed once past min_tokens: a step straddling it is pushed in two parts.
+    const unarmed = Math.min(ids.length, Math.max(0, (this.opts.minTokens ?? 0) - this.generated));
+    let text = '';
+    if (unarmed > 0) text = this.pushText(ids.slice(0, unarmed), false);
+    if (unarmed < ids.length && this.stops.stopped === null) text += this.pushText(unarmed > 0 ? ids.slice(unarmed) : ids, true);
+    this.generated += ids.length;
+    return text === '' ? [] : this.runStages(text, false);
+  }
+
+  /** Detokenized and through the stop strings: the text that is safe to pass on. */
+  private pushText(ids: readonly number[], armed: boolean): string {
     const text = this.detok.push(ids.filter((id) => !this.hidden.has(id)));
-    if (text === '') return [];
-    return this.runStages(this.stops.push(text).text, false);
+    return text === '' ? '' : this.stops.push(text, armed).text;
   }
 
   /** Flushes every stage and appends the finish event. */
@@ -63,7 +80,7 @@ export class OutputPipeline {
     // After a stop string the held text belongs to the cut-off part.
     let tail = '';
     if (this.stops.stopped === null) {
-      tail = this.stops.push(this.detok.finish()).text;
+      tail = this.stops.push(this.detok.finish(), this.generated > (this.opts.minTokens ?? 0)).text;
       if (this.stops.stopped === null) tail += this.stops.finish();
     }
     const events = this.runStages(tail, true);

@@ -1,7 +1,7 @@
 // The protocol-neutral request: what every protocol decoder produces and the prompt builder,
 // the engine submission and the output pipeline consume. No wire names here (camelCase, decided
 // defaults); each protocol maps its own fields onto this.
-import type { SamplingParams } from '../engine/types.js';
+import type { LogitBias, SamplingParams } from '../engine/types.js';
 
 export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
@@ -64,6 +64,19 @@ export interface GenerationOptions {
   includeUsage: boolean;
   /** A structured-output constraint on the answer (response_format, guided_*, …); absent = free text. */
   outputFormat?: OutputFormat | null;
+  // Logits shaping (OpenAI's and vLLM's fields); left out = off.
+  /** Bias added to tokens' logits (OpenAI logit_bias; ids are checked against the vocabulary). */
+  logitBias?: LogitBias | null;
+  /** OpenAI presence_penalty, in [-2, 2]; 0 = off. */
+  presencePenalty?: number;
+  /** OpenAI frequency_penalty, in [-2, 2]; 0 = off. */
+  frequencyPenalty?: number;
+  /** vLLM repetition_penalty, > 0; 1 = off. */
+  repetitionPenalty?: number;
+  /** vLLM min_tokens: no stop token or stop string ends the output before this many tokens; 0 = off. */
+  minTokens?: number;
+  /** vLLM bad_words: words the output must not contain (tokenized when the job is made). */
+  badWords?: string[];
 }
 
 export interface ChatRequest extends GenerationOptions {

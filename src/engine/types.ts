@@ -35,6 +35,27 @@ export interface GenerationRequest {
   constraint?: GrammarConstraint | null;
   /** Cap on reasoning tokens: past it the engine forces the end of the think block. */
   thinkingBudget?: ThinkingBudget | null;
+  /** OpenAI's logit_bias: added to those tokens' logits; absent = none. */
+  logitBias?: LogitBias | null;
+  /** OpenAI's presence_penalty: subtracted from the logit of every token generated so far; 0 = off. */
+  presencePenalty?: number;
+  /** OpenAI's frequency_penalty: subtracted once per time a token was generated so far; 0 = off. */
+  frequencyPenalty?: number;
+  /** vLLM's repetition_penalty over prompt and generated tokens (positive logits ÷, negative ×); 1 = off. */
+  repetitionPenalty?: number;
+  /** vLLM's min_tokens: the stop token ids cannot be sampled before this many generated tokens; 0 = off. */
+  minTokens?: number;
+  /**
+   * vLLM's bad_words as token-id sequences: a word's last token is banned where the generated
+   * tokens end with its other tokens. Absent = none.
+   */
+  badWords?: number[][];
+}
+
+/** Token ids and the bias added to each one's logit (same length; ids distinct). */
+export interface LogitBias {
+  ids: number[];
+  biases: number[];
 }
 
 /**

@@ -30,6 +30,12 @@ export interface Tokenizer {
   encode(text: string, opts?: EncodeOptions): number[];
   /** Text of `ids`. Ids with no token are skipped; a cut UTF-8 sequence comes out as U+FFFD. */
   decode(ids: number[], opts?: DecodeOptions): string;
+  /**
+   * The bytes token `id` adds to the text (its byte-level BPE / SentencePiece bytes, leading space
+   * included): part of a character for a token that splits one, so the bytes of a sequence's tokens
+   * concatenate to its UTF-8 text. Special tokens give their text; an id with no token, no bytes.
+   */
+  tokenBytes(id: number): Uint8Array;
   tokenToId(token: string): number | undefined;
   idToToken(id: number): string | undefined;
   /** One more than the highest token id (the embedding table may be larger). */

@@ -5,6 +5,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineAdmissionError, type GenerationRequest, type GenerationHandle } from '../engine/types.js';
 import type { GrammarConstraint } from '../engine/grammar/index.js';
+import { badWordsTokenIds } from '../engine/logits/bad-words.js';
+import type { Tokenizer } from '../model/tokenizer.js';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import { OutputPipeline, runSequence, type SequenceStep } from '../chat/pipeline.js';
 import type { ChatPrompt } from '../chat/prompt.js';
@@ -36,12 +38,15 @@ export function resolveMaxTokens(promptLen: number, requested: number | null, ma
   return cap === null ? n : Math.min(n, cap);
 }
 
-/** The engine job for sequence `seq` of a request (seeds differ per sequence, so n choices differ). */
+/**
+ * The engine job for sequence `seq` of a request (seeds differ per sequence, so n choices differ;
+ * everything else is the same, and each sequence's logits processors are its own in the engine).
+ */
 export function engineJob(
   opts: GenerationOptions,
   promptTokens: number[],
   maxTokens: number,
-  eosTokenIds: readonly number[],
+  model: Pick<ModelRuntime, 'eosTokenIds' | 'tokenizer'>,
   timeoutSec: number,
   seq: number,
 ): GenerationRequest {
@@ -50,11 +55,26 @@ export function engineJob(
     promptTokens,
     maxTokens,
     sampling: { ...opts.sampling, seed: seed === null ? null : seed + seq },
-    stopTokenIds: [...new Set([...(opts.ignoreEos ? [] : eosTokenIds), ...opts.stopTokenIds])],
+    stopTokenIds: [...new Set([...(opts.ignoreEos ? [] : model.eosTokenIds), ...opts.stopTokenIds])],
     timeoutMs: timeoutSec * 1000,
     // The engine reports the sampled token's logprob only alongside ≥ 1 alternative.
     logprobs: opts.logprobs === null ? 0 : Math.max(1, opts.logprobs),
+    logitBias: opts.logitBias ?? null,
+    presencePenalty: opts.presencePenalty ?? 0,
+    frequencyPenalty: opts.frequencyPenalty ?? 0,
+    repetitionPenalty: opts.repetitionPenalty ?? 1,
+    minTokens: opts.minTokens ?? 0,
+    badWords: badWordIds(opts, model.tokenizer),
   };
+}
+
+/** bad_words tokenized, once per request (its sequences share the options object). */
+const badWordsCache = new WeakMap<GenerationOptions, number[][]>();
+function badWordIds(opts: GenerationOptions, tokenizer: Tokenizer): number[][] {
+  if (!opts.badWords || opts.badWords.length === 0) return [];
+  let ids = badWordsCache.get(opts);
+  if (ids === undefined) badWordsCache.set(opts, (ids = badWordsTokenIds(tokenizer, opts.badWords)));
+  return ids;
 }
 
 /**
@@ -86,7 +106,7 @@ export function chatSequence(
 ): SequenceSpec {
   const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
   const job = {
-    ...withConstraint(engineJob(chat, prompt.tokens, maxTokens, runtime.eosTokenIds, timeoutSec, seq), plan.constraint ?? null),
+    ...withConstraint(engineJob(chat, prompt.tokens, maxTokens, runtime, timeoutSec, seq), plan.constraint ?? null),
     thinkingBudget: plan.thinkingBudget ?? null,
   };
   const pipeline = new OutputPipeline({
@@ -94,6 +114,7 @@ export function chatSequence(
     skipSpecialTokens: chat.skipSpecialTokens && !plan.keepSpecialTokens,
     stop: chat.stop,
     stopTokenIds: job.stopTokenIds,
+    minTokens: job.minTokens,
     stages: plan.stages,
   });
   return { job, pipeline };

@@ -272,3 +272,15 @@ test('ggufChatTemplate reads tokenizer.chat_template and named templates', () =>
   assert.equal(ggufChatTemplate(metadata, 'tool_use'), '{{ tools }}');
   assert.equal(ggufChatTemplate(readGgufHeader(STORIES).metadata), null);
 });
+
+test('stories260K: tokenBytes gives byte-fallback tokens their byte, and a word its leading space', () => {
+  const tok = loadGgufTokenizer(STORIES);
+  const text = 'Emoji 😀 and 你好 ok';
+  const ids = tok.encode(text);
+  assert.ok(
+    ids.some((id) => /^<0x[0-9A-F]{2}>$/.test(tok.idToToken(id)!)),
+    'byte-fallback tokens',
+  );
+  // SentencePiece's dummy prefix: the first token is "▁Emoji", whose bytes hold the space decode strips.
+  assert.deepEqual(Buffer.concat(ids.map((id) => tok.tokenBytes(id))), Buffer.from(` ${text}`, 'utf8'));
+});

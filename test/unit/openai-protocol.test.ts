@@ -185,7 +185,19 @@ const chatCases: [string, unknown, string | null][] = [
   ['n of a wrong type', { messages: USER, n: 1.5 }, 'n'],
   ['stop of a wrong type', { messages: USER, stop: 7 }, 'stop'],
   ['stream not a boolean', { messages: USER, stream: 'yes' }, 'stream'],
-  ['presence_penalty not zero', { messages: USER, presence_penalty: 0.5 }, 'presence_penalty'],
+  ['presence_penalty above 2', { messages: USER, presence_penalty: 2.5 }, 'presence_penalty'],
+  ['frequency_penalty below -2', { messages: USER, frequency_penalty: -3 }, 'frequency_penalty'],
+  ['logit_bias key not a token id', { messages: USER, logit_bias: { hello: 5 } }, 'logit_bias'],
+  ['logit_bias negative key', { messages: USER, logit_bias: { '-1': 5 } }, 'logit_bias'],
+  ['logit_bias key past the vocabulary', { messages: USER, logit_bias: { '151669': 5 } }, 'logit_bias'],
+  ['logit_bias value above 100', { messages: USER, logit_bias: { '5': 101 } }, 'logit_bias[5]'],
+  ['logit_bias value not a number', { messages: USER, logit_bias: { '5': 'x' } }, 'logit_bias[5]'],
+  ['repetition_penalty zero', { messages: USER, repetition_penalty: 0 }, 'repetition_penalty'],
+  ['min_tokens negative', { messages: USER, min_tokens: -1 }, 'min_tokens'],
+  ['min_tokens above max_tokens', { messages: USER, min_tokens: 10, max_tokens: 5 }, 'min_tokens'],
+  ['min_tokens above max_completion_tokens', { messages: USER, min_tokens: 10, max_tokens: 50, max_completion_tokens: 5 }, 'min_tokens'],
+  ['bad_words not strings', { messages: USER, bad_words: [1] }, 'bad_words[0]'],
+  ['bad_words too many', { messages: USER, bad_words: Array.from({ length: 257 }, (_, i) => `w${i}`) }, 'bad_words'],
   ['response_format unknown type', { messages: USER, response_format: { type: 'structural_tag' } }, 'response_format.type'],
   ['tool_choice required without tools', { messages: USER, tool_choice: 'required' }, 'tool_choice'],
   ['tool message without tool_call_id', { messages: [USER[0], { role: 'tool', content: '{}' }] }, 'messages[1].tool_call_id'],
@@ -387,6 +399,8 @@ const completionCases: [string, unknown, string][] = [
   ['suffix', { prompt: 'a', suffix: 'b' }, 'suffix'],
   ['echo with logprobs', { prompt: 'a', echo: true, logprobs: 1 }, 'echo'],
   ['logprobs as a boolean', { prompt: 'a', logprobs: true }, 'logprobs'],
+  ['logit_bias key past the vocabulary', { prompt: 'a', logit_bias: { '999999': 1 } }, 'logit_bias'],
+  ['min_tokens above max_tokens', { prompt: 'a', min_tokens: 20, max_tokens: 19 }, 'min_tokens'],
 ];
 
 for (const [name, body, param] of completionCases) {
@@ -617,6 +631,83 @@ test('n=2: two choices, distinct seeds per sequence, prompt counted once', async
     .map((f) => JSON.parse(f).choices[0])
     .filter((c) => c.finish_reason);
   assert.deepEqual(finishes.map((c) => c.index).sort(), [0, 1]);
+});
+
+test('sampling fields → engine job: logit_bias, penalties, min_tokens, bad_words; left out = off; same for every sequence', async () => {
+  const { app, engine } = setup();
+  await post(app, '/v1/chat/completions', { messages: USER });
+  const plain = engine.jobs[0]!.req;
+  assert.equal(plain.logitBias, null);
+  assert.deepEqual(
+    [plain.presencePenalty, plain.frequencyPenalty, plain.repetitionPenalty, plain.minTokens, plain.badWords],
+    [0, 0, 1, 0, []],
+  );
+  const res = await post(app, '/v1/chat/completions', {
+    messages: USER,
+    n: 2,
+    logit_bias: { '12095': -100, '9707': 2.5, '0009707': 3 },
+    presence_penalty: 0.5,
+    frequency_penalty: -0.25,
+    repetition_penalty: 1.3,
+    min_tokens: 4,
+    max_tokens: 4,
+    bad_words: ['Paris', 'Hello world'],
+  });
+  assert.equal(res.status, 200, res.body);
+  for (const { req } of engine.jobs.slice(1)) {
+    // "0009707" is 9707 again: the last one written wins.
+    assert.deepEqual(req.logitBias, { ids: [9707, 12095], biases: [3, -100] });
+    assert.deepEqual([req.presencePenalty, req.frequencyPenalty, req.repetitionPenalty, req.minTokens], [0.5, -0.25, 1.3, 4]);
+    assert.deepEqual(req.badWords, [[59604], [12095], [9707, 1879], [21927, 1879]]);
+  }
+  assert.equal(engine.jobs[1]!.req.badWords, engine.jobs[2]!.req.badWords, 'tokenized once per request');
+  // Legacy completions: the same fields; min_tokens stretches the default max_tokens (16).
+  await post(app, '/v1/completions', { prompt: 'Hi', min_tokens: 40, presence_penalty: 1, logit_bias: { '5': 1 } });
+  const completion = engine.jobs.at(-1)!.req;
+  assert.equal(completion.maxTokens, 40);
+  assert.deepEqual([completion.minTokens, completion.presencePenalty, completion.logitBias], [40, 1, { ids: [5], biases: [1] }]);
+});
+
+test('min_tokens: a stop string inside the first min_tokens tokens does not end the output', async () => {
+  const { app } = setup({ ids: tokenizer.encode('Paris is Paris. Done'), chunk: 1 });
+  const cut = (await post(app, '/v1/chat/completions', { messages: USER, stop: ['Paris'] })).json();
+  assert.equal(cut.choices[0].message.content, '');
+  // "Paris" (1 token) then " is" " Paris": the second match ends in token 3, past min_tokens 2.
+  const later = (await post(app, '/v1/chat/completions', { messages: USER, stop: ['Paris'], min_tokens: 2 })).json();
+  assert.equal(later.choices[0].message.content, 'Paris is ');
+  assert.equal(later.choices[0].finish_reason, 'stop');
+  const none = (await post(app, '/v1/chat/completions', { messages: USER, stop: ['Paris'], min_tokens: 3, stream: true })).body;
+  const text = sseFrames(none)
+    .slice(0, -1)
+    .map((f) => JSON.parse(f).choices[0]?.delta?.content ?? '')
+    .join('');
+  assert.equal(text, 'Paris is Paris. Done', 'the only later match would end in token 3: min_tokens 3 lets it through');
+});
+
+test('logprob bytes: a token holding part of a character carries its raw bytes; records concatenate to the UTF-8 text', async () => {
+  const { app } = setup();
+  const body = (await post(app, '/v1/chat/completions', { messages: USER, logprobs: true, top_logprobs: 2 })).json();
+  const records: { token: string; bytes: number[]; top_logprobs: { token: string; bytes: number[] }[] }[] =
+    body.choices[0].logprobs.content;
+  // The last record is the end-of-turn token, which is not text.
+  const text = records.slice(0, -1).flatMap((r) => r.bytes);
+  assert.deepEqual(Buffer.from(text).toString('utf8'), ANSWER);
+  assert.deepEqual(text, [...Buffer.from(ANSWER, 'utf8')]);
+  // 🇫🇷 comes as " \xf0\x9f", "\x87", "\xab", "🇷": OpenAI's escapes where a token splits a character.
+  assert.deepEqual(
+    records.slice(-5, -1).map((r) => r.token),
+    [' \\xf0\\x9f', '\\x87', '\\xab', '🇷'],
+  );
+  assert.deepEqual(records.at(-4)!.bytes, [0x87]);
+  assert.equal(records.at(-1)!.token, '<|im_end|>');
+  for (const r of records) for (const t of r.top_logprobs) assert.ok(Array.isArray(t.bytes));
+  // Legacy completions have no bytes field: such a token is written `bytes:` + escapes; offsets point at the character.
+  const legacy = (await post(app, '/v1/completions', { prompt: 'Hi', logprobs: 1, max_tokens: 50 })).json().choices[0];
+  const lp = legacy.logprobs;
+  assert.deepEqual(lp.tokens.slice(-5, -1), ['bytes: \\xf0\\x9f', 'bytes:\\x87', 'bytes:\\xab', '🇷']);
+  const flag = ANSWER.indexOf('🇫');
+  assert.deepEqual(lp.text_offset.slice(-5, -1), [flag - 1, flag, flag, flag + 2]);
+  assert.equal(legacy.text, ANSWER);
 });
 
 test('chat logprobs: one record per generated token, top alternatives as asked', async () => {

@@ -150,9 +150,9 @@ test('streamSteps: a failed generation ends with the encoder’s error frames, n
 
 test('OpenAI encoder: finish is the optional usage chunk then [DONE]; error is the error body then [DONE]', () => {
   const meta = { id: 'chatcmpl-1', created: 0, model: 'm' };
-  const plain = new ChatChunkEncoder(meta, 1, null, false, String);
+  const plain = new ChatChunkEncoder(meta, 1, null, false, () => new Uint8Array());
   assert.deepEqual(plain.finish({ promptTokens: 3, completionTokens: 2 }), [{ text: '[DONE]' }]);
-  const withUsage = new ChatChunkEncoder(meta, 1, null, true, String);
+  const withUsage = new ChatChunkEncoder(meta, 1, null, true, () => new Uint8Array());
   assert.deepEqual(withUsage.finish({ promptTokens: 3, completionTokens: 2 }), [
     {
       data: {

@@ -89,3 +89,16 @@ test('no stops (or only empty ones) pass text straight through', () => {
   assert.deepEqual(new StopStringMatcher([]).push('abc'), { text: 'abc', stop: null });
   assert.deepEqual(run([''], ['a', 'b']), ['ab', null]);
 });
+
+test('unarmed text (min_tokens not reached): no stop may end in it; one that ends in later armed text counts', () => {
+  const m = new StopStringMatcher(['ab']);
+  assert.deepEqual(m.push('xab a', false), { text: 'xab ', stop: null }, 'a whole match in unarmed text is text; "a" is held');
+  assert.deepEqual(m.push('b tail', true), { text: '', stop: 'ab' }, 'a match that starts unarmed and ends armed stops');
+  // A match wholly inside the held unarmed part is skipped, the next one ending in armed text is found.
+  const m2 = new StopStringMatcher(['abc', 'b']);
+  assert.deepEqual(m2.push('ab', false), { text: '', stop: null }, '"ab" could become "abc": held');
+  assert.deepEqual(m2.push('c', true), { text: '', stop: 'abc' }, '"b" ended unarmed; "abc" ends armed');
+  const m3 = new StopStringMatcher(['b']);
+  assert.deepEqual(m3.push('bb', false), { text: 'bb', stop: null });
+  assert.deepEqual(m3.push('xb', true), { text: 'x', stop: 'b' });
+});

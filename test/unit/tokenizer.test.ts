@@ -222,3 +222,23 @@ test('loadTokenizer: a directory without any tokenizer file is an error', () => 
   assert.throws(() => loadTokenizer(join(MODELS, 'qwen3-chat-template')), TokenizerLoadError);
   assert.throws(() => loadTokenizer(join(MODELS, 'no-such-model')), TokenizerLoadError);
 });
+
+test('tokenBytes: raw bytes per token, so a character split across tokens concatenates back to its UTF-8', () => {
+  const tok = loadTokenizer(TINY_CHAT);
+  const text = 'Emoji 😀🚀👍🏽 👨‍👩‍👧 and CJK 你好，世界 and RTL مرحبا 🇫🇷 龘';
+  const ids = tok.encode(text);
+  const pieces = ids.map((id) => tok.tokenBytes(id));
+  assert.ok(
+    ids.some((id) => tok.decode([id]).includes('\uFFFD')),
+    'some tokens hold part of a character',
+  );
+  assert.deepEqual(Buffer.concat(pieces), Buffer.from(text, 'utf8'));
+  // 🇫🇷 after a space: " \xf0\x9f", "\x87", "\xab", "🇷".
+  assert.deepEqual(
+    tok.encode(' 🇫🇷').map((id) => Buffer.from(tok.tokenBytes(id)).toString('hex')),
+    ['20f09f', '87', 'ab', 'f09f87b7'],
+  );
+  // Special tokens give their text; an id with no token gives nothing.
+  assert.equal(Buffer.from(tok.tokenBytes(151645)).toString(), '<|im_end|>');
+  assert.equal(tok.tokenBytes(151900).length, 0);
+});

@@ -16,8 +16,13 @@ export class GrammarProcessor implements LogitsProcessor {
   }
 
   process(logits: Float32Array): void {
+    maskLogits(logits, this.allowed());
+  }
+
+  /** The tokens the grammar allows next (1 = allowed), in the shared scratch: read it before the next row. */
+  allowed(): Uint8Array {
     this.grammar.allowedTokens(this.state, this.mask);
-    maskLogits(logits, this.mask);
+    return this.mask;
   }
 
   /** Throws GrammarError for a token the grammar does not allow here. */

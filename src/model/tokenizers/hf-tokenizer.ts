@@ -2,6 +2,9 @@
 import { Tokenizer as HfTokenizerCore } from '@huggingface/tokenizers';
 import type { Tokenizer, EncodeOptions, DecodeOptions, TokenizerDefinition } from '../tokenizer.js';
 import { maxInputCharsPerToken, wordCapCuts } from './input-bounds.js';
+import { tokenBytesContext, tokenRawBytes, type TokenBytesContext } from './token-bytes.js';
+
+const utf8 = new TextEncoder();
 
 /** What tokenizer.json does not say: special tokens and BOS/EOS policy (from tokenizer_config.json or GGUF metadata). */
 export interface SpecialTokenSettings {
@@ -32,6 +35,9 @@ export class HfTokenizer implements Tokenizer {
   readonly maxInputCharsPerToken: number;
   /** Added tokens' texts: a word-cap cut never falls inside one written in the text. */
   private readonly addedTexts: string[];
+  /** tokenBytes' reference token (worked out on first use) and the bytes it gave, per id. */
+  private bytesContext: TokenBytesContext | null = null;
+  private readonly bytesCache = new Map<number, Uint8Array>();
 
   constructor(tokenizerJson: object, settings: SpecialTokenSettings) {
     this.core = new HfTokenizerCore(tokenizerJson, {});
@@ -92,6 +98,17 @@ export class HfTokenizer implements Tokenizer {
     const kept = ids.filter((id) => this.core.id_to_token(id) !== undefined && !(opts.skipSpecialTokens && this.specialTokenIds.has(id)));
     if (kept.length === 0) return '';
     return this.core.decode(kept, { skip_special_tokens: false, clean_up_tokenization_spaces: this.cleanUp });
+  }
+
+  tokenBytes(id: number): Uint8Array {
+    let bytes = this.bytesCache.get(id);
+    if (bytes === undefined) {
+      this.bytesContext ??= tokenBytesContext(this);
+      // Bytes that cannot be recovered from the spelling: the text's, U+FFFD and all.
+      bytes = tokenRawBytes(this, id, this.bytesContext) ?? utf8.encode(this.decode([id]));
+      this.bytesCache.set(id, bytes);
+    }
+    return bytes;
   }
 
   tokenToId(token: string): number | undefined {

@@ -2,7 +2,7 @@
 // or stream chunks. The JSON schema (types, ranges) is checked by the route before this runs;
 // here are the checks that need more than one field, and the OpenAI/vLLM defaults.
 import { randomUUID } from 'node:crypto';
-import type { SamplingParams, TokenLogprob } from '../../engine/types.js';
+import type { LogitBias, SamplingParams, TokenLogprob } from '../../engine/types.js';
 import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
 import type {
@@ -59,6 +59,11 @@ export interface WireGenerationFields {
   stream_options?: { include_usage?: boolean | null } | null;
   presence_penalty?: number | null;
   frequency_penalty?: number | null;
+  /** Token id (a decimal string) → bias in [-100, 100]. */
+  logit_bias?: Record<string, number> | null;
+  repetition_penalty?: number | null;
+  min_tokens?: number | null;
+  bad_words?: string[] | null;
   ignore_eos?: boolean | null;
   stop_token_ids?: number[] | null;
   skip_special_tokens?: boolean | null;
@@ -95,19 +100,25 @@ export interface SamplingDefaults {
   model?: ModelSamplingDefaults;
   /** --disable-thinking: render every chat with enable_thinking false. */
   disableThinking?: boolean;
+  /** The tokenizer's vocabulary size: logit_bias ids at or past it are refused (unchecked when left out). */
+  vocabSize?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
 
-/** The OpenAI-family fields → neutral options; `logprobs` and `maxTokens` are set by the caller. */
+/**
+ * The OpenAI-family fields → neutral options; `logprobs` and `maxTokens` are set by the caller.
+ * `maxTokens`: the completion length the request asks for (chat's max_completion_tokens wins over
+ * max_tokens), which min_tokens may not exceed; default the body's max_tokens.
+ */
 export function decodeGenerationFields(
   body: WireGenerationFields,
   defaults: SamplingDefaults,
+  maxTokens: number | null = body.max_tokens ?? null,
 ): Omit<GenerationOptions, 'logprobs' | 'maxTokens'> {
-  for (const p of ['presence_penalty', 'frequency_penalty'] as const) {
-    const v = body[p];
-    if (v != null && v !== 0) throw unsupportedParam(p, 'only 0 is accepted');
+  if (body.min_tokens != null && maxTokens !== null && body.min_tokens > maxTokens) {
+    throw invalidParam('min_tokens', `'min_tokens' (${body.min_tokens}) must be at most the maximum number of tokens (${maxTokens}).`);
   }
   if (body.stream_options != null && body.stream !== true) {
     throw invalidParam('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
@@ -134,7 +145,37 @@ export function decodeGenerationFields(
     skipSpecialTokens: body.skip_special_tokens ?? true,
     stream,
     includeUsage: stream && (body.stream_options?.include_usage ?? false),
+    logitBias: decodeLogitBias(body.logit_bias ?? null, defaults.vocabSize),
+    presencePenalty: body.presence_penalty ?? 0,
+    frequencyPenalty: body.frequency_penalty ?? 0,
+    repetitionPenalty: body.repetition_penalty ?? 1,
+    minTokens: body.min_tokens ?? 0,
+    badWords: body.bad_words ?? [],
   };
+}
+
+/**
+ * logit_bias's keys → token ids (the schema checked the values). A key must be a token id written
+ * as a non-negative decimal integer, inside the vocabulary; "5" and "05" are the same id, the last
+ * written wins (as a dict keyed by int in vLLM).
+ */
+function decodeLogitBias(bias: Record<string, number> | null, vocabSize: number | undefined): LogitBias | null {
+  if (bias === null) return null;
+  const byId = new Map<number, number>();
+  for (const [key, value] of Object.entries(bias)) {
+    const id = /^[0-9]+$/.test(key) ? Number(key) : NaN;
+    if (!Number.isSafeInteger(id)) {
+      throw invalidParam('logit_bias', `Invalid key in 'logit_bias': '${key}'. Keys must be token ids (non-negative integers).`);
+    }
+    if (vocabSize !== undefined && id >= vocabSize) {
+      throw invalidParam(
+        'logit_bias',
+        `Invalid key in 'logit_bias': token id ${id} is out of range: the vocabulary has ${vocabSize} tokens.`,
+      );
+    }
+    byId.set(id, value);
+  }
+  return byId.size === 0 ? null : { ids: [...byId.keys()], biases: [...byId.values()] };
 }
 
 export function decodeChatRequest(body: ChatCompletionBody, defaults: SamplingDefaults): ChatRequest {
@@ -158,7 +199,7 @@ export function decodeChatRequest(body: ChatCompletionBody, defaults: SamplingDe
   const thinkingBudget = body.reasoning_effort != null ? applyReasoningEffort(body.reasoning_effort, chatTemplateKwargs) : null;
   if (defaults.disableThinking) chatTemplateKwargs.enable_thinking = false;
   return {
-    ...decodeGenerationFields(body, defaults),
+    ...decodeGenerationFields(body, defaults, body.max_completion_tokens ?? body.max_tokens ?? null),
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
     logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
     messages: decodeMessages(body.messages),
@@ -286,8 +327,61 @@ export function usage(promptTokens: number, completionTokens: number): Usage {
   return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
 }
 
-/** Turns a token id into the text OpenAI's logprob records carry. */
-export type TokenText = (id: number) => string;
+/** A token's raw bytes: what it adds to the UTF-8 output, possibly part of a character (Tokenizer.tokenBytes). */
+export type TokenBytes = (id: number) => Uint8Array;
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A token's bytes as the `token` string of a logprob record: the text, where the bytes are whole
+ * UTF-8 characters; otherwise each byte that is not part of a complete character is written as
+ * `\xNN` (lowercase hex), as OpenAI's chat API writes a token holding part of a character
+ * (Python's `bytes.decode('utf-8', 'backslashreplace')`). The `bytes` field carries the raw bytes.
+ */
+export function tokenString(bytes: Uint8Array): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    let out = '';
+    let i = 0;
+    while (i < bytes.length) {
+      const n = utf8SequenceLength(bytes, i);
+      if (n > 0) {
+        out += strictUtf8.decode(bytes.subarray(i, i + n));
+        i += n;
+      } else {
+        out += `\\x${bytes[i].toString(16).padStart(2, '0')}`;
+        i++;
+      }
+    }
+    return out;
+  }
+}
+
+/** Length of the well-formed UTF-8 character at bytes[i], or 0 when none starts there. */
+function utf8SequenceLength(bytes: Uint8Array, i: number): number {
+  const b = bytes[i];
+  if (b < 0x80) return 1;
+  let n: number;
+  let lo = 0x80;
+  let hi = 0xbf;
+  if (b >= 0xc2 && b <= 0xdf) n = 2;
+  else if (b >= 0xe0 && b <= 0xef) {
+    n = 3;
+    if (b === 0xe0) lo = 0xa0;
+    if (b === 0xed) hi = 0x9f;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    n = 4;
+    if (b === 0xf0) lo = 0x90;
+    if (b === 0xf4) hi = 0x8f;
+  } else return 0;
+  if (i + n > bytes.length) return 0;
+  for (let k = 1; k < n; k++) {
+    const c = bytes[i + k];
+    if (c < (k === 1 ? lo : 0x80) || c > (k === 1 ? hi : 0xbf)) return 0;
+  }
+  return n;
+}
 
 interface WireTopLogprob {
   token: string;
@@ -298,10 +392,11 @@ interface WireLogprob extends WireTopLogprob {
   top_logprobs: WireTopLogprob[];
 }
 
-function logprobRecords(lps: TokenLogprob[], topN: number, tokenText: TokenText): WireLogprob[] {
+/** Chat logprob records: `bytes` are the token's raw bytes, so a choice's records concatenate to its UTF-8 output. */
+function logprobRecords(lps: TokenLogprob[], topN: number, tokenBytes: TokenBytes): WireLogprob[] {
   const rec = (id: number, logprob: number): WireTopLogprob => {
-    const token = tokenText(id);
-    return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+    const bytes = tokenBytes(id);
+    return { token: tokenString(bytes), logprob, bytes: Array.from(bytes) };
   };
   return lps.map((lp) => ({ ...rec(lp.id, lp.logprob), top_logprobs: lp.top.slice(0, topN).map((t) => rec(t.id, t.logprob)) }));
 }
@@ -370,7 +465,7 @@ export class ChatCompletionBuilder {
     private readonly meta: ResponseMeta,
     n: number,
     private readonly logprobs: number | null,
-    private readonly tokenText: TokenText,
+    private readonly tokenBytes: TokenBytes,
     /** The request used legacy `functions`: the call is `message.function_call`. */
     private readonly legacyFunctions = false,
   ) {
@@ -380,7 +475,7 @@ export class ChatCompletionBuilder {
   add(index: number, events: OutputEvent[], lps: TokenLogprob[]): void {
     const c = this.choices[index]!;
     c.add(events);
-    if (this.logprobs !== null) c.logprobs.push(...logprobRecords(lps, this.logprobs, this.tokenText));
+    if (this.logprobs !== null) c.logprobs.push(...logprobRecords(lps, this.logprobs, this.tokenBytes));
   }
 
   build(promptTokens: number, completionTokens: number): unknown {
@@ -420,7 +515,7 @@ export class ChatChunkEncoder implements StreamEncoder {
     private readonly n: number,
     private readonly logprobs: number | null,
     private readonly includeUsage: boolean,
-    private readonly tokenText: TokenText,
+    private readonly tokenBytes: TokenBytes,
     /** The request used legacy `functions`: deltas carry `function_call`. */
     private readonly legacyFunctions = false,
   ) {
@@ -434,7 +529,7 @@ export class ChatChunkEncoder implements StreamEncoder {
 
   /** Chunks for one step of one choice; a 'finish' event gives the closing chunk with an empty delta. */
   step(index: number, events: OutputEvent[], lps: TokenLogprob[]): SseFrame[] {
-    if (this.logprobs !== null) this.pending[index]!.push(...logprobRecords(lps, this.logprobs, this.tokenText));
+    if (this.logprobs !== null) this.pending[index]!.push(...logprobRecords(lps, this.logprobs, this.tokenBytes));
     const out: unknown[] = [];
     let text = '';
     let reasoning = '';

@@ -10,10 +10,11 @@ import { decodeOutputFormat, type WireStructuredFields } from './structured.js';
 import { closingFrames, dataFrames, errorFrames } from './stream.js';
 import {
   decodeGenerationFields,
+  tokenString,
   usage,
   type ResponseMeta,
   type SamplingDefaults,
-  type TokenText,
+  type TokenBytes,
   type WireGenerationFields,
 } from './chat.js';
 
@@ -41,7 +42,8 @@ export function decodeCompletionRequest(body: CompletionBody, defaults: Sampling
   }
   return {
     ...fields,
-    maxTokens: body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS,
+    // Left out: the legacy default, stretched to min_tokens when that asks for more.
+    maxTokens: body.max_tokens ?? Math.max(DEFAULT_COMPLETION_MAX_TOKENS, fields.minTokens ?? 0),
     logprobs: body.logprobs ?? null,
     prompts: decodePrompt(body.prompt),
     echo,
@@ -72,23 +74,46 @@ interface LegacyLogprobs {
   text_offset: number[];
 }
 
+/**
+ * A token as the legacy logprobs write it: its text, or — for a token holding part of a UTF-8
+ * character — `bytes:` and the bytes with each byte outside a whole character as `\xNN`, as
+ * OpenAI's completions API writes such tokens (e.g. `bytes:\xe2\x80`). So the raw bytes can be
+ * read back from the legacy shape, which has no `bytes` field.
+ */
+export function legacyTokenString(bytes: Uint8Array): string {
+  return isUtf8(bytes) ? tokenString(bytes) : `bytes:${tokenString(bytes)}`;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    strictUtf8.decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Per choice: accumulates legacy logprob records, keeping text offsets into the choice's text. */
 class LogprobTrack {
   offset: number;
   data: LegacyLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  /** The choice's token bytes so far, decoded: a token's offset is where its first whole character starts. */
+  private readonly text = new TextDecoder('utf-8');
 
   constructor(startOffset: number) {
     this.offset = startOffset;
   }
 
-  add(lps: TokenLogprob[], topN: number, tokenText: TokenText): void {
+  add(lps: TokenLogprob[], topN: number, tokenBytes: TokenBytes): void {
     for (const lp of lps) {
-      const token = tokenText(lp.id);
-      this.data.tokens.push(token);
+      const bytes = tokenBytes(lp.id);
+      this.data.tokens.push(legacyTokenString(bytes));
       this.data.token_logprobs.push(lp.logprob);
-      this.data.top_logprobs.push(Object.fromEntries(lp.top.slice(0, topN).map((t) => [tokenText(t.id), t.logprob])));
+      this.data.top_logprobs.push(Object.fromEntries(lp.top.slice(0, topN).map((t) => [legacyTokenString(tokenBytes(t.id)), t.logprob])));
+      // A token that starts inside a character points at that character.
       this.data.text_offset.push(this.offset);
-      this.offset += token.length;
+      this.offset += this.text.decode(bytes, { stream: true }).length;
     }
   }
 
@@ -120,7 +145,7 @@ export class CompletionBuilder {
     private readonly meta: ResponseMeta,
     echoes: string[],
     private readonly logprobs: number | null,
-    private readonly tokenText: TokenText,
+    private readonly tokenBytes: TokenBytes,
   ) {
     this.texts = [...echoes];
     this.finishes = echoes.map(() => null);
@@ -130,7 +155,7 @@ export class CompletionBuilder {
   add(index: number, events: OutputEvent[], lps: TokenLogprob[]): void {
     this.texts[index] += textOf(events);
     this.finishes[index] = finishOf(events) ?? this.finishes[index]!;
-    if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenText);
+    if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenBytes);
   }
 
   build(promptTokens: number, completionTokens: number): unknown {
@@ -159,7 +184,7 @@ export class CompletionChunkEncoder implements StreamEncoder {
     private readonly echoes: string[],
     private readonly logprobs: number | null,
     private readonly includeUsage: boolean,
-    private readonly tokenText: TokenText,
+    private readonly tokenBytes: TokenBytes,
   ) {
     this.tracks = echoes.map((e) => new LogprobTrack(e.length));
   }
@@ -170,7 +195,7 @@ export class CompletionChunkEncoder implements StreamEncoder {
   }
 
   step(index: number, events: OutputEvent[], lps: TokenLogprob[]): SseFrame[] {
-    if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenText);
+    if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenBytes);
     const out: unknown[] = [];
     const text = textOf(events);
     if (text !== '') out.push(this.chunk(index, text, null));

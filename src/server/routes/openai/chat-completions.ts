@@ -18,6 +18,10 @@ import { SseStream, streamSteps } from '../../sse.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
 
+/** Most bad_words a request may send, and the longest one (in UTF-16 units). */
+export const MAX_BAD_WORDS = 256;
+export const MAX_BAD_WORD_CHARS = 256;
+
 /** Generation fields the OpenAI chat and legacy completions requests share. */
 export const generationProperties = {
   model: { type: 'string' },
@@ -36,6 +40,12 @@ export const generationProperties = {
   stream_options: { type: ['object', 'null'], properties: { include_usage: nullable('boolean') } },
   presence_penalty: { type: ['number', 'null'], minimum: -2, maximum: 2 },
   frequency_penalty: { type: ['number', 'null'], minimum: -2, maximum: 2 },
+  // Keys are token ids, checked by the decoder (which knows the vocabulary).
+  logit_bias: { type: ['object', 'null'], additionalProperties: { type: 'number', minimum: -100, maximum: 100 } },
+  repetition_penalty: { type: ['number', 'null'], exclusiveMinimum: 0 },
+  min_tokens: { type: ['integer', 'null'], minimum: 0 },
+  // Tokenized on the main thread when the job is made: bounded here.
+  bad_words: { type: ['array', 'null'], maxItems: MAX_BAD_WORDS, items: { type: 'string', maxLength: MAX_BAD_WORD_CHARS } },
   ignore_eos: nullable('boolean'),
   stop_token_ids: { type: ['array', 'null'], items: { type: 'integer', minimum: 0 } },
   skip_special_tokens: nullable('boolean'),
@@ -159,7 +169,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
     { schema: { body: chatCompletionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;
-      const chat = decodeChatRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
+      const chat = decodeChatRequest(request.body, { ...options, model: runtime.samplingDefaults, vocabSize: runtime.tokenizer.vocabSize });
       const chatPrompt = await buildChatPrompt(chat, runtime);
       const prompt = chatPrompt.tokens;
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
@@ -168,15 +178,15 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
         chatSequence(chat, chatPrompt, maxTokens, runtime, chatOutput, options.requestTimeoutSec, seq),
       );
       const meta = newResponseMeta('chatcmpl', options.modelName);
-      const tokenText = (id: number): string => runtime.tokenizer.decode([id]);
+      const tokenBytes = (id: number): Uint8Array => runtime.tokenizer.tokenBytes(id);
       const steps = runSequences(runtime, specs, prompt.length, request, reply);
 
       if (chat.stream) {
-        const encoder = new ChatChunkEncoder(meta, chat.n, chat.logprobs, chat.includeUsage, tokenText, chat.legacyFunctions);
+        const encoder = new ChatChunkEncoder(meta, chat.n, chat.logprobs, chat.includeUsage, tokenBytes, chat.legacyFunctions);
         void streamSteps(new SseStream(reply), encoder, steps, request);
         return reply;
       }
-      const builder = new ChatCompletionBuilder(meta, chat.n, chat.logprobs, tokenText, chat.legacyFunctions);
+      const builder = new ChatCompletionBuilder(meta, chat.n, chat.logprobs, tokenBytes, chat.legacyFunctions);
       for await (const { index, step } of steps) {
         const failed = generationError(step.done);
         if (failed) throw failed;

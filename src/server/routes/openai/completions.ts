@@ -51,7 +51,11 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
     { schema: { body: completionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;
-      const req = decodeCompletionRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
+      const req = decodeCompletionRequest(request.body, {
+        ...options,
+        model: runtime.samplingDefaults,
+        vocabSize: runtime.tokenizer.vocabSize,
+      });
       const prompts = await Promise.all(
         req.prompts.map((p, i) => buildTextPrompt(p, runtime, req.prompts.length > 1 ? `prompt[${i}]` : 'prompt')),
       );
@@ -64,15 +68,13 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
       for (const prompt of prompts) {
         const maxTokens = resolveMaxTokens(prompt.tokens.length, req.maxTokens, runtime.maxSeqLen, null);
         for (let seq = 0; seq < req.n; seq++) {
-          const job = withConstraint(
-            engineJob(req, prompt.tokens, maxTokens, runtime.eosTokenIds, options.requestTimeoutSec, seq),
-            constraint,
-          );
+          const job = withConstraint(engineJob(req, prompt.tokens, maxTokens, runtime, options.requestTimeoutSec, seq), constraint);
           const pipeline = new OutputPipeline({
             decoder: runtime.tokenizer,
             skipSpecialTokens: req.skipSpecialTokens,
             stop: req.stop,
             stopTokenIds: job.stopTokenIds,
+            minTokens: job.minTokens,
             stages: [],
             // A completion continues the prompt's text: its first token is decoded after the prompt's last ones.
             context: prompt.tokens,
@@ -83,15 +85,15 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
       }
       const promptTokens = prompts.reduce((sum, p) => sum + p.tokens.length, 0);
       const meta = newResponseMeta('cmpl', options.modelName);
-      const tokenText = (id: number): string => runtime.tokenizer.decode([id]);
+      const tokenBytes = (id: number): Uint8Array => runtime.tokenizer.tokenBytes(id);
       const steps = runSequences(runtime, specs, promptTokens, request, reply);
 
       if (req.stream) {
-        const encoder = new CompletionChunkEncoder(meta, echoes, req.logprobs, req.includeUsage, tokenText);
+        const encoder = new CompletionChunkEncoder(meta, echoes, req.logprobs, req.includeUsage, tokenBytes);
         void streamSteps(new SseStream(reply), encoder, steps, request);
         return reply;
       }
-      const builder = new CompletionBuilder(meta, echoes, req.logprobs, tokenText);
+      const builder = new CompletionBuilder(meta, echoes, req.logprobs, tokenBytes);
       for await (const { index, step } of steps) {
         const failed = generationError(step.done);
         if (failed) throw failed;
