@@ -10,6 +10,7 @@
 import { seenBit, MARK_END, MARK_FORBID, MARK_NONE } from './literals.js';
 import {
   ACCEPTED,
+  COUNTED,
   EOS,
   enter,
   Frame,
@@ -36,6 +37,7 @@ const S_ESC = 2;
 const S_HEX = 3; // 3..6: \u digits seen so far = s - 3
 const S_CONT1 = 7; // UTF-8 continuation bytes still due: 1, 2, 3
 const S_CONT3 = 9;
+const S_SURR = 10; // after \uD in a counted string: the next digit must be 0-7
 
 // Num phases (s & 15); digit counts in s >> 4.
 const N_START = 0;
@@ -134,6 +136,12 @@ export function feed(state: Frame, b: number): Frame | null {
         break;
       }
 
+      case Kind.Cfg: {
+        const r = stepCfg(f, b);
+        if (r !== undefined) return r;
+        break;
+      }
+
       case Kind.Obj: {
         const kid = objectChild(f, b);
         if (kid === null) return stepObject(f, b);
@@ -172,43 +180,74 @@ function stepString(f: Frame, b: number): Frame | null {
   const n = f.node;
   const quote = n.min === 0 ? 0x22 : n.min;
   if (s === S_START) return b === quote ? new Frame(n, S_BODY, 0, 0, f.up) : null;
-  if (s === S_BODY && b === quote) return f.up;
+  if (s === S_BODY && b === quote) return f.m >= n.lo ? f.up : null;
   // A guarded string (n.dfa): its raw text must not contain a marker (k = the marker DFA's state).
   let k = f.k;
   if (n.dfa !== null && b !== EOS) {
     k = n.dfa.next[k * 256 + b];
     if (n.dfa.out[k] !== MARK_NONE) return null;
   }
+  const m = f.m;
   if (s === S_BODY) {
-    if (b === 0x5c) return new Frame(n, S_ESC, k, 0, f.up);
     if (b < 0x20 || b === EOS) return null; // JSON forbids raw control characters (and Python strings get them escaped)
-    if (b < 0x80) return k === f.k ? f : new Frame(n, S_BODY, k, 0, f.up);
+    // A code point starts here: count it.
+    let c = m;
+    if ((n.flags & COUNTED) !== 0) {
+      c = m + 1;
+      if (n.hi < 0) c = Math.min(c, n.lo);
+      else if (c > n.hi) return null;
+    }
+    if (b === 0x5c) return new Frame(n, S_ESC, k, c, f.up);
+    if (b < 0x80) return k === f.k && c === m ? f : new Frame(n, S_BODY, k, c, f.up);
     // A UTF-8 lead byte: how many continuation bytes it announces.
-    if (b >= 0xc2 && b <= 0xdf) return new Frame(n, S_CONT1, k, 0, f.up);
-    if (b >= 0xe0 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, 0, f.up);
-    if (b >= 0xf0 && b <= 0xf4) return new Frame(n, S_CONT3, k, 0, f.up);
+    if (b >= 0xc2 && b <= 0xdf) return new Frame(n, S_CONT1, k, c, f.up);
+    if (b >= 0xe0 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, c, f.up);
+    if (b >= 0xf0 && b <= 0xf4) return new Frame(n, S_CONT3, k, c, f.up);
     return null;
   }
   if (s === S_ESC) {
-    if (b === 0x75) return new Frame(n, S_HEX, k, 0, f.up); // \u: four hex digits
+    if (b === 0x75) return new Frame(n, S_HEX, k, m, f.up); // \u: four hex digits
     let simple: boolean;
     if ((n.flags & PY_ESCAPES) !== 0) {
-      if (b === 0x78) return new Frame(n, S_HEX + 2, k, 0, f.up); // \x: two hex digits
+      if (b === 0x78) return new Frame(n, S_HEX + 2, k, m, f.up); // \x: two hex digits
       simple = b === 0x22 || b === 0x27 || b === 0x5c || b === 0x6e || b === 0x72 || b === 0x74;
     } else {
       simple = b === 0x22 || b === 0x5c || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74;
     }
-    return simple ? new Frame(n, S_BODY, k, 0, f.up) : null;
+    return simple ? new Frame(n, S_BODY, k, m, f.up) : null;
   }
+  if (s === S_SURR) return b >= 0x30 && b <= 0x37 ? new Frame(n, S_HEX + 2, k, m, f.up) : null;
   if (s < S_CONT1) {
     if (!isHex(b)) return null;
-    return new Frame(n, s === S_HEX + 3 ? S_BODY : s + 1, k, 0, f.up);
+    // Counted strings take no escaped surrogates (\uD800-\uDFFF): a pair is one code point, not two.
+    if (s === S_HEX && (b === 0x64 || b === 0x44) && (n.flags & COUNTED) !== 0) return new Frame(n, S_SURR, k, m, f.up);
+    return new Frame(n, s === S_HEX + 3 ? S_BODY : s + 1, k, m, f.up);
   }
   if (s <= S_CONT3) {
     if (b < 0x80 || b > 0xbf) return null;
-    return new Frame(n, s === S_CONT1 ? S_BODY : s - 1, k, 0, f.up);
+    return new Frame(n, s === S_CONT1 ? S_BODY : s - 1, k, m, f.up);
   }
   return null;
+}
+
+/** Next grammar-text state; null = rejected; undefined = the text is complete and `b` belongs to the parent. */
+function stepCfg(f: Frame, b: number): Frame | null | undefined {
+  const n = f.node;
+  const machine = n.cfg!;
+  const counts = n.counts;
+  const done = machine.accepts(f.s) && f.m >= n.lo;
+  const t = b === EOS ? -1 : machine.next(f.s, b);
+  if (t < 0) return done ? undefined : null;
+  const s = t >> 1;
+  let c = f.m;
+  if (counts !== null) {
+    if ((t & 1) !== 0) c = Math.min(c + 1, counts.hi < 0 ? counts.cap : c + 1);
+    // Past the bounds, or nowhere left to finish within them: the pattern cannot take b.
+    if (c > counts.cap || !counts.isLive(s, c)) return done ? undefined : null;
+  }
+  // Nothing can follow: done at once (a frame on the stack always wants input).
+  if (!machine.live(s)) return f.up;
+  return s === f.s && c === f.m ? f : new Frame(n, s, 0, c, f.up);
 }
 
 /** Next number state; null = rejected; undefined = the number is complete and `b` belongs to the parent. */

@@ -9,6 +9,8 @@
 // All nodes are one class with one field layout, so the matcher's hot loop sees a single hidden
 // class; `kind` says which fields mean something.
 
+import type { CountTable } from './cfg-counts.js';
+import type { CfgMachine } from './cfg-machine.js';
 import { GrammarError } from './errors.js';
 import { LiteralTrie, MarkerDfa } from './literals.js';
 
@@ -27,7 +29,8 @@ export const enum Kind {
   Until,
   /**
    * A quoted string: JSON (`"`, JSON escapes) or Python (min = the quote byte; flags & PY_ESCAPES).
-   * s = sub-state; with a dfa, k = its state (the raw text must not contain a marker).
+   * s = sub-state; with a dfa, k = its state (the raw text must not contain a marker). COUNTED:
+   * lo..hi code points (hi -1: no limit), m = code points so far (capped at lo without hi).
    */
   Str,
   /** A JSON number; flags & INTEGER for integers. s = phase | digits << 4. */
@@ -43,6 +46,12 @@ export const enum Kind {
   XmlObj,
   /** A JSON array of kids[0], min..max items (max -1 = unbounded). k = items so far (capped). */
   Arr,
+  /**
+   * Text of a byte-level context-free grammar (regexes, GBNF; cfg-machine.ts): s = its state.
+   * With `counts`, lo..hi code points, m = code points so far. Greedy: a byte the grammar cannot
+   * take, where it may end, pops the frame and goes to the parent.
+   */
+  Cfg,
   /** Accepts only the end of output. */
   End,
   /** Matched everything: nothing more is accepted. */
@@ -59,6 +68,8 @@ export const KEY_HAS_COLON = 4;
 export const NO_OPEN = 8;
 /** Str: Python escapes (\\ \' \" \n \r \t \xHH \uHHHH) instead of JSON's. */
 export const PY_ESCAPES = 16;
+/** Str: lo..hi code points (\u escapes of surrogates are not allowed: they would miscount). */
+export const COUNTED = 32;
 /** The pseudo-byte for end of output (an end-of-turn token). */
 export const EOS = 256;
 
@@ -80,6 +91,11 @@ export class GNode {
   /** literalBit of each required key. */
   required = 0;
   flags = 0;
+  /** Length bounds in code points (Str with COUNTED; Cfg with counts); hi -1: none. */
+  lo = 0;
+  hi = -1;
+  cfg: CfgMachine | null = null;
+  counts: CountTable | null = null;
 
   constructor(
     readonly kind: Kind,
@@ -242,6 +258,30 @@ export function opened(node: GNode): GNode {
 export function guardedString(dfa: MarkerDfa, shared = false): GNode {
   const n = new GNode(Kind.Str, shared);
   n.dfa = dfa;
+  return n;
+}
+
+/** A JSON string of lo..hi code points (hi -1: no upper bound). */
+export function countedString(lo: number, hi: number): GNode {
+  const n = new GNode(Kind.Str);
+  n.flags = COUNTED;
+  n.lo = lo;
+  n.hi = hi;
+  return n;
+}
+
+/**
+ * Text of a grammar (its machine), optionally lo..hi code points long (`counts`, whose bounds
+ * they are). `shared`: built once per process (string formats).
+ */
+export function cfgNode(machine: CfgMachine, counts: CountTable | null = null, shared = false): GNode {
+  const n = new GNode(Kind.Cfg, shared);
+  n.cfg = machine;
+  n.counts = counts;
+  if (counts) {
+    n.lo = counts.lo;
+    n.hi = counts.hi;
+  }
   return n;
 }
 

@@ -10,7 +10,7 @@
 // position with the real parent — usually a few suffixes such as `",` or `}`.
 
 import { feed } from './matcher.js';
-import { Frame, HOLE, HOLE_FED } from './nodes.js';
+import { COUNTED, Frame, HOLE, HOLE_FED, Kind } from './nodes.js';
 import type { VocabTrie } from './vocab-trie.js';
 
 /** What a top frame allows by itself, for any parent. */
@@ -42,9 +42,23 @@ export class MaskCache {
   }
 }
 
-/** The cache key of a top frame: everything its future depends on. */
-export function frameKey(f: Frame): string {
-  return `${f.node.id}:${f.s}:${f.k}:${f.m}`;
+/**
+ * The cache key of a top frame: everything its future depends on, as far as one token reaches
+ * (`horizon`: the vocabulary's longest token in bytes). A count of code points is kept exactly
+ * only near a bound; counts whose futures agree for a token's length share a key.
+ */
+export function frameKey(f: Frame, horizon: number): string {
+  const n = f.node;
+  let m = f.m;
+  if (n.counts !== null) m = n.counts.key(m, horizon);
+  else if (n.kind === Kind.Str && (n.flags & COUNTED) !== 0) m = stringCountKey(n.lo, n.hi, m, horizon);
+  return `${n.id}:${f.s}:${f.k}:${m}`;
+}
+
+/** A string's count as a key: -1 when a token can neither reach hi nor matter for lo, -2 when it cannot reach lo. */
+function stringCountKey(lo: number, hi: number, count: number, horizon: number): number {
+  if (count >= lo) return hi < 0 || hi - count > horizon ? -1 : count;
+  return lo - count > horizon ? -2 : count;
 }
 
 /** Walks the whole trie from the top frame alone (over a Hole). */

@@ -51,7 +51,7 @@ export class ToolGrammar {
     out.fill(0);
     if (state === ACCEPTED) return;
     const cache = state.node.shared ? this.vocab.sharedMasks : this.masks;
-    const key = frameKey(state);
+    const key = frameKey(state, this.vocab.maxTokenBytes);
     let entry = cache.get(key);
     if (!entry) {
       entry = buildMaskEntry(this.vocab.trie, this.vocab.size, state);
