@@ -382,9 +382,10 @@ function arrayChild(f: Frame, b: number): Frame | null {
   const phase = f.s & 3;
   if (isWs(b) || (phase !== A_FIRST && phase !== A_NEXT)) return null;
   if (phase === A_FIRST && (b === 0x5d || n.max === 0)) return null;
-  // Past both bounds the exact count no longer matters; capping it keeps cache keys few.
-  const count = Math.min(f.k + 1, Math.max(n.min, n.max));
-  return enter(n.kids[0]!, new Frame(n, A_AFTER, count, 0, f.up));
+  // Past both bounds and the prefix items the exact count no longer matters; capping it keeps cache keys few.
+  const prefix = n.kids.length - 1;
+  const count = Math.min(f.k + 1, Math.max(n.min, n.max, prefix));
+  return enter((f.k < prefix ? n.kids[f.k + 1] : n.kids[0])!, new Frame(n, A_AFTER, count, 0, f.up));
 }
 
 /** Next array state when b stays in the array: this array's next frame, or the parent when b closes it. */

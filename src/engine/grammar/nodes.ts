@@ -44,7 +44,10 @@ export const enum Kind {
   Obj,
   /** XML-ish parameters (fam1, fam4_xml, glm4): opening tags from trie (literal 0 is the closing tag), values kids[i]. */
   XmlObj,
-  /** A JSON array of kids[0], min..max items (max -1 = unbounded). k = items so far (capped). */
+  /**
+   * A JSON array of min..max items (max -1 = unbounded): item i matches kids[i + 1] while there is
+   * one (prefixItems), else kids[0]. k = items so far (capped).
+   */
   Arr,
   /**
    * Text of a byte-level context-free grammar (regexes, GBNF; cfg-machine.ts): s = its state.
@@ -293,9 +296,10 @@ export function pythonString(quote: "'" | '"', shared = false): GNode {
   return n;
 }
 
-export function jsonArray(items: GNode | null, minItems: number, maxItems: number, shared = false): GNode {
+/** Items 0..prefix.length - 1 match `prefix` (prefixItems), later ones `items`. */
+export function jsonArray(items: GNode | null, minItems: number, maxItems: number, shared = false, prefix: GNode[] = []): GNode {
   const n = new GNode(Kind.Arr, shared);
-  n.kids = [items];
+  n.kids = [items, ...prefix];
   n.min = minItems;
   n.max = maxItems;
   return n;

@@ -35,6 +35,9 @@ export interface RegexOptions {
   ignoreCase?: boolean;
 }
 
+/** A pattern and how to read it (the text mode is the caller's). */
+export type PatternSpec = Omit<RegexOptions, 'mode'> & { pattern: string };
+
 const ANY: CodePoints = [[0, MAX_CODE_POINT]];
 const LINE_TERMINATORS: CodePoints = [
   [0x0a, 0x0a],
@@ -63,16 +66,51 @@ const SPACE: CodePoints = normalize([
 
 /** The pattern's automaton, every state worked out (SchemaError when the pattern is outside the subset or too large). */
 export function regexMachine(pattern: string, options: RegexOptions): CfgMachine {
-  const what = `pattern ${JSON.stringify(pattern)}`;
-  const machine = new CfgMachine(regexCfg(pattern, options), MAX_REGEX_STATES, what);
+  return regexUnionMachine([{ ...options, pattern }], options.mode);
+}
+
+/** The automaton of text matching any of the patterns, every state worked out. */
+export function regexUnionMachine(patterns: readonly PatternSpec[], mode: TextMode): CfgMachine {
+  const what =
+    patterns.length === 1
+      ? `pattern ${JSON.stringify(patterns[0].pattern)}`
+      : `patterns ${patterns.map((p) => JSON.stringify(p.pattern)).join(' | ')}`;
+  const machine = new CfgMachine(regexCfg(patterns, mode, what), MAX_REGEX_STATES, what);
   machine.explore();
   return machine;
 }
 
-/** The grammar of the texts the pattern matches. */
-export function regexCfg(pattern: string, options: RegexOptions): Cfg {
-  const ast = parse(pattern);
-  return new RegexCompiler(pattern, options).compile(ast);
+/** The grammar of the texts any of the patterns match. */
+export function regexCfg(patterns: readonly PatternSpec[], mode: TextMode, what: string): Cfg {
+  const b = new CfgBuilder(what);
+  const root = b.declare('pattern');
+  b.define(
+    root,
+    patterns.flatMap((p) => new RegexCompiler(b, p.pattern, { ...p, mode }).compile(parse(p.pattern))),
+  );
+  return b.build(root, false);
+}
+
+/**
+ * A whole-text pattern that is one character class repeated (`^[a-z]{3,40}$`): the class's star
+ * and the counts, so that the counts can be enforced by counting instead of a state per position.
+ */
+export function simpleRepeat(p: PatternSpec): { star: PatternSpec; min: number; max: number } | null {
+  let ast: AST.Pattern;
+  try {
+    ast = parse(p.pattern);
+  } catch {
+    return null;
+  }
+  if (ast.alternatives.length !== 1) return null;
+  const els = [...ast.alternatives[0].elements];
+  const start = els.length > 0 && isEdge(els[0], 'start');
+  const end = els.length > 0 && isEdge(els[els.length - 1], 'end');
+  const body = els.slice(start ? 1 : 0, end ? -1 : undefined);
+  if (!((start && end) || p.anchored) || body.length !== 1) return null;
+  const q = body[0];
+  if (q.type !== 'Quantifier' || !['Character', 'CharacterSet', 'CharacterClass'].includes(q.element.type)) return null;
+  return { star: { ...p, pattern: `(?:${q.element.raw})*`, anchored: true }, min: q.min, max: q.max === Infinity ? -1 : q.max };
 }
 
 function parse(pattern: string): AST.Pattern {
@@ -89,19 +127,16 @@ function parse(pattern: string): AST.Pattern {
 }
 
 class RegexCompiler {
-  private readonly b: CfgBuilder;
-
   constructor(
+    private readonly b: CfgBuilder,
     private readonly pattern: string,
     private readonly options: RegexOptions,
-  ) {
-    this.b = new CfgBuilder(`pattern ${JSON.stringify(pattern)}`);
-  }
+  ) {}
 
-  compile(ast: AST.Pattern): Cfg {
-    const root = this.b.declare('pattern');
+  /** The pattern's alternatives, as grammar sequences. */
+  compile(ast: AST.Pattern): Elem[][] {
     const anyText = this.b.repeat([this.chars(ANY)], 0, -1);
-    const alts = topAlternatives(ast.alternatives).map((alt) => {
+    return topAlternatives(ast.alternatives).map((alt) => {
       const els = [...alt.elements];
       let start = false;
       let end = false;
@@ -111,8 +146,6 @@ class RegexCompiler {
       if (this.options.anchored) return body;
       return [...(start ? [] : anyText), ...body, ...(end ? [] : anyText)];
     });
-    this.b.define(root, alts);
-    return this.b.build(root, false);
   }
 
   private alternatives(alts: AST.Alternative[]): Elem {
