@@ -222,10 +222,13 @@ export class CfgBuilder {
     for (let r = 0; r < n; r++) if (!this.defined[r]) throw new SchemaError(`${this.what} ${this.locate(r)} is not defined`);
     const productive = this.productiveRules();
     const reachable = this.reachableFrom(root);
-    for (let r = 0; r < n; r++) {
-      if (productive[r] || !reachable[r]) continue;
-      if (r === root && !strict) throw new SchemaError(`${this.what} matches nothing`);
-      if (strict) throw new SchemaError(`${this.what} ${this.locate(r)} can never complete (it matches no finite text)`);
+    // Name the rule at fault: one that never completes other than the root, when there is one.
+    const stuck = [...Array(n).keys()]
+      .filter((r) => reachable[r] && !productive[r])
+      .sort((a, b) => Number(a === root) - Number(b === root));
+    if (stuck.length > 0 && (strict || !productive[root])) {
+      if (!strict) throw new SchemaError(`${this.what} matches nothing`);
+      throw new SchemaError(`${this.what} ${this.locate(stuck[0])} can never complete (it matches no finite text)`);
     }
     const alive = (alt: Elem[]) => alt.every((e) => isTerm(e) || productive[e >> 2]);
     const rules = this.rules.map((alts) => alts.filter(alive));

@@ -319,7 +319,8 @@ export class SchemaCompiler {
 
   private array(schema: Schema, path: string): GNode {
     const syn = this.syntax;
-    let [min, max] = countRange(schema, 'minItems', 'maxItems', path);
+    const [min, maxItems] = countRange(schema, 'minItems', 'maxItems', path);
+    let max = maxItems;
     const tuple = Array.isArray(schema.items);
     const prefixSchemas = (tuple ? schema.items : schema.prefixItems) as unknown[] | undefined;
     if (prefixSchemas !== undefined && !Array.isArray(prefixSchemas)) throw new SchemaError(`'prefixItems' must be a list at ${path}`);

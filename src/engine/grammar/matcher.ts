@@ -38,6 +38,19 @@ const S_HEX = 3; // 3..6: \u digits seen so far = s - 3
 const S_CONT1 = 7; // UTF-8 continuation bytes still due: 1, 2, 3
 const S_CONT3 = 9;
 const S_SURR = 10; // after \uD in a counted string: the next digit must be 0-7
+// After a UTF-8 lead byte whose second byte has a narrower range (no overlong forms, no surrogates,
+// nothing past U+10FFFF): E0 → A0-BF, ED → 80-9F, F0 → 90-BF, F4 → 80-8F.
+const S_E0 = 11;
+const S_ED = 12;
+const S_F0 = 13;
+const S_F4 = 14;
+/** [sub-state, lowest, highest second byte, sub-state after it]. */
+const NARROW: readonly (readonly [number, number, number])[] = [
+  [0xa0, 0xbf, S_CONT1],
+  [0x80, 0x9f, S_CONT1],
+  [0x90, 0xbf, S_CONT1 + 1],
+  [0x80, 0x8f, S_CONT1 + 1],
+];
 
 // Num phases (s & 15); digit counts in s >> 4.
 const N_START = 0;
@@ -201,8 +214,10 @@ function stepString(f: Frame, b: number): Frame | null {
     if (b < 0x80) return k === f.k && c === m ? f : new Frame(n, S_BODY, k, c, f.up);
     // A UTF-8 lead byte: how many continuation bytes it announces.
     if (b >= 0xc2 && b <= 0xdf) return new Frame(n, S_CONT1, k, c, f.up);
-    if (b >= 0xe0 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, c, f.up);
-    if (b >= 0xf0 && b <= 0xf4) return new Frame(n, S_CONT3, k, c, f.up);
+    if (b === 0xe0 || b === 0xed) return new Frame(n, b === 0xe0 ? S_E0 : S_ED, k, c, f.up);
+    if (b >= 0xe1 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, c, f.up);
+    if (b === 0xf0 || b === 0xf4) return new Frame(n, b === 0xf0 ? S_F0 : S_F4, k, c, f.up);
+    if (b >= 0xf1 && b <= 0xf3) return new Frame(n, S_CONT3, k, c, f.up);
     return null;
   }
   if (s === S_ESC) {
@@ -226,6 +241,10 @@ function stepString(f: Frame, b: number): Frame | null {
   if (s <= S_CONT3) {
     if (b < 0x80 || b > 0xbf) return null;
     return new Frame(n, s === S_CONT1 ? S_BODY : s - 1, k, m, f.up);
+  }
+  if (s >= S_E0 && s <= S_F4) {
+    const [lo, hi, next] = NARROW[s - S_E0];
+    return b >= lo && b <= hi ? new Frame(n, next, k, m, f.up) : null;
   }
   return null;
 }

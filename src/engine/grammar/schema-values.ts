@@ -53,11 +53,25 @@ export function stringSpec(pattern: string | undefined, format: string | undefin
   return { texts: texts.length > 0 ? texts : null, lo, hi };
 }
 
-/** Both specs' strings; exact when their length bounds agree, otherwise the looser bounds. */
-export function unionStrings(a: StringSpec | null, b: StringSpec | null): StringSpec | null {
-  if (a === null || b === null) return a ?? b;
+/**
+ * Both specs' strings; exact when their length bounds agree (or the differing bounds belong to a
+ * spec without patterns and are small enough to spell as one), otherwise the looser bounds.
+ */
+export function unionStrings(x: StringSpec | null, y: StringSpec | null): StringSpec | null {
+  if (x === null || y === null) return x ?? y;
+  let [a, b] = [x, y];
+  if (a.lo !== b.lo || a.hi !== b.hi) [a, b] = [spellBounds(a), spellBounds(b)];
   const texts = a.texts === null || b.texts === null ? null : [...a.texts, ...b.texts];
   return { texts, lo: Math.min(a.lo, b.lo), hi: a.hi < 0 || b.hi < 0 ? -1 : Math.max(a.hi, b.hi) };
+}
+
+/** Most characters a length bound may have to be spelled as a pattern (each is a few parser states). */
+const SPELL_LENGTH = 64;
+
+/** Length bounds without a pattern as the pattern `^[\s\S]{lo,hi}$`, where small enough. */
+function spellBounds(s: StringSpec): StringSpec {
+  if (s.texts !== null || (s.lo === 0 && s.hi < 0) || Math.max(s.lo, s.hi) > SPELL_LENGTH) return s;
+  return { texts: [{ pattern: `^[\\s\\S]{${s.lo},${s.hi < 0 ? '' : s.hi}}$`, anchored: false }], lo: 0, hi: -1 };
 }
 
 /** The spec with one more exact string (an enum value); null when its length is outside the spec's bounds. */
