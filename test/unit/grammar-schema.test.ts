@@ -17,8 +17,12 @@ import {
 import { END, lit, seq } from '../../src/engine/grammar/ir.js';
 import { feed } from '../../src/engine/grammar/matcher.js';
 import { enter } from '../../src/engine/grammar/nodes.js';
-import { frameKey } from '../../src/engine/grammar/token-mask.js';
+import { frameKey, maskFrame } from '../../src/engine/grammar/token-mask.js';
+import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
+import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { validator } from '../helpers/ajv.js';
+import { checkMasksAgainstBruteForce } from '../helpers/grammar-masks.js';
+import { TINY_CHAT } from '../helpers/paths.js';
 import { accepts, ended, randomWalk, Rng } from '../helpers/grammar-walk.js';
 import { SCHEMAS } from '../helpers/schema-corpus.js';
 
@@ -220,20 +224,20 @@ test('JSON Schema: random walks over real-world-style schemas give only values A
   }
 });
 
-test('a counted string keeps its exact count in the frame but few distinct mask-cache keys', () => {
+test('a counted string keeps its exact count in the frame; its masks are one walk per sub-state', () => {
   const node = value({ type: 'string', minLength: 5, maxLength: 1000 });
   let st = enter(node, null);
   const keys = new Set<string>();
   const horizon = 16;
   for (const b of new TextEncoder().encode(`"${'é'.repeat(999)}`)) {
     st = feed(st, b)!;
-    keys.add(frameKey(st, horizon));
+    keys.add(frameKey(maskFrame(st), horizon));
   }
   assert.ok(feed(st, 0x22) !== null, '999 code points are fine');
   const full = feed(st, 0xc3);
   assert.ok(full !== null && feed(feed(full, 0xa9)!, 0xc3) === null, 'the 1001st code point is not');
-  // Exact keys within a token's reach of either bound, one shared key in between (× the UTF-8 sub-states).
-  assert.ok(keys.size < 2 * (2 * horizon + 8), `${keys.size} distinct keys`);
+  // One key per sub-state of the string (body, after a UTF-8 lead byte, …), whatever the count.
+  assert.ok(keys.size <= 4, `${keys.size} distinct keys`);
 });
 
 // A small vocabulary: every byte alone, and pieces of JSON a tokenizer would have.
@@ -313,4 +317,39 @@ test('token masks agree with byte feeding on a small vocabulary (patterns, count
     }
   }
   assert.ok(states > 500);
+});
+
+test('masks equal a brute-force check of every token on the real 152k vocabulary', () => {
+  const tk = loadTokenizer(TINY_CHAT);
+  const vocab = new VocabIndex(tokenByteStrings(tk));
+  const end = tk.tokenToId('<|im_end|>')!;
+  const schema = {
+    type: 'object',
+    properties: {
+      sku: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' },
+      name: { type: 'string', minLength: 3, maxLength: 12 },
+      when: { type: 'string', format: 'date-time' },
+      price: { type: 'number', exclusiveMinimum: 0, maximum: 999.99 },
+      count: { type: 'integer', minimum: -3, maximum: 250 },
+      note: { type: 'string', maxLength: 300 },
+    },
+    required: ['sku', 'name'],
+  };
+  const text = JSON.stringify(
+    { sku: 'ABC-1234', name: 'Widget "é"', when: '2024-02-29T23:59:59.5+01:00', price: 12.5, count: 200, note: 'Hello world, '.repeat(8) },
+    null,
+    1,
+  );
+  const g = compileGrammar({ root: seq([jsonValue(schema), END]), endTokenIds: [end] }, vocab)!;
+  const regex = compileGrammar({ root: seq([regexText('[a-z]+( [a-z]+){0,3}\\.'), END]), endTokenIds: [end] }, vocab)!;
+  const states = checkMasksAgainstBruteForce(
+    [
+      [g, text],
+      [regex, 'the quick brown fox.'],
+    ],
+    tk,
+    vocab,
+    3,
+  );
+  assert.ok(states > 30);
 });

@@ -265,8 +265,8 @@ export function guardedString(dfa: MarkerDfa, shared = false): GNode {
 }
 
 /** A JSON string of lo..hi code points (hi -1: no upper bound). */
-export function countedString(lo: number, hi: number): GNode {
-  const n = new GNode(Kind.Str);
+export function countedString(lo: number, hi: number, shared = false): GNode {
+  const n = new GNode(Kind.Str, shared);
   n.flags = COUNTED;
   n.lo = lo;
   n.hi = hi;
@@ -323,6 +323,11 @@ export const NUMBER = new GNode(Kind.Num, true);
 export const INTEGER_NUMBER = new GNode(Kind.Num, true);
 INTEGER_NUMBER.flags = INTEGER;
 export const END = new GNode(Kind.End, true);
+/**
+ * A counted string with no limit: counted strings' masks are its masks (one walk per sub-state,
+ * per vocabulary), each token's count kept, and cut to a string's bounds when applied.
+ */
+export const COUNTING_STRING = countedString(0, Number.MAX_SAFE_INTEGER, true);
 export const JSON_GAP = ws(JSON_WS, true);
 export const TAG_GAP = ws(TAG_WS, true);
 

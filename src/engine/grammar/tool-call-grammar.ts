@@ -11,7 +11,7 @@ import { GrammarError, SchemaError } from './errors.js';
 import type { GrammarConstraint } from './ir.js';
 import { feed } from './matcher.js';
 import { ACCEPTED, enter, EOS, Frame, type GNode } from './nodes.js';
-import { applyMaskEntry, buildMaskEntry, frameKey, MaskCache } from './token-mask.js';
+import { applyMaskEntry, buildMaskEntry, frameKey, MaskCache, maskFrame } from './token-mask.js';
 import type { VocabIndex } from './vocab-index.js';
 
 export { GrammarError, SchemaError };
@@ -50,11 +50,12 @@ export class ToolGrammar {
   allowedTokens(state: GrammarState, out: Uint8Array): void {
     out.fill(0);
     if (state === ACCEPTED) return;
-    const cache = state.node.shared ? this.vocab.sharedMasks : this.masks;
-    const key = frameKey(state, this.vocab.maxTokenBytes);
+    const top = maskFrame(state);
+    const cache = top.node.shared ? this.vocab.sharedMasks : this.masks;
+    const key = frameKey(top, this.vocab.maxTokenBytes);
     let entry = cache.get(key);
     if (!entry) {
-      entry = buildMaskEntry(this.vocab.trie, this.vocab.size, state);
+      entry = buildMaskEntry(this.vocab.trie, this.vocab.size, top);
       cache.set(key, entry);
     }
     applyMaskEntry(this.vocab.trie, this.vocab.size, state, entry, out);
