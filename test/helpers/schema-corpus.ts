@@ -169,6 +169,15 @@ export const SCHEMAS: [name: string, schema: Schema][] = [
   ],
   ['free object of integers', { type: 'object', additionalProperties: { type: 'integer' } }],
   [
+    'properties and additionalProperties',
+    {
+      type: 'object',
+      properties: { id: { type: 'integer' }, name: { type: 'string', maxLength: 10 } },
+      required: ['id'],
+      additionalProperties: { type: 'array', items: { type: 'boolean' }, maxItems: 2 },
+    },
+  ],
+  [
     'allOf',
     {
       allOf: [

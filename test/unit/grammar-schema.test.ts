@@ -101,6 +101,17 @@ const CASES: [string, unknown, string[], string[]][] = [
     ['{"a": 1}', '{"b": 1}'],
   ],
   [
+    'listed properties and additionalProperties',
+    {
+      type: 'object',
+      properties: { a: { type: 'integer' }, ab: { type: 'boolean' } },
+      required: ['a'],
+      additionalProperties: { type: 'string' },
+    },
+    ['{"a": 1, "b": "x"}', '{"abc": "x", "a": 2}', '{"": "y", "a": 1, "ab": true}', '{"a": 1, "a\\"": "q"}'],
+    ['{"a": 1, "b": 2}', '{"a": 1, "a": 2}', '{"a": "s"}', '{"b": "x"}', '{"\\u0061": "x", "a": 1}', '{"a": 1, "ab": "x"}'],
+  ],
+  [
     'false property: the key is left out',
     { type: 'object', properties: { a: false, b: { type: 'integer' } } },
     ['{}', '{"b": 1}'],
@@ -211,7 +222,7 @@ test('JSON Schema: random walks over real-world-style schemas give only values A
     const node = value(schema);
     const validate = validator(schema);
     const rng = new Rng(name.length * 7919 + 1);
-    const walks = 80;
+    const walks = 50;
     let done = 0;
     for (let w = 0; w < walks; w++) {
       const text = randomWalk(node, rng, { softLength: 200, stopChance: 0.3 });

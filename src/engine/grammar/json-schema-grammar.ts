@@ -1,8 +1,9 @@
 // JSON schema → grammar nodes. What is enforced (docs/structured-outputs.md has the full list):
 //   type (one or a list; without one, the types its keywords constrain, else any), enum / const,
 //   nullable, properties / required (only listed keys; optional ones may be left out; a required
-//   key that is not listed takes additionalProperties' schema), additionalProperties (false, or
-//   the values' schema when no properties are listed), items / prefixItems (and draft-07 tuple
+//   key that is not listed takes additionalProperties' schema), additionalProperties (false, or a
+//   schema: the values of keys not listed; in JSON, other syntaxes write listed keys only),
+//   items / prefixItems (and draft-07 tuple
 //   items / additionalItems), minItems / maxItems, anyOf / oneOf, allOf (merged), local $ref /
 //   $defs / definitions (recursive), pattern, format (string-formats.ts), minLength / maxLength,
 //   minimum / maximum / exclusive bounds (number-ranges.ts), multipleOf 1.
@@ -12,10 +13,10 @@
 // Looser than the schema, by design (documented): oneOf is read as anyOf; where two anyOf
 // alternatives both admit objects (or both arrays), those are checked against the schema outside
 // the anyOf only; two string alternatives with different length bounds take the wider bounds.
-// Stricter than the schema (never invalid output): listed properties close an object (when
-// additionalProperties is a schema too, only listed keys are written), strings are written in
-// one JSON spelling where a pattern or format applies, numbers within bounds have no exponent,
-// and an enum string outside a string alternative's length bounds is left out.
+// Stricter than the schema (never invalid output): listed properties close an object unless
+// additionalProperties is a schema (true or absent: listed keys only); other keys, and strings
+// where a pattern or format applies, are written in JSON.stringify's spelling; numbers within
+// bounds have no exponent; an enum string outside a string alternative's length bounds is left out.
 //
 // Every value compiles to a choice on its first byte (`"` string, `{` object, …), so matching is
 // deterministic. The values are spelled in a ValueSyntax: JSON by default; formats whose arguments
@@ -81,8 +82,11 @@ export interface ValueSyntax {
   literal(value: unknown): string;
   /** Other spellings a model may use for the same value (a string in the other quotes). */
   variants?(value: unknown): string[];
-  /** An object with these keys (each at most once; optional ones may be left out). */
-  object(keys: readonly string[], values: GNode[], requiredBits: number): GNode;
+  /**
+   * An object with these keys (each at most once; optional ones may be left out); with `extra`,
+   * other keys too, their values `extra` (a syntax may leave them out: JSON writes them).
+   */
+  object(keys: readonly string[], values: GNode[], requiredBits: number, extra?: GNode | null): GNode;
   /** An object with any keys, whose values match `value`. */
   freeObject(value: GNode): GNode;
 }
@@ -99,8 +103,12 @@ export const JSON_SYNTAX: ValueSyntax = {
   freeObject: (value) => freeObject(value),
 };
 
-/** The listed properties of an object schema (compiled), or the schema of its free values. */
-export type ObjectParts = { free: false; keys: string[]; values: GNode[]; required: string[] } | { free: true; value: GNode };
+/**
+ * The listed properties of an object schema (compiled) and the values of any other keys (`extra`,
+ * additionalProperties as a schema; null: no other keys), or the schema of its free values.
+ */
+export type ObjectParts =
+  { free: false; keys: string[]; values: GNode[]; required: string[]; extra: GNode | null } | { free: true; value: GNode };
 
 /** The JSON types a schema admits: strings and numbers as specs (they union exactly), structures as nodes. */
 export interface Branches {
@@ -255,7 +263,7 @@ export class SchemaCompiler {
   private object(schema: Schema, path: string): GNode {
     const parts = this.objectParts(schema, path);
     if (parts.free) return parts.value === this.syntax.any ? this.syntax.anyObject : this.syntax.freeObject(parts.value);
-    return this.syntax.object(parts.keys, parts.values, requiredBits(parts.keys, parts.required));
+    return this.syntax.object(parts.keys, parts.values, requiredBits(parts.keys, parts.required), parts.extra);
   }
 
   /**
@@ -280,7 +288,7 @@ export class SchemaCompiler {
       this.checkPropertyCounts(o, null, path);
       const value = extra === undefined || extra === true ? this.syntax.any : this.compileOrNull(extra, `${path}/additionalProperties`);
       // No value is valid for extra keys: the only object is {}.
-      if (value === null) return { free: false, keys: [], values: [], required: [] };
+      if (value === null) return { free: false, keys: [], values: [], required: [], extra: null };
       return { free: true, value };
     }
     const keys: string[] = [];
@@ -303,7 +311,9 @@ export class SchemaCompiler {
       values.push(node);
     }
     this.checkPropertyCounts(o, keys, path);
-    return { free: false, keys, values, required };
+    // additionalProperties as a schema: other keys with its values (true or absent: listed keys only).
+    const extraNode = isSchema(extra) && keys.length > 0 ? this.compileOrNull(extra, `${path}/additionalProperties`) : null;
+    return { free: false, keys, values, required, extra: extraNode === this.syntax.any ? null : extraNode };
   }
 
   /** minProperties / maxProperties: only where the keys already guarantee them. */

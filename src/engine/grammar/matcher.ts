@@ -12,6 +12,8 @@ import {
   ACCEPTED,
   COUNTED,
   EOS,
+  EXTRA_KEY_BODY,
+  EXTRA_KEYS,
   enter,
   Frame,
   FREE_KEYS,
@@ -74,6 +76,9 @@ const O_COLON = 3; // k = property index
 const O_VALUE = 4; // k = property index
 const O_AFTER = 5; // after a value
 const O_NEXT = 6; // after `,`
+const O_EXTRA_END = 7; // after an extra key's body (EXTRA_KEYS): its closing quote
+/** k of an extra key (EXTRA_KEYS): its value is the object's last kid. */
+const EXTRA = -1;
 
 // XmlObj phases (s & 1); whitespace count in s >> 1.
 const X_NEXT = 0;
@@ -325,6 +330,7 @@ function objectChild(f: Frame, b: number): Frame | null {
   if (isWs(b)) return null;
   if (phase === O_VALUE) {
     if ((n.flags & FREE_KEYS) !== 0) return enter(n.kids[0]!, new Frame(n, O_AFTER, 0, f.m, f.up));
+    if (f.k === EXTRA) return enter(n.kids[n.kids.length - 1]!, new Frame(n, O_AFTER, 0, f.m, f.up));
     return enter(n.kids[f.k]!, new Frame(n, O_AFTER, 0, f.m | seenBit(f.k), f.up));
   }
   if ((n.flags & FREE_KEYS) !== 0 && (phase === O_FIRST || phase === O_NEXT) && b !== n.bytes[1]) {
@@ -340,11 +346,12 @@ function stepObject(f: Frame, b: number): Frame | null {
   const phase = objectPhase(f);
   const wsCount = f.s >> 3;
   const to = (p: number, k = 0) => new Frame(n, p, k, f.m, f.up);
-  if (phase !== O_OPEN && phase !== O_KEY && isWs(b)) {
+  if (phase !== O_OPEN && phase !== O_KEY && phase !== O_EXTRA_END && isWs(b)) {
     return wsCount < JSON_WS ? new Frame(n, phase | ((wsCount + 1) << 3), f.k, f.m, f.up) : null;
   }
   const t = n.trie;
   const close = n.bytes[1];
+  const extra = (n.flags & EXTRA_KEYS) !== 0;
   switch (phase) {
     case O_OPEN:
       return b === n.bytes[0] ? to(O_FIRST) : null;
@@ -353,9 +360,14 @@ function stepObject(f: Frame, b: number): Frame | null {
       if (b === close && phase === O_FIRST) return n.required === 0 ? f.up : null;
       if (t === null) return null;
       const c = t.child(0, b);
+      // With extra keys, s >> 3 follows the key's text in EXTRA_KEY_BODY (in case it leaves the listed keys).
+      if (extra) return c >= 0 ? new Frame(n, O_KEY | (EXTRA_KEY_BODY.cfg!.start << 3), c, f.m, f.up) : null;
       return c >= 0 && (t.below[c] & ~f.m) !== 0 ? to(O_KEY, c) : null;
     }
+    case O_EXTRA_END:
+      return b === 0x22 ? to(O_COLON, EXTRA) : null;
     case O_KEY: {
+      if (extra) return stepExtraKey(f, b);
       const c = t!.child(f.k, b);
       if (c < 0 || (t!.below[c] & ~f.m) === 0) return null; // unknown or repeated key
       const p = t!.term[c];
@@ -367,11 +379,36 @@ function stepObject(f: Frame, b: number): Frame | null {
       return b === 0x3a ? to(O_VALUE, f.k) : null;
     case O_AFTER:
       // A comma only when some key is left to write, so `,` never leads to a dead end.
-      if (b === 0x2c) return t === null || (t.below[0] & ~f.m) !== 0 ? to(O_NEXT) : null;
+      if (b === 0x2c) return t === null || extra || (t.below[0] & ~f.m) !== 0 ? to(O_NEXT) : null;
       if (b === close) return (n.required & ~f.m) === 0 ? f.up : null;
       return null;
   }
   return null;
+}
+
+/**
+ * A key of an object with extra keys: a listed key as long as the text follows the key trie (each
+ * at most once), any other key once it leaves it. Keys are written as JSON.stringify writes them
+ * (EXTRA_KEY_BODY), so a key that leaves the trie is not a listed key in another spelling.
+ */
+function stepExtraKey(f: Frame, b: number): Frame | null {
+  const n = f.node;
+  const t = n.trie!;
+  const body = EXTRA_KEY_BODY.cfg!;
+  const ks = f.s >> 3;
+  if (b === EOS) return null;
+  const c = t.child(f.k, b);
+  if (c >= 0) {
+    const p = t.term[c];
+    if (p >= 0) return (seenBit(p) & f.m) !== 0 ? null : new Frame(n, O_COLON, p, f.m, f.up);
+    const next = body.next(ks, b);
+    return next < 0 ? null : new Frame(n, O_KEY | ((next >> 1) << 3), c, f.m, f.up);
+  }
+  // Off the listed keys: an extra key. Its closing quote, or the rest of its text.
+  if (b === 0x22) return body.accepts(ks) ? new Frame(n, O_COLON, EXTRA, f.m, f.up) : null;
+  const next = body.next(ks, b);
+  if (next < 0) return null;
+  return new Frame(EXTRA_KEY_BODY, next >> 1, 0, 0, new Frame(n, O_EXTRA_END, 0, f.m, f.up));
 }
 
 /** fam1 parameters: `<parameter=KEY>` opens a value frame, `</function>` (literal 0) closes. */

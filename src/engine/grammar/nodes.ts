@@ -13,6 +13,7 @@ import type { CountTable } from './cfg-counts.js';
 import type { CfgMachine } from './cfg-machine.js';
 import { GrammarError } from './errors.js';
 import { LiteralTrie, MarkerDfa } from './literals.js';
+import { regexMachine } from './regex.js';
 
 export const enum Kind {
   /** Exact bytes. s = bytes matched. */
@@ -71,6 +72,8 @@ export const KEY_HAS_COLON = 4;
 export const NO_OPEN = 8;
 /** Str: Python escapes (\\ \' \" \n \r \t \xHH \uHHHH) instead of JSON's. */
 export const PY_ESCAPES = 16;
+/** Obj: keys besides the listed ones (additionalProperties), written as JSON.stringify would, values the last kid. */
+export const EXTRA_KEYS = 64;
 /** Str: lo..hi code points (\u escapes of surrogates are not allowed: they would miscount). */
 export const COUNTED = 32;
 /** The pseudo-byte for end of output (an end-of-turn token). */
@@ -187,12 +190,15 @@ export function until(dfa: MarkerDfa, shared = false): GNode {
 
 const CURLY = Uint8Array.of(0x7b, 0x7d);
 
-export function jsonObject(keys: readonly string[], values: GNode[], requiredBits: number): GNode {
-  return objectNode(
+/** A JSON object with these keys; with `extra`, any other key too, its values `extra`. */
+export function jsonObject(keys: readonly string[], values: GNode[], requiredBits: number, extra: GNode | null = null): GNode {
+  const n = objectNode(
     keys.map((k) => JSON.stringify(k)),
-    values,
+    extra ? [...values, extra] : values,
     requiredBits,
   );
+  if (extra) n.flags |= EXTRA_KEYS;
+  return n;
 }
 
 export interface ObjectSyntax {
@@ -323,6 +329,8 @@ export const NUMBER = new GNode(Kind.Num, true);
 export const INTEGER_NUMBER = new GNode(Kind.Num, true);
 INTEGER_NUMBER.flags = INTEGER;
 export const END = new GNode(Kind.End, true);
+/** The text of an object's extra key, after its opening quote: any string in JSON.stringify's spelling. */
+export const EXTRA_KEY_BODY = cfgNode(regexMachine('[^]*', { mode: 'json', anchored: true }), null, true);
 /**
  * A counted string with no limit: counted strings' masks are its masks (one walk per sub-state,
  * per vocabulary), each token's count kept, and cut to a string's bounds when applied.
