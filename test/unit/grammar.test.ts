@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rng } from '../../src/engine/sampler.js';
-import { GrammarError, VocabIndex, type GrammarState, type ToolGrammar } from '../../src/engine/grammar/index.js';
+import { GrammarError, SchemaError, VocabIndex, type GrammarState, type ToolGrammar } from '../../src/engine/grammar/index.js';
 import { tokenByteStrings } from '../../src/engine/grammar/token-bytes.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
@@ -453,7 +453,7 @@ test('JSON-schema subset: the values each construct admits', () => {
       ['[1]', '[1, 2]', '[ 1 ,2 ]'],
       ['[]', '[1, 2, 3]', '[1,]', '["a"]'],
     ],
-    ['unknown construct: any JSON', { not: { type: 'string' } }, ['"s"', '[1, {"y": null}]'], ['', '{"a"}']],
+    ['no keywords: any JSON', { description: 'anything' }, ['"s"', '[1, {"y": null}]'], ['', '{"a"}']],
   ];
   // [label, parameters schema, accepted arguments, rejected arguments]
   const objects: [string, unknown, string[], string[]][] = [
@@ -509,6 +509,14 @@ test('JSON-schema subset: the values each construct admits', () => {
     for (const v of good) assert.ok(argsAccepted(schema, v), `${label}: ${v} should be accepted`);
     for (const v of bad) assert.ok(!argsAccepted(schema, v), `${label}: ${v} should be rejected`);
   }
+});
+
+test('a keyword the grammar cannot enforce is a SchemaError, not a silently looser grammar', () => {
+  const schema = { type: 'object', properties: { v: { not: { type: 'string' } } } };
+  assert.throws(
+    () => argsAccepted(schema, '{"v": 1}'),
+    (e: Error) => e instanceof SchemaError && /'not' at #\/properties\/v/.test(e.message),
+  );
 });
 
 test('tools a format cannot tell apart compile to null instead of throwing', () => {

@@ -5,17 +5,51 @@
 // prefix each other, a required parameter the format cannot spell).
 
 import { gemmaArgsNode, pythonKwargsNode } from './call-args.js';
-import { GrammarError } from './errors.js';
+import { GrammarError, SchemaError } from './errors.js';
+import { gbnfMachine } from './gbnf.js';
 import type { GrammarIR } from './ir.js';
-import { parametersNode, SchemaCompiler } from './json-schema-grammar.js';
+import { jsonValueNode, parametersNode } from './json-schema-grammar.js';
 import { MarkerDfa } from './literals.js';
-import { alt, altSet, END, EOS, JSON_GAP, jsonArray, lit, literalSwitch, opened, seq, TAG_GAP, until, type GNode } from './nodes.js';
+import {
+  alt,
+  altSet,
+  cfgNode,
+  END,
+  EOS,
+  JSON_GAP,
+  jsonArray,
+  lit,
+  literalSwitch,
+  opened,
+  seq,
+  TAG_GAP,
+  until,
+  type GNode,
+} from './nodes.js';
+import { regexMachine } from './regex.js';
 import { bounded } from './repeat.js';
 import { xmlParamsNode } from './xml-values.js';
 
-/** The node graph for `root`; throws GrammarError when it cannot be built. */
+/**
+ * The node graph for `root`; throws GrammarError when it cannot be built (SchemaError when the
+ * user's schema, regex or grammar is at fault).
+ */
 export function compileIR(root: GrammarIR): GNode {
   return new IrCompiler().node(root, null);
+}
+
+/**
+ * Compiles `root` to check it, for the main thread at request time: throws SchemaError (answer
+ * 400) when the user's schema, regex or grammar is wrong or unsupported; any other GrammarError
+ * (a tool a format cannot spell) is not the user's to fix and is left to the worker, which then
+ * decodes unconstrained.
+ */
+export function checkConstraint(root: GrammarIR): void {
+  try {
+    compileIR(root);
+  } catch (err) {
+    if (err instanceof SchemaError || !(err instanceof GrammarError)) throw err;
+  }
 }
 
 class IrCompiler {
@@ -66,10 +100,11 @@ class IrCompiler {
       case 'args':
         return ir.syntax === 'gemma' ? gemmaArgsNode(ir.parameters) : parametersNode(ir.parameters);
       case 'json':
-        return new SchemaCompiler(ir.schema).compile(ir.schema);
+        return jsonValueNode(ir.schema);
       case 'regex':
+        return cfgNode(regexMachine(ir.pattern, { mode: 'raw', anchored: true }));
       case 'gbnf':
-        throw new GrammarError(`grammar: ${ir.kind} is not supported yet`);
+        return cfgNode(gbnfMachine(ir.grammar));
       case 'pythonKwargs':
         return pythonKwargsNode(ir.parameters);
       case 'xmlParams': {

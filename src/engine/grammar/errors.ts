@@ -1,7 +1,16 @@
-// The one error the grammar code throws.
+// The errors the grammar code throws.
 
-/** A grammar that cannot be built (ambiguous literals), or a token the grammar does not allow. */
+/**
+ * A grammar that cannot be built (ambiguous literals, a tool name a format cannot spell), or a
+ * token the grammar does not allow. Where a tool-call grammar cannot be built, decoding stays
+ * unconstrained.
+ */
 export class GrammarError extends Error {}
 
-/** A schema, regex or grammar from the request that cannot be enforced as written: the client's error (400). */
+/**
+ * The user's constraint itself is wrong or unsupported: an unknown or unsupported JSON Schema
+ * keyword, an unsatisfiable schema, a dangling `$ref`, a bad regex or GBNF. The message names the
+ * place (`at #/properties/a`, `line 3, column 7`). The server answers 400 rather than decoding
+ * unconstrained.
+ */
 export class SchemaError extends GrammarError {}

@@ -47,11 +47,11 @@ export type GrammarIR =
   | { kind: 'opened'; of: GrammarIR }
   /** A call's arguments: an object valid for the JSON schema `parameters`, in JSON or Gemma's relaxed syntax. */
   | { kind: 'args'; syntax: 'json' | 'gemma'; parameters: unknown }
-  /** One JSON value valid for `schema` (its own `$ref` root; `{}` or true: any value). */
+  /** One JSON value valid for `schema` (its own `$ref` root; true or {}: any JSON value). */
   | { kind: 'json'; schema: unknown }
-  /** Text matching the whole regex. */
+  /** Text matching the whole regex (JavaScript syntax, the subset in regex.ts). */
   | { kind: 'regex'; pattern: string }
-  /** Text matching a GBNF grammar's `root` rule. */
+  /** Text matching the GBNF grammar's `root` rule (gbnf.ts). */
   | { kind: 'gbnf'; grammar: string }
   /** A call's Python keyword arguments after its `(`, through `)`. */
   | { kind: 'pythonKwargs'; parameters: unknown }
@@ -101,14 +101,14 @@ export function jsonArray(items: GrammarIR, minItems: number, maxItems: number):
 
 /** A call's arguments: a JSON object valid for the tool's schema (any object when none is given). */
 export const parametersNode = (parameters: unknown): GrammarIR => ({ kind: 'args', syntax: 'json', parameters });
-/** One JSON value valid for `schema`. */
-export const jsonValue = (schema: unknown): GrammarIR => ({ kind: 'json', schema });
-/** Text matching the whole of `pattern`. */
-export const regexText = (pattern: string): GrammarIR => ({ kind: 'regex', pattern });
-/** Text matching `grammar` (GBNF) from its `root` rule. */
-export const gbnfText = (grammar: string): GrammarIR => ({ kind: 'gbnf', grammar });
 /** A call's arguments as Gemma's relaxed object (value-syntaxes.ts). */
 export const gemmaArgs = (parameters: unknown): GrammarIR => ({ kind: 'args', syntax: 'gemma', parameters });
+/** One JSON value valid for `schema` (true or {}: any value; json_object mode is jsonValue({ type: 'object' })). */
+export const jsonValue = (schema: unknown): GrammarIR => ({ kind: 'json', schema });
+/** Text matching the whole regex (anchors implied). */
+export const regexText = (pattern: string): GrammarIR => ({ kind: 'regex', pattern });
+/** Text matching the GBNF grammar's `root`. */
+export const gbnfText = (grammar: string): GrammarIR => ({ kind: 'gbnf', grammar });
 /** `key=value, …)`, after a call's `(`. */
 export const pythonKwargs = (parameters: unknown): GrammarIR => ({ kind: 'pythonKwargs', parameters });
 

@@ -1,19 +1,30 @@
-// JSON schema → grammar nodes, for the subset tool definitions use:
-//   type (one or a list), properties / required (only listed keys; optional ones may be left out;
-//   `properties: {}` means no keys), additionalProperties (a schema, when there are no properties;
-//   false: no keys), items, minItems / maxItems,
-//   enum / const, anyOf / oneOf (merged by JSON type), nullable, allOf (merged), local $ref.
-// Anything else (pattern, format, minimum, string lengths, tuples, …) is not enforced: the value
-// is any JSON of the right type, or any JSON value at all when the type is unknown.
+// JSON schema → grammar nodes. What is enforced (docs/structured-outputs.md has the full list):
+//   type (one or a list; without one, the types its keywords constrain, else any), enum / const,
+//   nullable, properties / required (only listed keys; optional ones may be left out; a required
+//   key that is not listed takes additionalProperties' schema), additionalProperties (false, or a
+//   schema: the values of keys not listed; in JSON, other syntaxes write listed keys only),
+//   items / prefixItems (and draft-07 tuple
+//   items / additionalItems), minItems / maxItems, anyOf / oneOf, allOf (merged), local $ref /
+//   $defs / definitions (recursive), pattern, format (string-formats.ts), minLength / maxLength,
+//   minimum / maximum / exclusive bounds (number-ranges.ts), multipleOf 1.
+// Annotations (title, description, default, examples, …) are ignored; any other keyword is a
+// SchemaError (schema-keywords.ts), as is a schema no value satisfies.
+//
+// Looser than the schema, by design (documented): oneOf is read as anyOf; where two anyOf
+// alternatives both admit objects (or both arrays), those are checked against the schema outside
+// the anyOf only; two string alternatives with different length bounds take the wider bounds.
+// Stricter than the schema (never invalid output): listed properties close an object unless
+// additionalProperties is a schema (true or absent: listed keys only); other keys, and strings
+// where a pattern or format applies, are written in JSON.stringify's spelling; numbers within
+// bounds have no exponent; an enum string outside a string alternative's length bounds is left out.
 //
 // Every value compiles to a choice on its first byte (`"` string, `{` object, …), so matching is
-// deterministic. Alternatives of one JSON type are merged (both objects → any object) rather than
-// tried in turn: looser than the schema in that rare case, never stricter.
-//
-// The values are spelled in a ValueSyntax: JSON by default; formats whose arguments are not JSON
-// (Python literals, Gemma's relaxed objects) bring their own strings, literals and object syntax
-// (value-syntaxes.ts), and the schema logic stays the same.
+// deterministic. The values are spelled in a ValueSyntax: JSON by default; formats whose arguments
+// are not JSON (Python literals, Gemma's relaxed objects) bring their own strings, literals and
+// object syntax (value-syntaxes.ts); patterns, formats and string lengths are enforced in JSON
+// only (the others' strings are free), numbers everywhere.
 
+import { SchemaError } from './errors.js';
 import { seenBit } from './literals.js';
 import {
   alt,
@@ -23,16 +34,37 @@ import {
   ANY_VALUE,
   freeObject,
   FREE_STRING,
-  INTEGER_NUMBER,
   jsonArray,
   jsonObject,
   Kind,
   literalSwitch,
-  NUMBER,
   type GNode,
 } from './nodes.js';
-
-type Schema = Record<string, unknown>;
+import {
+  admittedTypes,
+  checkKeywords,
+  count,
+  countRange,
+  isSchema,
+  mergeAll,
+  numberBounds,
+  pointer,
+  type Schema,
+  type TypeName,
+} from './schema-keywords.js';
+import {
+  ANY_NUMBER,
+  ANY_STRING,
+  isAnyNumber,
+  isAnyString,
+  jsonStringNode,
+  numberNode,
+  stringSpec,
+  unionStrings,
+  withString,
+  type NumberSpec,
+  type StringSpec,
+} from './schema-values.js';
 
 /** How values are spelled: JSON, or a format's own literal syntax. Numbers and `[a, b]` arrays are JSON's in every syntax. */
 export interface ValueSyntax {
@@ -44,12 +76,17 @@ export interface ValueSyntax {
   readonly any: GNode;
   readonly anyObject: GNode;
   readonly anyArray: GNode;
+  /** Strings are JSON strings: patterns, formats and lengths can be enforced. */
+  readonly jsonStrings?: boolean;
   /** The spelling of a JSON value (enum and const members, true, false, null). */
   literal(value: unknown): string;
   /** Other spellings a model may use for the same value (a string in the other quotes). */
   variants?(value: unknown): string[];
-  /** An object with these keys (each at most once; optional ones may be left out). */
-  object(keys: readonly string[], values: GNode[], requiredBits: number): GNode;
+  /**
+   * An object with these keys (each at most once; optional ones may be left out); with `extra`,
+   * other keys too, their values `extra` (a syntax may leave them out: JSON writes them).
+   */
+  object(keys: readonly string[], values: GNode[], requiredBits: number, extra?: GNode | null): GNode;
   /** An object with any keys, whose values match `value`. */
   freeObject(value: GNode): GNode;
 }
@@ -60,18 +97,23 @@ export const JSON_SYNTAX: ValueSyntax = {
   any: ANY_VALUE,
   anyObject: ANY_OBJECT,
   anyArray: ANY_ARRAY,
+  jsonStrings: true,
   literal: (v) => JSON.stringify(v),
   object: jsonObject,
   freeObject: (value) => freeObject(value),
 };
 
-/** The listed properties of an object schema (compiled), or the schema of its free values. */
-export type ObjectParts = { free: false; keys: string[]; values: GNode[]; required: string[] } | { free: true; value: GNode };
+/**
+ * The listed properties of an object schema (compiled) and the values of any other keys (`extra`,
+ * additionalProperties as a schema; null: no other keys), or the schema of its free values.
+ */
+export type ObjectParts =
+  { free: false; keys: string[]; values: GNode[]; required: string[]; extra: GNode | null } | { free: true; value: GNode };
 
-/** The JSON types a schema admits, each with the node that matches it. */
+/** The JSON types a schema admits: strings and numbers as specs (they union exactly), structures as nodes. */
 export interface Branches {
-  string: GNode | null;
-  number: GNode | null;
+  string: StringSpec | null;
+  number: NumberSpec | null;
   object: GNode | null;
   array: GNode | null;
   /** Exact JSON texts (enum/const values, true, false, null). */
@@ -80,14 +122,35 @@ export interface Branches {
 
 const NONE = (): Branches => ({ string: null, number: null, object: null, array: null, literals: [] });
 const ANY = (syn: ValueSyntax): Branches => ({
-  string: syn.string,
-  number: NUMBER,
+  string: ANY_STRING,
+  number: ANY_NUMBER,
   object: syn.anyObject,
   array: syn.anyArray,
   literals: ['true', 'false', 'null'],
 });
 
-const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** Keywords that constrain nothing. */
+const DESCRIPTIVE = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  'example',
+  '$schema',
+  '$id',
+  '$comment',
+  '$anchor',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'strict',
+  'discriminator',
+  'contentMediaType',
+  'contentEncoding',
+  '$defs',
+  'definitions',
+]);
+const constraining = (s: Schema): string[] => Object.keys(s).filter((k) => !DESCRIPTIVE.has(k));
 
 export class SchemaCompiler {
   private readonly done = new Map<Schema, GNode>();
@@ -101,134 +164,301 @@ export class SchemaCompiler {
     readonly syntax: ValueSyntax = JSON_SYNTAX,
   ) {}
 
-  /** The node matching one value valid for `schema`. */
-  compile(schema: unknown): GNode {
+  /** The node matching one value valid for `schema`; SchemaError when none is. */
+  compile(schema: unknown, path = '#'): GNode {
+    const node = this.compileOrNull(schema, path);
+    if (node === null) throw new SchemaError(`unsatisfiable schema at ${path}: no value is valid`);
+    return node;
+  }
+
+  /** The node matching one value valid for `schema`; null when none is. */
+  compileOrNull(schema: unknown, path = '#'): GNode | null {
     const syn = this.syntax;
-    if (!isSchema(schema) || Object.keys(schema).length === 0) return syn.any;
-    const ref = typeof schema.$ref === 'string' ? schema.$ref : null;
-    if (ref !== null) {
+    if (schema === true || (isSchema(schema) && Object.keys(schema).length === 0)) return syn.any;
+    if (isSchema(schema) && typeof schema.$ref === 'string' && constraining(schema).length === 1) {
+      checkKeywords(schema, path);
+      const ref = schema.$ref;
       const known = this.refs.get(ref) ?? this.pendingRefs.get(ref);
       if (known) return known;
+      const target = this.resolve(ref, path);
       const node = alt();
       this.pendingRefs.set(ref, node);
-      const target = this.resolve(ref);
-      fill(node, target === undefined ? ANY(syn) : this.branches(target), syn);
+      const filled = this.fill(node, this.branches(target, ref), ref);
       this.pendingRefs.delete(ref);
+      if (filled === null) throw new SchemaError(`unsatisfiable schema at ${ref}: no value is valid`);
       this.refs.set(ref, node);
       return node;
     }
+    if (!isSchema(schema)) return this.fill(alt(), this.branches(schema, path), path);
     let node = this.done.get(schema);
     if (!node) {
-      const b = this.branches(schema);
-      node = isAny(b, syn) ? syn.any : fill(alt(), b, syn);
-      this.done.set(schema, node);
+      const b = this.branches(schema, path);
+      const n = this.isAny(b) ? syn.any : this.fill(alt(), b, path);
+      if (n === null) return null;
+      this.done.set(schema, (node = n));
     }
     return node;
   }
 
   /** What `schema` admits, by JSON type. */
-  branches(schema: unknown): Branches {
+  branches(schema: unknown, path = '#'): Branches {
     const syn = this.syntax;
-    const ANY_ = () => ANY(syn);
-    if (!isSchema(schema)) return ANY_();
-    if (typeof schema.$ref === 'string') {
-      // A $ref inside its own definition (directly, through anyOf) cannot be split by type yet.
-      if (this.pendingRefs.has(schema.$ref)) return ANY_();
-      const target = this.resolve(schema.$ref);
-      return target === undefined ? ANY_() : this.branches(target);
+    if (schema === true) return ANY(syn);
+    if (schema === false) return NONE();
+    if (!isSchema(schema)) throw new SchemaError(`the schema at ${path} must be an object or a boolean`);
+    checkKeywords(schema, path);
+    if (typeof schema.$ref === 'string' || Array.isArray(schema.allOf)) {
+      const parts = this.allOfParts(schema, path);
+      if (parts === null) return NONE(); // a $ref to itself: adds nothing to the values found another way
+      return parts.length === 1 ? this.branches(parts[0][0], parts[0][1]) : this.branches(mergeAll(parts), path);
     }
-    if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
-      const { allOf, ...rest } = schema;
-      return this.branches(mergeAll([rest, ...(allOf as unknown[]).map((s) => this.deref(s))]));
+    const types = admittedTypes(schema, path);
+    const allows = (t: TypeName) => types === null || types.has(t) || (t === 'integer' && types.has('number'));
+    if ('const' in schema || Array.isArray(schema.enum)) {
+      const values = 'const' in schema ? [schema.const] : (schema.enum as unknown[]);
+      return { ...NONE(), literals: jsonTexts(values.filter((v) => allows(jsonType(v)))) };
     }
-    if ('const' in schema) return { ...NONE(), literals: jsonTexts([schema.const]) };
-    if (Array.isArray(schema.enum) && schema.enum.length > 0) return { ...NONE(), literals: jsonTexts(schema.enum) };
-
     const alternatives = [...(Array.isArray(schema.anyOf) ? schema.anyOf : []), ...(Array.isArray(schema.oneOf) ? schema.oneOf : [])];
-    // anyOf that only adds constraints to this schema's own type (each alternative untyped) is not enforced.
-    if (alternatives.length > 0 && alternatives.every((a) => isSchema(a) && typed(a))) {
-      let out = NONE();
-      for (const a of alternatives) out = merge(out, this.branches(a), syn);
-      if (schema.nullable === true) out.literals.push('null');
-      return out;
-    }
+    if (alternatives.length > 0) return this.union(schema, alternatives, path);
 
-    const types = Array.isArray(schema.type) ? schema.type : typeof schema.type === 'string' ? [schema.type] : inferTypes(schema);
-    if (types.length === 0) return ANY_();
+    if (types === null) return ANY(syn);
     const out = NONE();
     for (const t of types) {
-      if (t === 'string') out.string = syn.string;
-      else if (t === 'integer') out.number ??= INTEGER_NUMBER;
-      else if (t === 'number') out.number = NUMBER;
+      if (t === 'string')
+        out.string = stringSpec(str(schema.pattern), str(schema.format), ...countRange(schema, 'minLength', 'maxLength', path), path);
+      else if (t === 'integer' || t === 'number')
+        out.number = [...(out.number ?? []), { range: numberBounds(schema, t === 'integer', path) }];
       else if (t === 'boolean') out.literals.push('true', 'false');
       else if (t === 'null') out.literals.push('null');
-      else if (t === 'object') out.object = this.object(schema);
-      else if (t === 'array') out.array = this.array(schema);
-      else return ANY_(); // an unknown type name: do not guess
+      else if (t === 'object') out.object = this.object(schema, path);
+      else out.array = this.array(schema, path);
+    }
+    return out;
+  }
+
+  /** anyOf / oneOf: each alternative with the rest of the schema, joined. */
+  private union(schema: Schema, alternatives: unknown[], path: string): Branches {
+    const { anyOf: _a, oneOf: _o, ...rest } = schema;
+    const key = Array.isArray(schema.anyOf) ? 'anyOf' : 'oneOf';
+    const own = constraining(rest).filter((k) => k !== 'nullable');
+    let out = NONE();
+    const structures = { object: 0, array: 0 };
+    alternatives.forEach((a, i) => {
+      const at = `${path}/${key}/${i}`;
+      const b = own.length === 0 ? this.branches(a, at) : this.branches({ allOf: [rest, a] }, at);
+      if (b.object) structures.object++;
+      if (b.array) structures.array++;
+      out = merge(out, b);
+    });
+    // Two alternatives with objects (or arrays): the rest of the schema alone judges them.
+    if (structures.object > 1 || structures.array > 1) {
+      const outer = own.length === 0 ? ANY(this.syntax) : this.branches(rest, path);
+      if (structures.object > 1) out.object = outer.object ?? this.syntax.anyObject;
+      if (structures.array > 1) out.array = outer.array ?? this.syntax.anyArray;
     }
     if (schema.nullable === true) out.literals.push('null');
     return out;
   }
 
-  private object(schema: Schema): GNode {
-    const parts = this.objectParts(schema);
+  private object(schema: Schema, path: string): GNode {
+    const parts = this.objectParts(schema, path);
     if (parts.free) return parts.value === this.syntax.any ? this.syntax.anyObject : this.syntax.freeObject(parts.value);
-    return this.syntax.object(parts.keys, parts.values, requiredBits(parts.keys, parts.required));
+    return this.syntax.object(parts.keys, parts.values, requiredBits(parts.keys, parts.required), parts.extra);
   }
 
   /**
    * The properties of an object schema, compiled (local $refs and allOf resolved), for a caller
    * that spells the object itself (Python keyword arguments, XML parameters).
    */
-  objectParts(schema: unknown): ObjectParts {
-    let s = schema;
-    for (let hops = 0; isSchema(s) && typeof s.$ref === 'string' && hops < 8; hops++) s = this.resolve(s.$ref);
-    if (!isSchema(s)) return { free: true, value: this.syntax.any };
-    if (Array.isArray(s.allOf) && s.allOf.length > 0) {
-      const { allOf, ...rest } = s;
-      s = mergeAll([rest, ...(allOf as unknown[]).map((x) => this.deref(x))]);
+  objectParts(schema: unknown, path = '#'): ObjectParts {
+    if (!isSchema(schema)) return { free: true, value: this.syntax.any };
+    checkKeywords(schema, path);
+    let o = schema;
+    if (typeof schema.$ref === 'string' || Array.isArray(schema.allOf)) {
+      const parts = this.allOfParts(schema, path);
+      if (parts === null) return { free: true, value: this.syntax.any };
+      o = parts.length === 1 ? parts[0][0] : mergeAll(parts);
+      if (parts.length === 1) path = parts[0][1];
     }
-    const o = s as Schema;
-    const props = isSchema(o.properties) ? Object.entries(o.properties) : [];
+    const extra = o.additionalProperties;
+    const required = Array.isArray(o.required) ? o.required.filter((k): k is string => typeof k === 'string') : [];
     // Listed properties (even none, as tools without arguments declare) or `additionalProperties:
     // false` close the object to those keys; otherwise any keys.
-    if (props.length === 0 && !isSchema(o.properties) && o.additionalProperties !== false) {
-      const extra = o.additionalProperties;
-      return { free: true, value: isSchema(extra) && Object.keys(extra).length > 0 ? this.compile(extra) : this.syntax.any };
+    if (!isSchema(o.properties) && extra !== false && required.length === 0) {
+      this.checkPropertyCounts(o, null, path);
+      const value = extra === undefined || extra === true ? this.syntax.any : this.compileOrNull(extra, `${path}/additionalProperties`);
+      // No value is valid for extra keys: the only object is {}.
+      if (value === null) return { free: false, keys: [], values: [], required: [], extra: null };
+      return { free: true, value };
     }
-    return {
-      free: false,
-      keys: props.map(([k]) => k),
-      values: props.map(([, v]) => this.compile(v)),
-      required: Array.isArray(o.required) ? o.required.filter((k): k is string => typeof k === 'string') : [],
-    };
+    const keys: string[] = [];
+    const values: GNode[] = [];
+    const props = isSchema(o.properties) ? Object.entries(o.properties) : [];
+    for (const k of required) {
+      if (props.some(([p]) => p === k)) continue;
+      if (extra === false)
+        throw new SchemaError(`unsatisfiable schema at ${path}: required property '${k}' is not allowed (additionalProperties is false)`);
+      props.push([k, extra === undefined ? true : extra]);
+    }
+    for (const [k, v] of props) {
+      const at = pointer(path, 'properties', k);
+      const node = this.compileOrNull(v, at);
+      if (node === null) {
+        if (required.includes(k)) throw new SchemaError(`unsatisfiable schema at ${at}: required, but no value is valid`);
+        continue; // a key no value fits is left out
+      }
+      keys.push(k);
+      values.push(node);
+    }
+    this.checkPropertyCounts(o, keys, path);
+    // additionalProperties as a schema: other keys with its values (true or absent: listed keys only).
+    const extraNode = isSchema(extra) && keys.length > 0 ? this.compileOrNull(extra, `${path}/additionalProperties`) : null;
+    return { free: false, keys, values, required, extra: extraNode === this.syntax.any ? null : extraNode };
   }
 
-  private array(schema: Schema): GNode {
+  /** minProperties / maxProperties: only where the keys already guarantee them. */
+  private checkPropertyCounts(o: Schema, keys: string[] | null, path: string): void {
+    const min = count(o, 'minProperties', path);
+    const max = count(o, 'maxProperties', path);
+    const required = Array.isArray(o.required) ? new Set(o.required).size : 0;
+    if (min !== null && min > required)
+      throw new SchemaError(`unsupported JSON Schema keyword 'minProperties' at ${path} (beyond the required keys)`);
+    if (max !== null && (keys === null || max < keys.length))
+      throw new SchemaError(`unsupported JSON Schema keyword 'maxProperties' at ${path} (below the listed keys)`);
+  }
+
+  private array(schema: Schema, path: string): GNode {
     const syn = this.syntax;
-    const items = isSchema(schema.items) ? this.compile(schema.items) : syn.any;
-    const min = count(schema.minItems) ?? 0;
-    const max = count(schema.maxItems) ?? -1;
-    if (items === syn.any && min === 0 && max < 0) return syn.anyArray;
-    return jsonArray(items, min, max < 0 ? -1 : Math.max(max, min));
+    const [min, maxItems] = countRange(schema, 'minItems', 'maxItems', path);
+    let max = maxItems;
+    const tuple = Array.isArray(schema.items);
+    const prefixSchemas = (tuple ? schema.items : schema.prefixItems) as unknown[] | undefined;
+    if (prefixSchemas !== undefined && !Array.isArray(prefixSchemas)) throw new SchemaError(`'prefixItems' must be a list at ${path}`);
+    const rest = tuple ? schema.additionalItems : schema.items;
+    const prefix: GNode[] = [];
+    for (const [i, s] of (prefixSchemas ?? []).entries()) {
+      const node = this.compileOrNull(s, pointer(path, tuple ? 'items' : 'prefixItems', i));
+      if (node === null) {
+        max = max < 0 ? i : Math.min(max, i); // no array has an item here
+        break;
+      }
+      prefix.push(node);
+    }
+    const items =
+      rest === undefined || rest === true ? syn.any : this.compileOrNull(rest, `${path}/${tuple ? 'additionalItems' : 'items'}`);
+    if (items === null) max = max < 0 ? prefix.length : Math.min(max, prefix.length);
+    if (max >= 0 && min > max) throw new SchemaError(`unsatisfiable schema at ${path}: minItems ${min} but at most ${max} items are valid`);
+    if (prefix.length === 0 && items === syn.any && min === 0 && max < 0) return syn.anyArray;
+    return jsonArray(items ?? syn.any, min, max, false, prefix);
   }
 
-  private resolve(ref: string): unknown {
-    if (!ref.startsWith('#')) return undefined; // remote references are not fetched
+  /**
+   * The schemas a $ref / allOf stands for, resolved and flattened, with their paths; null when a
+   * $ref points back into a definition being compiled (a union's own recursion adds nothing).
+   */
+  private allOfParts(schema: Schema, path: string, depth = 0): [Schema, string][] | null {
+    if (depth > 32) throw new SchemaError(`$ref chain too long at ${path}`);
+    const out: [Schema, string][] = [];
+    const { allOf, $ref, ...rest } = schema;
+    if (typeof $ref === 'string') {
+      if (this.pendingRefs.has($ref)) {
+        if (constraining(rest).length > 0 || Array.isArray(allOf) || depth > 0)
+          throw new SchemaError(`unsupported at ${path}: a recursive $ref '${$ref}' combined with other keywords`);
+        return null;
+      }
+      const target = this.resolve($ref, path);
+      if (target === false) throw new SchemaError(`unsatisfiable schema at ${$ref}: false`);
+      if (isSchema(target)) {
+        checkKeywords(target, $ref);
+        const inner =
+          typeof target.$ref === 'string' || Array.isArray(target.allOf)
+            ? this.allOfParts(target, $ref, depth + 1)
+            : [[target, $ref] as [Schema, string]];
+        if (inner === null) return null;
+        out.push(...inner);
+      }
+    }
+    if (constraining(rest).length > 0 || out.length === 0) out.push([rest, path]);
+    if (Array.isArray(allOf)) {
+      allOf.forEach((part, i) => {
+        const at = `${path}/allOf/${i}`;
+        if (part === false) throw new SchemaError(`unsatisfiable schema at ${at}: false`);
+        if (!isSchema(part)) return;
+        checkKeywords(part, at);
+        const inner = this.allOfParts(part, at, depth + 1);
+        if (inner === null) throw new SchemaError(`unsupported at ${at}: a recursive $ref inside allOf`);
+        out.push(...inner);
+      });
+    }
+    return out;
+  }
+
+  private resolve(ref: string, path: string): unknown {
+    if (!ref.startsWith('#'))
+      throw new SchemaError(`$ref '${ref}' does not resolve (at ${path}): only local references (#/…) are supported`);
     let at: unknown = this.root;
     for (const raw of ref
       .slice(1)
       .split('/')
       .filter((p) => p !== '')) {
       const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-      if (!isSchema(at)) return undefined;
-      at = at[part];
+      at = Array.isArray(at) ? at[Number(part)] : isSchema(at) && Object.hasOwn(at, part) ? at[part] : undefined;
+      if (at === undefined) throw new SchemaError(`$ref '${ref}' does not resolve (at ${path})`);
     }
     return at;
   }
 
-  private deref(s: unknown): unknown {
-    return isSchema(s) && typeof s.$ref === 'string' && !this.pendingRefs.has(s.$ref) ? (this.resolve(s.$ref) ?? s) : s;
+  private isAny(b: Branches): boolean {
+    const syn = this.syntax;
+    return (
+      b.string !== null &&
+      isAnyString(b.string) &&
+      b.number !== null &&
+      isAnyNumber(b.number) &&
+      b.object === syn.anyObject &&
+      b.array === syn.anyArray &&
+      ['true', 'false', 'null'].every((l) => b.literals.includes(l))
+    );
+  }
+
+  /** The number node of a spec (null: none), for callers that place numbers themselves (XML values). */
+  numberNode(spec: NumberSpec | null): GNode | null {
+    return spec === null ? null : numberNode(spec);
+  }
+
+  /**
+   * Fills a first-byte choice with the branches' nodes; enum values join the typed branch that
+   * covers them (exactly, for strings and numbers). Null when no value is valid.
+   */
+  private fill(node: GNode, b: Branches, path: string): GNode | null {
+    const syn = this.syntax;
+    let string = b.string;
+    let number = b.number;
+    const literals: string[] = [];
+    for (const text of new Set(b.literals)) {
+      const v: unknown = JSON.parse(text);
+      if (typeof v === 'string' && string) {
+        if (syn.jsonStrings) string = withString(string, v) ?? string;
+      } else if (typeof v === 'number' && number) {
+        number = [...number, { text }];
+      } else if (v === null || typeof v !== 'object' || !(Array.isArray(v) ? b.array : b.object)) {
+        literals.push(...[syn.literal(v), ...(syn.variants?.(v) ?? [])]);
+      }
+    }
+    const typed: [GNode | null, string][] = [
+      [string === null ? null : syn.jsonStrings ? jsonStringNode(string, path) : syn.string, syn.stringFirst],
+      [this.numberNode(number), NUMBER_FIRST],
+      [b.object, '{'],
+      [b.array, '['],
+    ];
+    const covered = (lit: string) => typed.some(([n, first]) => n !== null && first.includes(lit[0]));
+    const open = [...new Set(literals)].filter((l) => !covered(l));
+    for (const [n, first] of typed) if (n) altSet(node, first, n);
+    if (open.length > 0) {
+      const sw = literalSwitch(open);
+      altSet(node, [...new Set(open.map((l) => utf8.encode(l)[0]))], sw);
+    }
+    return node.kids.some((k) => k !== null) ? node : null;
   }
 }
 
@@ -236,6 +466,12 @@ export class SchemaCompiler {
 export function parametersNode(parameters: unknown): GNode {
   if (!isSchema(parameters)) return ANY_OBJECT;
   return objectBranch(new SchemaCompiler(parameters).compile(parameters), ANY_OBJECT);
+}
+
+/** One JSON value valid for `schema` (true or {}: any value), the schema being its own $ref root. */
+export function jsonValueNode(schema: unknown): GNode {
+  if (schema === false) throw new SchemaError('unsatisfiable schema at #: false');
+  return new SchemaCompiler(schema).compile(schema);
 }
 
 /**
@@ -256,89 +492,31 @@ export function requiredBits(keys: readonly string[], required: readonly string[
   return bits;
 }
 
+/** Both schemas' values. Two structures of one type merge into the unconstrained one. */
+function merge(a: Branches, b: Branches): Branches {
+  const one = (x: GNode | null, y: GNode | null) => (x && y && x !== y ? x : (x ?? y));
+  return {
+    string: unionStrings(a.string, b.string),
+    number: a.number && b.number ? [...a.number, ...b.number] : (a.number ?? b.number),
+    object: one(a.object, b.object),
+    array: one(a.array, b.array),
+    literals: [...a.literals, ...b.literals],
+  };
+}
+
 /** JSON texts of enum values (undefined and functions have none). */
 function jsonTexts(values: unknown[]): string[] {
   return values.map((v) => JSON.stringify(v) as string | undefined).filter((t): t is string => typeof t === 'string');
 }
 
-function typed(s: Schema): boolean {
-  return ['type', 'enum', 'const', '$ref', 'properties', 'items', 'anyOf', 'oneOf', 'allOf'].some((k) => k in s);
+function jsonType(v: unknown): TypeName {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v as TypeName;
 }
 
-function inferTypes(s: Schema): string[] {
-  if (isSchema(s.properties) || isSchema(s.additionalProperties)) return ['object'];
-  if ('items' in s) return ['array'];
-  return [];
-}
-
-function count(v: unknown): number | null {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null;
-}
-
-function isAny(b: Branches, syn: ValueSyntax): boolean {
-  return (
-    b.string === syn.string &&
-    b.number === NUMBER &&
-    b.object === syn.anyObject &&
-    b.array === syn.anyArray &&
-    ['true', 'false', 'null'].every((l) => b.literals.includes(l))
-  );
-}
-
-/** Both schemas' values. Two structures of one type merge into the unconstrained one. */
-function merge(a: Branches, b: Branches, syn: ValueSyntax): Branches {
-  const one = (x: GNode | null, y: GNode | null, loose: GNode) => (x && y && x !== y ? loose : (x ?? y));
-  return {
-    string: one(a.string, b.string, syn.string),
-    number: a.number === NUMBER || b.number === NUMBER ? NUMBER : (a.number ?? b.number),
-    object: one(a.object, b.object, syn.anyObject),
-    array: one(a.array, b.array, syn.anyArray),
-    literals: [...a.literals, ...b.literals],
-  };
-}
-
-/** allOf: one schema with every part's properties and required keys (other keywords: first wins). */
-function mergeAll(parts: unknown[]): Schema {
-  const out: Schema = {};
-  const properties: Schema = {};
-  const required: unknown[] = [];
-  for (const p of parts) {
-    if (!isSchema(p)) continue;
-    for (const [k, v] of Object.entries(p)) if (!(k in out)) out[k] = v;
-    if (isSchema(p.properties)) Object.assign(properties, p.properties);
-    if (Array.isArray(p.required)) required.push(...p.required);
-  }
-  if (Object.keys(properties).length > 0) out.properties = properties;
-  if (required.length > 0) out.required = required;
-  return out;
-}
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 const NUMBER_FIRST = '-0123456789';
 const utf8 = new TextEncoder();
-
-/** Fills a first-byte choice with the branches' nodes; literals a typed branch already covers are dropped. */
-function fill(node: GNode, b: Branches, syn: ValueSyntax): GNode {
-  let number = b.number;
-  // An enum of non-integers next to an integer type widens it rather than losing the values.
-  if (number === INTEGER_NUMBER && b.literals.some((l) => /^-?\d/.test(l) && !/^-?\d+$/.test(l))) number = NUMBER;
-  const typed: [GNode | null, string][] = [
-    [b.string, syn.stringFirst],
-    [number, NUMBER_FIRST],
-    [b.object, '{'],
-    [b.array, '['],
-  ];
-  const covered = (lit: string) => typed.some(([n, first]) => n !== null && first.includes(lit[0]));
-  const spell = (l: string) => {
-    const v: unknown = JSON.parse(l);
-    return [syn.literal(v), ...(syn.variants?.(v) ?? [])];
-  };
-  const literals = [...new Set(b.literals.flatMap(spell))].filter((l) => !covered(l));
-  for (const [n, first] of typed) if (n) altSet(node, first, n);
-  if (literals.length > 0) {
-    const sw = literalSwitch(literals);
-    altSet(node, [...new Set(literals.map((l) => utf8.encode(l)[0]))], sw);
-  }
-  // A schema nothing satisfies (an empty enum merged away) would leave the model no token at all.
-  if (!node.kids.some((k) => k !== null)) fill(node, ANY(syn), syn);
-  return node;
-}

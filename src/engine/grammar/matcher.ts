@@ -10,7 +10,10 @@
 import { seenBit, MARK_END, MARK_FORBID, MARK_NONE } from './literals.js';
 import {
   ACCEPTED,
+  COUNTED,
   EOS,
+  EXTRA_KEY_BODY,
+  EXTRA_KEYS,
   enter,
   Frame,
   FREE_KEYS,
@@ -36,6 +39,20 @@ const S_ESC = 2;
 const S_HEX = 3; // 3..6: \u digits seen so far = s - 3
 const S_CONT1 = 7; // UTF-8 continuation bytes still due: 1, 2, 3
 const S_CONT3 = 9;
+const S_SURR = 10; // after \uD in a counted string: the next digit must be 0-7
+// After a UTF-8 lead byte whose second byte has a narrower range (no overlong forms, no surrogates,
+// nothing past U+10FFFF): E0 → A0-BF, ED → 80-9F, F0 → 90-BF, F4 → 80-8F.
+const S_E0 = 11;
+const S_ED = 12;
+const S_F0 = 13;
+const S_F4 = 14;
+/** [sub-state, lowest, highest second byte, sub-state after it]. */
+const NARROW: readonly (readonly [number, number, number])[] = [
+  [0xa0, 0xbf, S_CONT1],
+  [0x80, 0x9f, S_CONT1],
+  [0x90, 0xbf, S_CONT1 + 1],
+  [0x80, 0x8f, S_CONT1 + 1],
+];
 
 // Num phases (s & 15); digit counts in s >> 4.
 const N_START = 0;
@@ -59,6 +76,9 @@ const O_COLON = 3; // k = property index
 const O_VALUE = 4; // k = property index
 const O_AFTER = 5; // after a value
 const O_NEXT = 6; // after `,`
+const O_EXTRA_END = 7; // after an extra key's body (EXTRA_KEYS): its closing quote
+/** k of an extra key (EXTRA_KEYS): its value is the object's last kid. */
+const EXTRA = -1;
 
 // XmlObj phases (s & 1); whitespace count in s >> 1.
 const X_NEXT = 0;
@@ -134,6 +154,12 @@ export function feed(state: Frame, b: number): Frame | null {
         break;
       }
 
+      case Kind.Cfg: {
+        const r = stepCfg(f, b);
+        if (r !== undefined) return r;
+        break;
+      }
+
       case Kind.Obj: {
         const kid = objectChild(f, b);
         if (kid === null) return stepObject(f, b);
@@ -172,43 +198,80 @@ function stepString(f: Frame, b: number): Frame | null {
   const n = f.node;
   const quote = n.min === 0 ? 0x22 : n.min;
   if (s === S_START) return b === quote ? new Frame(n, S_BODY, 0, 0, f.up) : null;
-  if (s === S_BODY && b === quote) return f.up;
+  if (s === S_BODY && b === quote) return f.m >= n.lo ? f.up : null;
   // A guarded string (n.dfa): its raw text must not contain a marker (k = the marker DFA's state).
   let k = f.k;
   if (n.dfa !== null && b !== EOS) {
     k = n.dfa.next[k * 256 + b];
     if (n.dfa.out[k] !== MARK_NONE) return null;
   }
+  const m = f.m;
   if (s === S_BODY) {
-    if (b === 0x5c) return new Frame(n, S_ESC, k, 0, f.up);
     if (b < 0x20 || b === EOS) return null; // JSON forbids raw control characters (and Python strings get them escaped)
-    if (b < 0x80) return k === f.k ? f : new Frame(n, S_BODY, k, 0, f.up);
+    // A code point starts here: count it.
+    let c = m;
+    if ((n.flags & COUNTED) !== 0) {
+      c = m + 1;
+      if (n.hi < 0) c = Math.min(c, n.lo);
+      else if (c > n.hi) return null;
+    }
+    if (b === 0x5c) return new Frame(n, S_ESC, k, c, f.up);
+    if (b < 0x80) return k === f.k && c === m ? f : new Frame(n, S_BODY, k, c, f.up);
     // A UTF-8 lead byte: how many continuation bytes it announces.
-    if (b >= 0xc2 && b <= 0xdf) return new Frame(n, S_CONT1, k, 0, f.up);
-    if (b >= 0xe0 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, 0, f.up);
-    if (b >= 0xf0 && b <= 0xf4) return new Frame(n, S_CONT3, k, 0, f.up);
+    if (b >= 0xc2 && b <= 0xdf) return new Frame(n, S_CONT1, k, c, f.up);
+    if (b === 0xe0 || b === 0xed) return new Frame(n, b === 0xe0 ? S_E0 : S_ED, k, c, f.up);
+    if (b >= 0xe1 && b <= 0xef) return new Frame(n, S_CONT1 + 1, k, c, f.up);
+    if (b === 0xf0 || b === 0xf4) return new Frame(n, b === 0xf0 ? S_F0 : S_F4, k, c, f.up);
+    if (b >= 0xf1 && b <= 0xf3) return new Frame(n, S_CONT3, k, c, f.up);
     return null;
   }
   if (s === S_ESC) {
-    if (b === 0x75) return new Frame(n, S_HEX, k, 0, f.up); // \u: four hex digits
+    if (b === 0x75) return new Frame(n, S_HEX, k, m, f.up); // \u: four hex digits
     let simple: boolean;
     if ((n.flags & PY_ESCAPES) !== 0) {
-      if (b === 0x78) return new Frame(n, S_HEX + 2, k, 0, f.up); // \x: two hex digits
+      if (b === 0x78) return new Frame(n, S_HEX + 2, k, m, f.up); // \x: two hex digits
       simple = b === 0x22 || b === 0x27 || b === 0x5c || b === 0x6e || b === 0x72 || b === 0x74;
     } else {
       simple = b === 0x22 || b === 0x5c || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74;
     }
-    return simple ? new Frame(n, S_BODY, k, 0, f.up) : null;
+    return simple ? new Frame(n, S_BODY, k, m, f.up) : null;
   }
+  if (s === S_SURR) return b >= 0x30 && b <= 0x37 ? new Frame(n, S_HEX + 2, k, m, f.up) : null;
   if (s < S_CONT1) {
     if (!isHex(b)) return null;
-    return new Frame(n, s === S_HEX + 3 ? S_BODY : s + 1, k, 0, f.up);
+    // Counted strings take no escaped surrogates (\uD800-\uDFFF): a pair is one code point, not two.
+    if (s === S_HEX && (b === 0x64 || b === 0x44) && (n.flags & COUNTED) !== 0) return new Frame(n, S_SURR, k, m, f.up);
+    return new Frame(n, s === S_HEX + 3 ? S_BODY : s + 1, k, m, f.up);
   }
   if (s <= S_CONT3) {
     if (b < 0x80 || b > 0xbf) return null;
-    return new Frame(n, s === S_CONT1 ? S_BODY : s - 1, k, 0, f.up);
+    return new Frame(n, s === S_CONT1 ? S_BODY : s - 1, k, m, f.up);
+  }
+  if (s >= S_E0 && s <= S_F4) {
+    const [lo, hi, next] = NARROW[s - S_E0];
+    return b >= lo && b <= hi ? new Frame(n, next, k, m, f.up) : null;
   }
   return null;
+}
+
+/** Next grammar-text state; null = rejected; undefined = the text is complete and `b` belongs to the parent. */
+function stepCfg(f: Frame, b: number): Frame | null | undefined {
+  const n = f.node;
+  const machine = n.cfg!;
+  const counts = n.counts;
+  const done = machine.accepts(f.s) && f.m >= n.lo;
+  const t = b === EOS ? -1 : machine.next(f.s, b);
+  if (t < 0) return done ? undefined : null;
+  const s = t >> 1;
+  let c = f.m;
+  if (counts !== null) {
+    if ((t & 1) !== 0) c = Math.min(c + 1, counts.hi < 0 ? counts.cap : c + 1);
+    // Past the bounds, or nowhere left to finish within them: the pattern cannot take b.
+    if (c > counts.cap || !counts.isLive(s, c)) return done ? undefined : null;
+  }
+  // Nothing can follow: done at once (a frame on the stack always wants input).
+  if (!machine.live(s)) return f.up;
+  return s === f.s && c === f.m ? f : new Frame(n, s, 0, c, f.up);
 }
 
 /** Next number state; null = rejected; undefined = the number is complete and `b` belongs to the parent. */
@@ -267,6 +330,7 @@ function objectChild(f: Frame, b: number): Frame | null {
   if (isWs(b)) return null;
   if (phase === O_VALUE) {
     if ((n.flags & FREE_KEYS) !== 0) return enter(n.kids[0]!, new Frame(n, O_AFTER, 0, f.m, f.up));
+    if (f.k === EXTRA) return enter(n.kids[n.kids.length - 1]!, new Frame(n, O_AFTER, 0, f.m, f.up));
     return enter(n.kids[f.k]!, new Frame(n, O_AFTER, 0, f.m | seenBit(f.k), f.up));
   }
   if ((n.flags & FREE_KEYS) !== 0 && (phase === O_FIRST || phase === O_NEXT) && b !== n.bytes[1]) {
@@ -282,11 +346,12 @@ function stepObject(f: Frame, b: number): Frame | null {
   const phase = objectPhase(f);
   const wsCount = f.s >> 3;
   const to = (p: number, k = 0) => new Frame(n, p, k, f.m, f.up);
-  if (phase !== O_OPEN && phase !== O_KEY && isWs(b)) {
+  if (phase !== O_OPEN && phase !== O_KEY && phase !== O_EXTRA_END && isWs(b)) {
     return wsCount < JSON_WS ? new Frame(n, phase | ((wsCount + 1) << 3), f.k, f.m, f.up) : null;
   }
   const t = n.trie;
   const close = n.bytes[1];
+  const extra = (n.flags & EXTRA_KEYS) !== 0;
   switch (phase) {
     case O_OPEN:
       return b === n.bytes[0] ? to(O_FIRST) : null;
@@ -295,9 +360,14 @@ function stepObject(f: Frame, b: number): Frame | null {
       if (b === close && phase === O_FIRST) return n.required === 0 ? f.up : null;
       if (t === null) return null;
       const c = t.child(0, b);
+      // With extra keys, s >> 3 follows the key's text in EXTRA_KEY_BODY (in case it leaves the listed keys).
+      if (extra) return c >= 0 ? new Frame(n, O_KEY | (EXTRA_KEY_BODY.cfg!.start << 3), c, f.m, f.up) : null;
       return c >= 0 && (t.below[c] & ~f.m) !== 0 ? to(O_KEY, c) : null;
     }
+    case O_EXTRA_END:
+      return b === 0x22 ? to(O_COLON, EXTRA) : null;
     case O_KEY: {
+      if (extra) return stepExtraKey(f, b);
       const c = t!.child(f.k, b);
       if (c < 0 || (t!.below[c] & ~f.m) === 0) return null; // unknown or repeated key
       const p = t!.term[c];
@@ -309,11 +379,36 @@ function stepObject(f: Frame, b: number): Frame | null {
       return b === 0x3a ? to(O_VALUE, f.k) : null;
     case O_AFTER:
       // A comma only when some key is left to write, so `,` never leads to a dead end.
-      if (b === 0x2c) return t === null || (t.below[0] & ~f.m) !== 0 ? to(O_NEXT) : null;
+      if (b === 0x2c) return t === null || extra || (t.below[0] & ~f.m) !== 0 ? to(O_NEXT) : null;
       if (b === close) return (n.required & ~f.m) === 0 ? f.up : null;
       return null;
   }
   return null;
+}
+
+/**
+ * A key of an object with extra keys: a listed key as long as the text follows the key trie (each
+ * at most once), any other key once it leaves it. Keys are written as JSON.stringify writes them
+ * (EXTRA_KEY_BODY), so a key that leaves the trie is not a listed key in another spelling.
+ */
+function stepExtraKey(f: Frame, b: number): Frame | null {
+  const n = f.node;
+  const t = n.trie!;
+  const body = EXTRA_KEY_BODY.cfg!;
+  const ks = f.s >> 3;
+  if (b === EOS) return null;
+  const c = t.child(f.k, b);
+  if (c >= 0) {
+    const p = t.term[c];
+    if (p >= 0) return (seenBit(p) & f.m) !== 0 ? null : new Frame(n, O_COLON, p, f.m, f.up);
+    const next = body.next(ks, b);
+    return next < 0 ? null : new Frame(n, O_KEY | ((next >> 1) << 3), c, f.m, f.up);
+  }
+  // Off the listed keys: an extra key. Its closing quote, or the rest of its text.
+  if (b === 0x22) return body.accepts(ks) ? new Frame(n, O_COLON, EXTRA, f.m, f.up) : null;
+  const next = body.next(ks, b);
+  if (next < 0) return null;
+  return new Frame(EXTRA_KEY_BODY, next >> 1, 0, 0, new Frame(n, O_EXTRA_END, 0, f.m, f.up));
 }
 
 /** fam1 parameters: `<parameter=KEY>` opens a value frame, `</function>` (literal 0) closes. */
@@ -343,9 +438,10 @@ function arrayChild(f: Frame, b: number): Frame | null {
   const phase = f.s & 3;
   if (isWs(b) || (phase !== A_FIRST && phase !== A_NEXT)) return null;
   if (phase === A_FIRST && (b === 0x5d || n.max === 0)) return null;
-  // Past both bounds the exact count no longer matters; capping it keeps cache keys few.
-  const count = Math.min(f.k + 1, Math.max(n.min, n.max));
-  return enter(n.kids[0]!, new Frame(n, A_AFTER, count, 0, f.up));
+  // Past both bounds and the prefix items the exact count no longer matters; capping it keeps cache keys few.
+  const prefix = n.kids.length - 1;
+  const count = Math.min(f.k + 1, Math.max(n.min, n.max, prefix));
+  return enter((f.k < prefix ? n.kids[f.k + 1] : n.kids[0])!, new Frame(n, A_AFTER, count, 0, f.up));
 }
 
 /** Next array state when b stays in the array: this array's next frame, or the parent when b closes it. */

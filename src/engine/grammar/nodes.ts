@@ -9,8 +9,11 @@
 // All nodes are one class with one field layout, so the matcher's hot loop sees a single hidden
 // class; `kind` says which fields mean something.
 
+import type { CountTable } from './cfg-counts.js';
+import type { CfgMachine } from './cfg-machine.js';
 import { GrammarError } from './errors.js';
 import { LiteralTrie, MarkerDfa } from './literals.js';
+import { regexMachine } from './regex.js';
 
 export const enum Kind {
   /** Exact bytes. s = bytes matched. */
@@ -27,7 +30,8 @@ export const enum Kind {
   Until,
   /**
    * A quoted string: JSON (`"`, JSON escapes) or Python (min = the quote byte; flags & PY_ESCAPES).
-   * s = sub-state; with a dfa, k = its state (the raw text must not contain a marker).
+   * s = sub-state; with a dfa, k = its state (the raw text must not contain a marker). COUNTED:
+   * lo..hi code points (hi -1: no limit), m = code points so far (capped at lo without hi).
    */
   Str,
   /** A JSON number; flags & INTEGER for integers. s = phase | digits << 4. */
@@ -41,8 +45,17 @@ export const enum Kind {
   Obj,
   /** XML-ish parameters (fam1, fam4_xml, glm4): opening tags from trie (literal 0 is the closing tag), values kids[i]. */
   XmlObj,
-  /** A JSON array of kids[0], min..max items (max -1 = unbounded). k = items so far (capped). */
+  /**
+   * A JSON array of min..max items (max -1 = unbounded): item i matches kids[i + 1] while there is
+   * one (prefixItems), else kids[0]. k = items so far (capped).
+   */
   Arr,
+  /**
+   * Text of a byte-level context-free grammar (regexes, GBNF; cfg-machine.ts): s = its state.
+   * With `counts`, lo..hi code points, m = code points so far. Greedy: a byte the grammar cannot
+   * take, where it may end, pops the frame and goes to the parent.
+   */
+  Cfg,
   /** Accepts only the end of output. */
   End,
   /** Matched everything: nothing more is accepted. */
@@ -59,6 +72,10 @@ export const KEY_HAS_COLON = 4;
 export const NO_OPEN = 8;
 /** Str: Python escapes (\\ \' \" \n \r \t \xHH \uHHHH) instead of JSON's. */
 export const PY_ESCAPES = 16;
+/** Obj: keys besides the listed ones (additionalProperties), written as JSON.stringify would, values the last kid. */
+export const EXTRA_KEYS = 64;
+/** Str: lo..hi code points (\u escapes of surrogates are not allowed: they would miscount). */
+export const COUNTED = 32;
 /** The pseudo-byte for end of output (an end-of-turn token). */
 export const EOS = 256;
 
@@ -80,6 +97,11 @@ export class GNode {
   /** literalBit of each required key. */
   required = 0;
   flags = 0;
+  /** Length bounds in code points (Str with COUNTED; Cfg with counts); hi -1: none. */
+  lo = 0;
+  hi = -1;
+  cfg: CfgMachine | null = null;
+  counts: CountTable | null = null;
 
   constructor(
     readonly kind: Kind,
@@ -168,12 +190,15 @@ export function until(dfa: MarkerDfa, shared = false): GNode {
 
 const CURLY = Uint8Array.of(0x7b, 0x7d);
 
-export function jsonObject(keys: readonly string[], values: GNode[], requiredBits: number): GNode {
-  return objectNode(
+/** A JSON object with these keys; with `extra`, any other key too, its values `extra`. */
+export function jsonObject(keys: readonly string[], values: GNode[], requiredBits: number, extra: GNode | null = null): GNode {
+  const n = objectNode(
     keys.map((k) => JSON.stringify(k)),
-    values,
+    extra ? [...values, extra] : values,
     requiredBits,
   );
+  if (extra) n.flags |= EXTRA_KEYS;
+  return n;
 }
 
 export interface ObjectSyntax {
@@ -245,6 +270,30 @@ export function guardedString(dfa: MarkerDfa, shared = false): GNode {
   return n;
 }
 
+/** A JSON string of lo..hi code points (hi -1: no upper bound). */
+export function countedString(lo: number, hi: number, shared = false): GNode {
+  const n = new GNode(Kind.Str, shared);
+  n.flags = COUNTED;
+  n.lo = lo;
+  n.hi = hi;
+  return n;
+}
+
+/**
+ * Text of a grammar (its machine), optionally lo..hi code points long (`counts`, whose bounds
+ * they are). `shared`: built once per process (string formats).
+ */
+export function cfgNode(machine: CfgMachine, counts: CountTable | null = null, shared = false): GNode {
+  const n = new GNode(Kind.Cfg, shared);
+  n.cfg = machine;
+  n.counts = counts;
+  if (counts) {
+    n.lo = counts.lo;
+    n.hi = counts.hi;
+  }
+  return n;
+}
+
 /** A quoted string with Python escapes, `quote` being `'` or `"`. */
 export function pythonString(quote: "'" | '"', shared = false): GNode {
   const n = new GNode(Kind.Str, shared);
@@ -253,9 +302,10 @@ export function pythonString(quote: "'" | '"', shared = false): GNode {
   return n;
 }
 
-export function jsonArray(items: GNode | null, minItems: number, maxItems: number, shared = false): GNode {
+/** Items 0..prefix.length - 1 match `prefix` (prefixItems), later ones `items`. */
+export function jsonArray(items: GNode | null, minItems: number, maxItems: number, shared = false, prefix: GNode[] = []): GNode {
   const n = new GNode(Kind.Arr, shared);
-  n.kids = [items];
+  n.kids = [items, ...prefix];
   n.min = minItems;
   n.max = maxItems;
   return n;
@@ -279,6 +329,13 @@ export const NUMBER = new GNode(Kind.Num, true);
 export const INTEGER_NUMBER = new GNode(Kind.Num, true);
 INTEGER_NUMBER.flags = INTEGER;
 export const END = new GNode(Kind.End, true);
+/** The text of an object's extra key, after its opening quote: any string in JSON.stringify's spelling. */
+export const EXTRA_KEY_BODY = cfgNode(regexMachine('[^]*', { mode: 'json', anchored: true }), null, true);
+/**
+ * A counted string with no limit: counted strings' masks are its masks (one walk per sub-state,
+ * per vocabulary), each token's count kept, and cut to a string's bounds when applied.
+ */
+export const COUNTING_STRING = countedString(0, Number.MAX_SAFE_INTEGER, true);
 export const JSON_GAP = ws(JSON_WS, true);
 export const TAG_GAP = ws(TAG_WS, true);
 

@@ -10,7 +10,7 @@
 // position with the real parent — usually a few suffixes such as `",` or `}`.
 
 import { feed } from './matcher.js';
-import { Frame, HOLE, HOLE_FED } from './nodes.js';
+import { COUNTED, COUNTING_STRING, Frame, HOLE, HOLE_FED, Kind } from './nodes.js';
 import type { VocabTrie } from './vocab-trie.js';
 
 /** What a top frame allows by itself, for any parent. */
@@ -20,6 +20,13 @@ export interface MaskEntry {
   complement: boolean;
   /** Trie node << 1 | 1 when the top frame popped before the node's byte (the parent must take it), | 0 after it. */
   frontier: Int32Array;
+  /**
+   * COUNTING_STRING's entries: the allowed ids by the code points each adds, most first (`long`,
+   * `longCounts`), and the code points each frontier entry adds before the string ends.
+   */
+  long: Int32Array | null;
+  longCounts: Uint16Array | null;
+  frontierCounts: Int32Array | null;
 }
 
 /** Mask entries by top-frame key, the oldest dropped first once `capacity` is reached. */
@@ -42,9 +49,25 @@ export class MaskCache {
   }
 }
 
-/** The cache key of a top frame: everything its future depends on. */
-export function frameKey(f: Frame): string {
-  return `${f.node.id}:${f.s}:${f.k}:${f.m}`;
+/**
+ * The frame whose walk gives the mask of `state`: itself, or for a counted string the unlimited
+ * COUNTING_STRING in the same sub-state (its entry keeps per-token counts; applyMaskEntry cuts
+ * them to the string's bounds), so that no count needs a walk of its own.
+ */
+export function maskFrame(state: Frame): Frame {
+  const n = state.node;
+  if (n.kind !== Kind.Str || (n.flags & COUNTED) === 0 || n === COUNTING_STRING) return state;
+  return new Frame(COUNTING_STRING, state.s, state.k, 0, state.up);
+}
+
+/**
+ * The cache key of a top frame: everything its future depends on, as far as one token reaches
+ * (`horizon`: the vocabulary's longest token in bytes). A grammar text's count of code points is
+ * kept exactly only near a bound; counts whose futures agree for a token's length share a key.
+ */
+export function frameKey(f: Frame, horizon: number): string {
+  const n = f.node;
+  return `${n.id}:${f.s}:${f.k}:${n.counts === null ? f.m : n.counts.key(f.m, horizon)}`;
 }
 
 /** Walks the whole trie from the top frame alone (over a Hole). */
@@ -52,19 +75,37 @@ export function buildMaskEntry(trie: VocabTrie, size: number, top: Frame): MaskE
   const { byte, end, tokStart, tokIds } = trie;
   const ids = new IntList();
   const frontier = new IntList();
+  // COUNTING_STRING keeps each token's count of code points (its frames count from 0).
+  const counting = top.node === COUNTING_STRING;
+  const idCounts = new IntList();
+  const frontierCounts = new IntList();
   const visit = (node: number, st: Frame): void => {
-    for (let i = tokStart[node]; i < tokStart[node + 1]; i++) ids.push(tokIds[i]);
+    for (let i = tokStart[node]; i < tokStart[node + 1]; i++) {
+      ids.push(tokIds[i]);
+      if (counting) idCounts.push(st.m);
+    }
     for (let c = node + 1, e = end[node]; c < e; c = end[c]) {
       const next = feed(st, byte[c]);
       if (next === null) continue;
-      if (next === HOLE_FED) frontier.push((c << 1) | 1);
-      else if (next === HOLE) frontier.push(c << 1);
-      else visit(c, next);
+      if (next === HOLE_FED || next === HOLE) {
+        frontier.push((c << 1) | (next === HOLE_FED ? 1 : 0));
+        if (counting) frontierCounts.push(st.m);
+      } else {
+        visit(c, next);
+      }
     }
   };
-  visit(0, new Frame(top.node, top.s, top.k, top.m, HOLE));
+  visit(0, new Frame(top.node, top.s, top.k, counting ? 0 : top.m, HOLE));
 
   let list = ids.toArray();
+  let long: Int32Array | null = null;
+  let longCounts: Uint16Array | null = null;
+  if (counting) {
+    const counts = idCounts.toArray();
+    const order = Array.from(list.keys()).sort((a, b) => counts[b] - counts[a]);
+    long = Int32Array.from(order, (i) => list[i]);
+    longCounts = Uint16Array.from(order, (i) => Math.min(counts[i], 0xffff));
+  }
   const complement = list.length > size / 2;
   if (complement) {
     const allowed = new Uint8Array(size);
@@ -73,7 +114,14 @@ export function buildMaskEntry(trie: VocabTrie, size: number, top: Frame): MaskE
     for (let id = 0; id < size; id++) if (!allowed[id]) rest.push(id);
     list = rest.toArray();
   }
-  return { ids: list, complement, frontier: frontier.toArray() };
+  return {
+    ids: list,
+    complement,
+    frontier: frontier.toArray(),
+    long,
+    longCounts,
+    frontierCounts: counting ? frontierCounts.toArray() : null,
+  };
 }
 
 /**
@@ -81,16 +129,26 @@ export function buildMaskEntry(trie: VocabTrie, size: number, top: Frame): MaskE
  * `out` must be zeroed (ids at and past `size` are left alone).
  */
 export function applyMaskEntry(trie: VocabTrie, size: number, state: Frame, entry: MaskEntry, out: Uint8Array): void {
+  // A counted string's room: code points still allowed, and still needed before it may end.
+  const n = state.node;
+  const room = n.hi < 0 ? Infinity : n.hi - state.m;
+  const need = n.lo - state.m;
   if (entry.complement) {
     out.fill(1, 0, size);
     for (const id of entry.ids) out[id] = 0;
   } else {
     for (const id of entry.ids) out[id] = 1;
   }
+  // Tokens that would write more code points than the string has room for.
+  const long = entry.long;
+  const longCounts = entry.longCounts;
+  if (long !== null && longCounts !== null) for (let i = 0; i < long.length && longCounts[i] > room; i++) out[long[i]] = 0;
   const parent = state.up;
   if (parent === null) return;
   const f = entry.frontier;
+  const fc = entry.frontierCounts;
   for (let i = 0; i < f.length; i++) {
+    if (fc !== null && (fc[i] > room || fc[i] < need)) continue;
     const node = f[i] >> 1;
     if ((f[i] & 1) === 0) {
       walk(trie, node, parent, out);

@@ -7,14 +7,14 @@
 // grammar, so a client that repeats its tool list reuses the grammar and its cached masks.
 
 import { compileIR } from './compile-ir.js';
-import { GrammarError } from './errors.js';
+import { GrammarError, SchemaError } from './errors.js';
 import type { GrammarConstraint } from './ir.js';
 import { feed } from './matcher.js';
 import { ACCEPTED, enter, EOS, Frame, type GNode } from './nodes.js';
-import { applyMaskEntry, buildMaskEntry, frameKey, MaskCache } from './token-mask.js';
+import { applyMaskEntry, buildMaskEntry, frameKey, MaskCache, maskFrame } from './token-mask.js';
 import type { VocabIndex } from './vocab-index.js';
 
-export { GrammarError };
+export { GrammarError, SchemaError };
 
 /** The matcher state after some output; immutable, so a state can be kept and reused. */
 export type GrammarState = Frame;
@@ -50,11 +50,12 @@ export class ToolGrammar {
   allowedTokens(state: GrammarState, out: Uint8Array): void {
     out.fill(0);
     if (state === ACCEPTED) return;
-    const cache = state.node.shared ? this.vocab.sharedMasks : this.masks;
-    const key = frameKey(state);
+    const top = maskFrame(state);
+    const cache = top.node.shared ? this.vocab.sharedMasks : this.masks;
+    const key = frameKey(top, this.vocab.maxTokenBytes);
     let entry = cache.get(key);
     if (!entry) {
-      entry = buildMaskEntry(this.vocab.trie, this.vocab.size, state);
+      entry = buildMaskEntry(this.vocab.trie, this.vocab.size, top);
       cache.set(key, entry);
     }
     applyMaskEntry(this.vocab.trie, this.vocab.size, state, entry, out);
@@ -86,7 +87,8 @@ const KEEP_PER_VOCAB = 32;
 
 /**
  * The compiled grammar of `constraint`, or null when it cannot be built (tools the format cannot
- * tell apart, say: fam1 names containing `>`); decoding stays unconstrained then.
+ * tell apart, say: fam1 names containing `>`); decoding stays unconstrained then. A SchemaError
+ * (the user's schema, regex or grammar is wrong: checkConstraint should have refused it) is thrown.
  */
 export function compileGrammar(constraint: GrammarConstraint, vocab: VocabIndex): ToolGrammar | null {
   const key = JSON.stringify([constraint.root, constraint.endTokenIds]);
@@ -103,7 +105,7 @@ export function compileGrammar(constraint: GrammarConstraint, vocab: VocabIndex)
   try {
     root = compileIR(constraint.root);
   } catch (err) {
-    if (err instanceof GrammarError) return null;
+    if (err instanceof GrammarError && !(err instanceof SchemaError)) return null;
     throw err;
   }
   const grammar = new ToolGrammar(root, vocab, constraint.endTokenIds);

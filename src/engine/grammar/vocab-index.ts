@@ -16,6 +16,8 @@ export class VocabIndex {
   readonly trie: VocabTrie;
   /** Masks of shared nodes (JSON strings, numbers, free text), reused across grammars and requests. */
   readonly sharedMasks = new MaskCache(1024);
+  /** The longest token's length in bytes: how far one token can move a matcher (mask-cache keys use it). */
+  readonly maxTokenBytes: number;
   private readonly bytes: Uint8Array;
   private readonly offsets: Int32Array;
 
@@ -30,6 +32,7 @@ export class VocabIndex {
       total += t?.length ?? 0;
     });
     this.offsets[tokens.length] = total;
+    this.maxTokenBytes = tokens.reduce((max, t) => Math.max(max, t?.length ?? 0), 0);
     this.bytes = new Uint8Array(total);
     tokens.forEach((t, id) => t && this.bytes.set(t, this.offsets[id]));
   }

@@ -18,7 +18,6 @@ import {
   altSet,
   freeObject,
   guardedString,
-  INTEGER_NUMBER,
   jsonArray,
   lit,
   literalSwitch,
@@ -30,6 +29,7 @@ import {
   type GNode,
 } from './nodes.js';
 import { convertParamText as convert, declaredTypes, schemaProperties } from './param-values.js';
+import { hasAnyInteger, isAnyNumber, type NumberSpec } from './schema-values.js';
 
 const textNodes = new Map<string, GNode>();
 
@@ -115,7 +115,9 @@ export function xmlValue(compiler: SchemaCompiler, schema: unknown, style: XmlVa
   };
   if (types.size > 0) {
     if (b.number && (types.has('integer') || types.has('number'))) {
-      add('-0123456789', json(b.number === NUMBER && types.has('number') ? NUMBER : INTEGER_NUMBER));
+      // Without `number` declared, the parser keeps a fraction as text: integers only.
+      const node = compiler.numberNode(types.has('number') ? b.number : integersOf(b.number));
+      if (node) add('-0123456789', json(node));
     }
     if (b.object && types.has('object')) add('{', json(b.object));
     if (b.array && types.has('array')) add('[', json(b.array));
@@ -149,8 +151,8 @@ function freeTextSafe(types: ReadonlySet<string>, b: ReturnType<SchemaCompiler['
     const ok =
       t === 'string' ||
       (t === 'null' && b.literals.includes('null')) ||
-      (t === 'integer' && b.number !== null) ||
-      (t === 'number' && b.number === NUMBER) ||
+      (t === 'integer' && b.number !== null && hasAnyInteger(b.number)) ||
+      (t === 'number' && b.number !== null && isAnyNumber(b.number)) ||
       (t === 'boolean' && b.literals.includes('true') && b.literals.includes('false')) ||
       (t === 'object' && b.object === syn.anyObject) ||
       (t === 'array' && b.array === syn.anyArray) ||
@@ -158,6 +160,11 @@ function freeTextSafe(types: ReadonlySet<string>, b: ReturnType<SchemaCompiler['
     if (!ok) return false;
   }
   return true;
+}
+
+/** The integers of a number spec. */
+function integersOf(spec: NumberSpec): NumberSpec {
+  return spec.flatMap((a): NumberSpec => ('range' in a ? [{ range: { ...a.range, integer: true } }] : /^-?\d+$/.test(a.text) ? [a] : []));
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
