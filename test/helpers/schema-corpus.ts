@@ -270,7 +270,7 @@ export const E2E_SCHEMAS: Record<string, Record<string, unknown>> = {
     type: 'object',
     properties: {
       name: { type: 'string', minLength: 1, maxLength: 60 },
-      email: { type: 'string', format: 'email' },
+      email: { type: 'string', format: 'email', maxLength: 40 },
       phone: { anyOf: [{ type: 'string', pattern: '^\\+?[0-9]{7,15}$' }, { type: 'null' }] },
       tags: { type: 'array', items: { type: 'string', maxLength: 20 }, maxItems: 4 },
     },
