@@ -72,9 +72,7 @@ export function regexMachine(pattern: string, options: RegexOptions): CfgMachine
 /** The automaton of text matching any of the patterns, every state worked out. */
 export function regexUnionMachine(patterns: readonly PatternSpec[], mode: TextMode): CfgMachine {
   const what =
-    patterns.length === 1
-      ? `pattern ${JSON.stringify(patterns[0].pattern)}`
-      : `patterns ${patterns.map((p) => JSON.stringify(p.pattern)).join(' | ')}`;
+    patterns.length === 1 ? `pattern ${show(patterns[0].pattern)}` : `patterns ${patterns.map((p) => show(p.pattern)).join(' | ')}`;
   const machine = new CfgMachine(regexCfg(patterns, mode, what), MAX_REGEX_STATES, what);
   machine.explore();
   return machine;
@@ -121,7 +119,7 @@ function parse(pattern: string): AST.Pattern {
     try {
       return parser.parsePattern(pattern, 0, pattern.length, { unicode: false });
     } catch (err) {
-      throw new SchemaError(`invalid regex ${JSON.stringify(pattern)}: ${(err as Error).message}`);
+      throw new SchemaError(`invalid regex ${show(pattern)}: ${(err as Error).message.replace(pattern, '…')}`);
     }
   }
 }
@@ -213,8 +211,13 @@ class RegexCompiler {
   }
 
   private unsupported(what: string, at: AST.Node): never {
-    throw new SchemaError(`unsupported regex feature in ${JSON.stringify(this.pattern)}: ${what} (at offset ${at.start})`);
+    throw new SchemaError(`unsupported regex feature in ${show(this.pattern)}: ${what} (at offset ${at.start})`);
   }
+}
+
+/** A pattern as error messages quote it (long ones cut). */
+function show(pattern: string): string {
+  return JSON.stringify(pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern);
 }
 
 function isEdge(e: AST.Element, kind: 'start' | 'end'): boolean {
