@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import {
   checkConstraint,
   compileGrammar,
+  gbnfText,
   jsonValue,
   regexText,
   SchemaError,
@@ -360,10 +361,18 @@ test('masks equal a brute-force check of every token on the real 152k vocabulary
   );
   const g = compileGrammar({ root: seq([jsonValue(schema), END]), endTokenIds: [end] }, vocab)!;
   const regex = compileGrammar({ root: seq([regexText('[a-z]+( [a-z]+){0,3}\\.'), END]), endTokenIds: [end] }, vocab)!;
+  const gbnf = compileGrammar(
+    {
+      root: seq([gbnfText('root ::= "[" (item ("," " "? item)*)? "]"\nitem ::= [0-9]+ | "\\"" [^"\\n]* "\\"" | root'), END]),
+      endTokenIds: [end],
+    },
+    vocab,
+  )!;
   const states = checkMasksAgainstBruteForce(
     [
       [g, text],
       [regex, 'the quick brown fox.'],
+      [gbnf, '[1, "two words", [3, [], ["x"]], 42]'],
     ],
     tk,
     vocab,
