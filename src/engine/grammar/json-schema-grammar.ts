@@ -44,6 +44,7 @@ import { enumValues } from './schema-enum.js';
 import {
   admittedTypes,
   checkKeywords,
+  constraining,
   count,
   countRange,
   isSchema,
@@ -129,29 +130,6 @@ const ANY = (syn: ValueSyntax): Branches => ({
   literals: ['true', 'false', 'null'],
 });
 
-/** Keywords that constrain nothing. */
-const DESCRIPTIVE = new Set([
-  'title',
-  'description',
-  'default',
-  'examples',
-  'example',
-  '$schema',
-  '$id',
-  '$comment',
-  '$anchor',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  'strict',
-  'discriminator',
-  'contentMediaType',
-  'contentEncoding',
-  '$defs',
-  'definitions',
-]);
-const constraining = (s: Schema): string[] => Object.keys(s).filter((k) => !DESCRIPTIVE.has(k));
-
 export class SchemaCompiler {
   private readonly done = new Map<Schema, GNode>();
   /** $refs being compiled: their node exists (so recursion can point at it) but is not filled yet. */
@@ -221,6 +199,11 @@ export class SchemaCompiler {
       }
     }
     const types = admittedTypes(schema, path);
+    if (Array.isArray(schema.anyOf) && Array.isArray(schema.oneOf)) {
+      // Both must hold: every pairing of their alternatives.
+      const { anyOf, oneOf, ...rest } = schema;
+      return this.branches({ ...rest, allOf: [{ anyOf }, { oneOf }] }, path);
+    }
     // anyOf / oneOf first: an enum beside them joins each alternative (and is checked against it).
     const alternatives = [...(Array.isArray(schema.anyOf) ? schema.anyOf : []), ...(Array.isArray(schema.oneOf) ? schema.oneOf : [])];
     if (alternatives.length > 0) return this.union(schema, alternatives, path);

@@ -31,6 +31,9 @@ const ANNOTATIONS = new Set([
   'definitions',
 ]);
 
+/** The keywords of `s` that constrain values (not annotations). */
+export const constraining = (s: Schema): string[] => Object.keys(s).filter((k) => !ANNOTATIONS.has(k));
+
 /** Keywords the grammar enforces (nullable: OpenAPI's, adds null). */
 const ENFORCED = new Set([
   'type',
