@@ -7,6 +7,7 @@
 //   terminators), classes [a-z] and negated classes [^…], \d \w \s \D \W \S, groups (capturing,
 //   non-capturing, named), alternation, * + ? {n} {n,} {n,m} (lazy forms match the same texts as
 //   greedy ones), ^ at the start and $ at the end of the pattern (or of a top-level alternative).
+//   Python's `(?P<name>…)` is read as `(?<name>…)`.
 // Anything else is a SchemaError naming it: lookahead and lookbehind, backreferences, \b \B,
 // Unicode property escapes \p{…}, inline modifiers, ^ or $ elsewhere, and repetition counts over
 // MAX_REPEAT.
@@ -111,7 +112,9 @@ export function simpleRepeat(p: PatternSpec): { star: PatternSpec; min: number; 
   return { star: { ...p, pattern: `(?:${q.element.raw})*`, anchored: true }, min: q.min, max: q.max === Infinity ? -1 : q.max };
 }
 
-function parse(pattern: string): AST.Pattern {
+function parse(source: string): AST.Pattern {
+  // Python's named groups `(?P<name>…)` (guided_regex clients write Python) are JavaScript's `(?<name>…)`.
+  const pattern = source.replace(/\(\?P</g, '(?<');
   const parser = new RegExpParser({ ecmaVersion: 2025 });
   try {
     return parser.parsePattern(pattern, 0, pattern.length, { unicode: true });
