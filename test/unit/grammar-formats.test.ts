@@ -753,3 +753,21 @@ test('mask time per token, pythonic, fam3 and glm4 on the 152k vocabulary', () =
   }
   console.log(`mask time, ${vocab.size} tokens (first = cache miss, then cached):\n${lines.join('\n')}`);
 });
+
+test('numeric bounds hold in every syntax; patterns and lengths in JSON arguments only', () => {
+  const tools = f({ n: { type: 'integer', minimum: 1, maximum: 5 }, s: { type: 'string', maxLength: 2, pattern: '^a' } });
+  const cases: [Format, (k: string, v: string) => string, string, string][] = [
+    ['hermes', (k, v) => `<tool_call>{"name": "f", "arguments": {"${k}": ${v}}}</tool_call>`, '"ab"', '"abc"'],
+    ['pythonic', (k, v) => `[f(${k}=${v})]`, "'ab'", "'zzz'"],
+    ['fam3', (k, v) => `<|tool_call>call:f{${k}:${v}}<tool_call|>`, '<|"|>ab<|"|>', '<|"|>zzz<|"|>'],
+    ['glm4', (k, v) => `<tool_call>f\n<arg_key>${k}</arg_key><arg_value>${v}</arg_value></tool_call>`, 'ab', 'zzz'],
+  ];
+  for (const [format, call, goodString, otherString] of cases) {
+    assert.ok(accepts(format, tools, call('n', '5')), `${format}: n = 5`);
+    assert.ok(!accepts(format, tools, call('n', '6')), `${format}: n = 6`);
+    assert.ok(!accepts(format, tools, call('n', '0')), `${format}: n = 0`);
+    assert.ok(accepts(format, tools, call('s', goodString)), `${format}: s = ${goodString}`);
+    // Strings other syntaxes spell are free (not enforced there); JSON enforces pattern and maxLength.
+    assert.equal(accepts(format, tools, call('s', otherString)), format !== 'hermes', `${format}: s = ${otherString}`);
+  }
+});

@@ -18,6 +18,7 @@ test('regex: literals, classes, escapes, groups, alternation and every quantifie
     ['a|b+c?', ['a', 'b', 'bbbc'], ['', 'ac', 'c', 'bcc']],
     ['(?:foo|bar)*baz', ['baz', 'foobarfoobaz'], ['foo', 'fobaz']],
     ['(?<year>\\d{4})-(\\d\\d)', ['2024-05'], ['2024-5']],
+    ['(?P<word>[a-z]+)!', ['hi!'], ['hi']],
     ['x{2,}y{0,2}z{3}', ['xxzzz', 'xxxxyyzzz'], ['xzzz', 'xxyyyzzz', 'xxzz']],
     ['a*?b+?c??', ['b', 'aabbc'], ['c', 'aa']],
     ['.', ['a', 'é', '😀', '\u2027'], ['\n', '\r', '\u2028', '', 'ab']],

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import {
   checkConstraint,
   compileGrammar,
+  gbnfText,
   jsonValue,
   regexText,
   SchemaError,
@@ -23,6 +24,7 @@ import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { validator } from '../helpers/ajv.js';
 import { checkMasksAgainstBruteForce } from '../helpers/grammar-masks.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { RANDOM_DEFS, randomSchema } from '../helpers/random-schemas.js';
 import { accepts, ended, randomWalk, Rng } from '../helpers/grammar-walk.js';
 import { SCHEMAS } from '../helpers/schema-corpus.js';
 
@@ -156,6 +158,12 @@ const CASES: [string, unknown, string[], string[]][] = [
     { $defs: { t: { anyOf: [{ type: 'integer' }, { type: 'array', items: { $ref: '#/$defs/t' } }] } }, $ref: '#/$defs/t' },
     ['1', '[1, [2, [[]]]]'],
     ['"x"', '[1, "x"]'],
+  ],
+  [
+    'a union that names itself adds nothing',
+    { $defs: { t: { anyOf: [{ type: 'integer' }, { $ref: '#/$defs/t' }] } }, anyOf: [{ $ref: '#/$defs/t' }, { type: 'null' }] },
+    ['1', 'null'],
+    ['"x"'],
   ],
   ['nullable', { type: 'string', nullable: true, maxLength: 1 }, ['"a"', 'null'], ['"ab"', '1']],
   [
@@ -353,14 +361,46 @@ test('masks equal a brute-force check of every token on the real 152k vocabulary
   );
   const g = compileGrammar({ root: seq([jsonValue(schema), END]), endTokenIds: [end] }, vocab)!;
   const regex = compileGrammar({ root: seq([regexText('[a-z]+( [a-z]+){0,3}\\.'), END]), endTokenIds: [end] }, vocab)!;
+  const gbnf = compileGrammar(
+    {
+      root: seq([gbnfText('root ::= "[" (item ("," " "? item)*)? "]"\nitem ::= [0-9]+ | "\\"" [^"\\n]* "\\"" | root'), END]),
+      endTokenIds: [end],
+    },
+    vocab,
+  )!;
   const states = checkMasksAgainstBruteForce(
     [
       [g, text],
       [regex, 'the quick brown fox.'],
+      [gbnf, '[1, "two words", [3, [], ["x"]], 42]'],
     ],
     tk,
     vocab,
     3,
   );
   assert.ok(states > 30);
+});
+
+test('random schemas: each compiles or is a SchemaError, and every walk through it validates with Ajv', () => {
+  const rng = new Rng(2024);
+  let compiled = 0;
+  for (let i = 0; i < 150; i++) {
+    const schema = { ...randomSchema(rng), $defs: RANDOM_DEFS };
+    let node;
+    try {
+      node = value(schema);
+    } catch (err) {
+      if (err instanceof SchemaError) continue;
+      throw err;
+    }
+    compiled++;
+    const validate = validator(schema);
+    for (let w = 0; w < 8; w++) {
+      const text = randomWalk(node, rng, { softLength: 80, stopChance: 0.3 });
+      if (text === null) continue;
+      const err = validate(JSON.parse(text));
+      if (err) assert.fail(`${JSON.stringify(schema)}: ${JSON.stringify(text)}: ${err}`);
+    }
+  }
+  assert.ok(compiled > 100, `${compiled} of 150 compiled`);
 });

@@ -35,8 +35,18 @@ import { xmlParamsNode } from './xml-values.js';
  * user's schema, regex or grammar is at fault).
  */
 export function compileIR(root: GrammarIR): GNode {
-  return new IrCompiler().node(root, null);
+  try {
+    return new IrCompiler().node(root, null);
+  } catch (err) {
+    // Schemas, patterns and grammars are compiled recursively: one nested past the stack is the user's.
+    if (err instanceof RangeError && /call stack/i.test(err.message)) throw new SchemaError('the constraint is nested too deeply');
+    throw err;
+  }
 }
+
+/** Constraints checkConstraint found valid lately (by their JSON), so a client that repeats one is not compiled again. */
+const checked = new Set<string>();
+const KEEP_CHECKED = 64;
 
 /**
  * Compiles `root` to check it, for the main thread at request time: throws SchemaError (answer
@@ -45,11 +55,20 @@ export function compileIR(root: GrammarIR): GNode {
  * decodes unconstrained.
  */
 export function checkConstraint(root: GrammarIR): void {
+  let key: string;
+  try {
+    key = JSON.stringify(root);
+  } catch {
+    throw new SchemaError('the constraint is nested too deeply');
+  }
+  if (checked.has(key)) return;
   try {
     compileIR(root);
   } catch (err) {
     if (err instanceof SchemaError || !(err instanceof GrammarError)) throw err;
   }
+  if (checked.size >= KEEP_CHECKED) checked.delete(checked.values().next().value!);
+  checked.add(key);
 }
 
 class IrCompiler {

@@ -40,9 +40,11 @@ import {
   literalSwitch,
   type GNode,
 } from './nodes.js';
+import { enumValues } from './schema-enum.js';
 import {
   admittedTypes,
   checkKeywords,
+  constraining,
   count,
   countRange,
   isSchema,
@@ -50,7 +52,6 @@ import {
   numberBounds,
   pointer,
   type Schema,
-  type TypeName,
 } from './schema-keywords.js';
 import {
   ANY_NUMBER,
@@ -129,34 +130,13 @@ const ANY = (syn: ValueSyntax): Branches => ({
   literals: ['true', 'false', 'null'],
 });
 
-/** Keywords that constrain nothing. */
-const DESCRIPTIVE = new Set([
-  'title',
-  'description',
-  'default',
-  'examples',
-  'example',
-  '$schema',
-  '$id',
-  '$comment',
-  '$anchor',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  'strict',
-  'discriminator',
-  'contentMediaType',
-  'contentEncoding',
-  '$defs',
-  'definitions',
-]);
-const constraining = (s: Schema): string[] => Object.keys(s).filter((k) => !DESCRIPTIVE.has(k));
-
 export class SchemaCompiler {
   private readonly done = new Map<Schema, GNode>();
   /** $refs being compiled: their node exists (so recursion can point at it) but is not filled yet. */
   private readonly pendingRefs = new Map<string, GNode>();
   private readonly refs = new Map<string, GNode>();
+  /** $refs whose branches are being worked out (a union that reaches its own $ref again adds nothing). */
+  private readonly expanding = new Set<string>();
 
   /** `root` is the document local `$ref`s point into (a tool's parameters schema). */
   constructor(
@@ -210,16 +190,27 @@ export class SchemaCompiler {
     if (typeof schema.$ref === 'string' || Array.isArray(schema.allOf)) {
       const parts = this.allOfParts(schema, path);
       if (parts === null) return NONE(); // a $ref to itself: adds nothing to the values found another way
-      return parts.length === 1 ? this.branches(parts[0][0], parts[0][1]) : this.branches(mergeAll(parts), path);
+      const ref = typeof schema.$ref === 'string' ? schema.$ref : null;
+      if (ref !== null) this.expanding.add(ref);
+      try {
+        return parts.length === 1 ? this.branches(parts[0][0], parts[0][1]) : this.branches(mergeAll(parts), path);
+      } finally {
+        if (ref !== null) this.expanding.delete(ref);
+      }
     }
     const types = admittedTypes(schema, path);
-    const allows = (t: TypeName) => types === null || types.has(t) || (t === 'integer' && types.has('number'));
-    if ('const' in schema || Array.isArray(schema.enum)) {
-      const values = 'const' in schema ? [schema.const] : (schema.enum as unknown[]);
-      return { ...NONE(), literals: jsonTexts(values.filter((v) => allows(jsonType(v)))) };
+    if (Array.isArray(schema.anyOf) && Array.isArray(schema.oneOf)) {
+      // Both must hold: every pairing of their alternatives.
+      const { anyOf, oneOf, ...rest } = schema;
+      return this.branches({ ...rest, allOf: [{ anyOf }, { oneOf }] }, path);
     }
+    // anyOf / oneOf first: an enum beside them joins each alternative (and is checked against it).
     const alternatives = [...(Array.isArray(schema.anyOf) ? schema.anyOf : []), ...(Array.isArray(schema.oneOf) ? schema.oneOf : [])];
     if (alternatives.length > 0) return this.union(schema, alternatives, path);
+    if ('const' in schema || Array.isArray(schema.enum)) {
+      const values = 'const' in schema ? [schema.const] : (schema.enum as unknown[]);
+      return { ...NONE(), literals: jsonTexts(enumValues(values, schema, types, path)) };
+    }
 
     if (types === null) return ANY(syn);
     const out = NONE();
@@ -243,13 +234,24 @@ export class SchemaCompiler {
     const own = constraining(rest).filter((k) => k !== 'nullable');
     let out = NONE();
     const structures = { object: 0, array: 0 };
+    // An alternative no value satisfies (with the rest of the schema) adds nothing; only when none
+    // is satisfiable is its error the schema's.
+    let firstError: SchemaError | null = null;
     alternatives.forEach((a, i) => {
       const at = `${path}/${key}/${i}`;
-      const b = own.length === 0 ? this.branches(a, at) : this.branches({ allOf: [rest, a] }, at);
+      let b: Branches;
+      try {
+        b = own.length === 0 ? this.branches(a, at) : this.branches({ allOf: [rest, a] }, at);
+      } catch (err) {
+        if (!(err instanceof SchemaError && err.message.startsWith('unsatisfiable'))) throw err;
+        firstError ??= err;
+        return;
+      }
       if (b.object) structures.object++;
       if (b.array) structures.array++;
       out = merge(out, b);
     });
+    if (firstError && !out.string && !out.number && !out.object && !out.array && out.literals.length === 0) throw firstError;
     // Two alternatives with objects (or arrays): the rest of the schema alone judges them.
     if (structures.object > 1 || structures.array > 1) {
       const outer = own.length === 0 ? ANY(this.syntax) : this.branches(rest, path);
@@ -361,7 +363,7 @@ export class SchemaCompiler {
     const out: [Schema, string][] = [];
     const { allOf, $ref, ...rest } = schema;
     if (typeof $ref === 'string') {
-      if (this.pendingRefs.has($ref)) {
+      if (this.pendingRefs.has($ref) || this.expanding.has($ref)) {
         if (constraining(rest).length > 0 || Array.isArray(allOf) || depth > 0)
           throw new SchemaError(`unsupported at ${path}: a recursive $ref '${$ref}' combined with other keywords`);
         return null;
@@ -507,13 +509,6 @@ function merge(a: Branches, b: Branches): Branches {
 /** JSON texts of enum values (undefined and functions have none). */
 function jsonTexts(values: unknown[]): string[] {
   return values.map((v) => JSON.stringify(v) as string | undefined).filter((t): t is string => typeof t === 'string');
-}
-
-function jsonType(v: unknown): TypeName {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  return typeof v as TypeName;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

@@ -7,6 +7,7 @@
 //   terminators), classes [a-z] and negated classes [^…], \d \w \s \D \W \S, groups (capturing,
 //   non-capturing, named), alternation, * + ? {n} {n,} {n,m} (lazy forms match the same texts as
 //   greedy ones), ^ at the start and $ at the end of the pattern (or of a top-level alternative).
+//   Python's `(?P<name>…)` is read as `(?<name>…)`.
 // Anything else is a SchemaError naming it: lookahead and lookbehind, backreferences, \b \B,
 // Unicode property escapes \p{…}, inline modifiers, ^ or $ elsewhere, and repetition counts over
 // MAX_REPEAT.
@@ -72,9 +73,7 @@ export function regexMachine(pattern: string, options: RegexOptions): CfgMachine
 /** The automaton of text matching any of the patterns, every state worked out. */
 export function regexUnionMachine(patterns: readonly PatternSpec[], mode: TextMode): CfgMachine {
   const what =
-    patterns.length === 1
-      ? `pattern ${JSON.stringify(patterns[0].pattern)}`
-      : `patterns ${patterns.map((p) => JSON.stringify(p.pattern)).join(' | ')}`;
+    patterns.length === 1 ? `pattern ${show(patterns[0].pattern)}` : `patterns ${patterns.map((p) => show(p.pattern)).join(' | ')}`;
   const machine = new CfgMachine(regexCfg(patterns, mode, what), MAX_REGEX_STATES, what);
   machine.explore();
   return machine;
@@ -113,7 +112,9 @@ export function simpleRepeat(p: PatternSpec): { star: PatternSpec; min: number; 
   return { star: { ...p, pattern: `(?:${q.element.raw})*`, anchored: true }, min: q.min, max: q.max === Infinity ? -1 : q.max };
 }
 
-function parse(pattern: string): AST.Pattern {
+function parse(source: string): AST.Pattern {
+  // Python's named groups `(?P<name>…)` (guided_regex clients write Python) are JavaScript's `(?<name>…)`.
+  const pattern = source.replace(/\(\?P</g, '(?<');
   const parser = new RegExpParser({ ecmaVersion: 2025 });
   try {
     return parser.parsePattern(pattern, 0, pattern.length, { unicode: true });
@@ -121,7 +122,7 @@ function parse(pattern: string): AST.Pattern {
     try {
       return parser.parsePattern(pattern, 0, pattern.length, { unicode: false });
     } catch (err) {
-      throw new SchemaError(`invalid regex ${JSON.stringify(pattern)}: ${(err as Error).message}`);
+      throw new SchemaError(`invalid regex ${show(pattern)}: ${(err as Error).message.replace(pattern, '…')}`);
     }
   }
 }
@@ -213,8 +214,13 @@ class RegexCompiler {
   }
 
   private unsupported(what: string, at: AST.Node): never {
-    throw new SchemaError(`unsupported regex feature in ${JSON.stringify(this.pattern)}: ${what} (at offset ${at.start})`);
+    throw new SchemaError(`unsupported regex feature in ${show(this.pattern)}: ${what} (at offset ${at.start})`);
   }
+}
+
+/** A pattern as error messages quote it (long ones cut). */
+function show(pattern: string): string {
+  return JSON.stringify(pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern);
 }
 
 function isEdge(e: AST.Element, kind: 'start' | 'end'): boolean {

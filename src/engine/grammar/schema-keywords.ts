@@ -31,6 +31,9 @@ const ANNOTATIONS = new Set([
   'definitions',
 ]);
 
+/** The keywords of `s` that constrain values (not annotations). */
+export const constraining = (s: Schema): string[] => Object.keys(s).filter((k) => !ANNOTATIONS.has(k));
+
 /** Keywords the grammar enforces (nullable: OpenAPI's, adds null). */
 const ENFORCED = new Set([
   'type',
@@ -228,7 +231,7 @@ export function mergeAll(parts: [Schema, string][]): Schema {
   const hi = bounds.filter((b) => b.max !== null).sort((a, b) => a.max! - b.max! || Number(b.exclusiveMax) - Number(a.exclusiveMax))[0];
   if (lo) set(lo.exclusiveMin ? 'exclusiveMinimum' : 'minimum', lo.min);
   if (hi) set(hi.exclusiveMax ? 'exclusiveMaximum' : 'maximum', hi.max);
-  for (const k of ['pattern', 'format', 'multipleOf', 'prefixItems', 'additionalItems']) {
+  for (const k of ['pattern', 'format', 'multipleOf']) {
     const vs = [...new Set(parts.map(([p]) => p[k]).filter((v) => v !== undefined))];
     if (vs.length > 1) throw new SchemaError(`unsupported at ${parts[0][1]}: allOf with more than one '${k}'`);
     set(k, vs[0]);
@@ -252,8 +255,7 @@ export function mergeAll(parts: [Schema, string][]): Schema {
   const extra = parts.map(([p]) => p.additionalProperties).filter((v) => v !== undefined && v !== true);
   if (extra.includes(false)) set('additionalProperties', false);
   else if (extra.length > 0) set('additionalProperties', extra.length === 1 ? extra[0] : { allOf: extra });
-  const items = parts.map(([p]) => p.items).filter((v) => v !== undefined);
-  if (items.length > 0) set('items', items.length === 1 ? items[0] : items.includes(false) ? false : { allOf: items });
+  mergeItems(parts, out);
   // anyOf / oneOf in several parts: every combination of their alternatives.
   const choices = parts
     .map(([p]) => [...(Array.isArray(p.anyOf) ? p.anyOf : []), ...(Array.isArray(p.oneOf) ? p.oneOf : [])])
@@ -269,4 +271,28 @@ export function mergeAll(parts: [Schema, string][]): Schema {
     );
   }
   return out;
+}
+
+/** Each part's item schemas as (prefixItems, items), draft-07 tuples (`items: [...]`, additionalItems) included. */
+function itemSchemas(p: Schema): [unknown[], unknown] {
+  if (Array.isArray(p.items)) return [p.items, p.additionalItems];
+  return [Array.isArray(p.prefixItems) ? p.prefixItems : [], p.items];
+}
+
+/** allOf of arrays: item i must match every part's schema for position i (its prefix item, else its items). */
+function mergeItems(parts: [Schema, string][], out: Schema): void {
+  const each = parts.map(([p]) => itemSchemas(p));
+  const all = (schemas: unknown[]): unknown => {
+    const list = schemas.filter((x) => x !== undefined && x !== true);
+    if (list.includes(false)) return false;
+    return list.length === 0 ? undefined : list.length === 1 ? list[0] : { allOf: list };
+  };
+  const prefixLength = Math.max(...each.map(([prefix]) => prefix.length));
+  if (prefixLength > 0)
+    out.prefixItems = Array.from(
+      { length: prefixLength },
+      (_, i) => all(each.map(([prefix, items]) => (i < prefix.length ? prefix[i] : items))) ?? true,
+    );
+  const items = all(each.map(([, items]) => items));
+  if (items !== undefined) out.items = items;
 }

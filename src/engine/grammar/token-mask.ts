@@ -100,12 +100,7 @@ export function buildMaskEntry(trie: VocabTrie, size: number, top: Frame): MaskE
   let list = ids.toArray();
   let long: Int32Array | null = null;
   let longCounts: Uint16Array | null = null;
-  if (counting) {
-    const counts = idCounts.toArray();
-    const order = Array.from(list.keys()).sort((a, b) => counts[b] - counts[a]);
-    long = Int32Array.from(order, (i) => list[i]);
-    longCounts = Uint16Array.from(order, (i) => Math.min(counts[i], 0xffff));
-  }
+  if (counting) [long, longCounts] = byCountDescending(list, idCounts.toArray());
   const complement = list.length > size / 2;
   if (complement) {
     const allowed = new Uint8Array(size);
@@ -167,6 +162,23 @@ export function walk(trie: VocabTrie, node: number, st: Frame, out: Uint8Array):
     const next = feed(st, byte[c]);
     if (next !== null) walk(trie, c, next, out);
   }
+}
+
+/** The ids ordered by their counts, largest first (a counting sort: counts are at most a token's length). */
+function byCountDescending(ids: Int32Array, counts: Int32Array): [Int32Array, Uint16Array] {
+  let max = 0;
+  for (const c of counts) max = Math.max(max, c);
+  const start = new Int32Array(max + 2);
+  for (const c of counts) start[max - c + 1]++;
+  for (let i = 1; i < start.length; i++) start[i] += start[i - 1];
+  const sorted = new Int32Array(ids.length);
+  const sortedCounts = new Uint16Array(ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const at = start[max - counts[i]]++;
+    sorted[at] = ids[i];
+    sortedCounts[at] = Math.min(counts[i], 0xffff);
+  }
+  return [sorted, sortedCounts];
 }
 
 /** Sets logits of disallowed tokens (mask[id] = 0, or id past the mask) to -Infinity. */
