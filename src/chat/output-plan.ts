@@ -5,7 +5,7 @@
 import type { GrammarConstraint } from '../engine/grammar/index.js';
 import type { GenerationRequest, ThinkingBudget } from '../engine/types.js';
 import type { Tokenizer } from '../model/tokenizer.js';
-import { compileIR, SchemaError } from '../engine/grammar/index.js';
+import { checkConstraint, SchemaError } from '../engine/grammar/index.js';
 import { invalidParam } from '../common/api-error.js';
 import { toolCallsIR, toolGrammarConstraint } from './tool-formats/constraint.js';
 import { outputFormatConstraint } from './output-format.js';
@@ -148,10 +148,10 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
 /** A tool schema the grammar cannot enforce as written (an unknown keyword, a dangling $ref) is the client's error. */
 function checkToolSchemas(root: GrammarConstraint['root']): void {
   try {
-    compileIR(root);
+    checkConstraint(root);
   } catch (err) {
     if (err instanceof SchemaError) throw invalidParam('tools', `Invalid tool parameters schema: ${err.message.replace(/^grammar: /, '')}`);
-    // Anything else (a format that cannot spell some tool) leaves decoding unconstrained, as the worker does.
+    throw err;
   }
 }
 
