@@ -199,6 +199,8 @@ const chatCases: [string, unknown, string | null][] = [
   ['bad_words not strings', { messages: USER, bad_words: [1] }, 'bad_words[0]'],
   ['bad_words too many', { messages: USER, bad_words: Array.from({ length: 257 }, (_, i) => `w${i}`) }, 'bad_words'],
   ['response_format unknown type', { messages: USER, response_format: { type: 'structural_tag' } }, 'response_format.type'],
+  ['guided_regex too long', { messages: USER, guided_regex: 'a'.repeat(4097) }, 'guided_regex'],
+  ['guided_choice too many', { messages: USER, guided_choice: Array.from({ length: 1025 }, (_, i) => `c${i}`) }, 'guided_choice'],
   ['tool_choice required without tools', { messages: USER, tool_choice: 'required' }, 'tool_choice'],
   ['tool message without tool_call_id', { messages: [USER[0], { role: 'tool', content: '{}' }] }, 'messages[1].tool_call_id'],
   ['user message with null content', { messages: [{ role: 'user', content: null }] }, 'messages[0].content'],

@@ -29,6 +29,12 @@ export interface WireStructuredFields {
   guided_grammar?: string | null;
 }
 
+// Bounds on what the grammar compiler gets from the request (it runs on the request's thread):
+// a regex or GBNF text, and a choice list. Schemas are bounded by SCHEMA_LIMIT.
+const regexText = { type: ['string', 'null'], maxLength: 4096 };
+const grammarText = { type: ['string', 'null'], maxLength: 32_768 };
+const choiceList = { type: ['array', 'null'], maxItems: 1024, items: { type: 'string', maxLength: 1024 } };
+
 /** JSON-schema properties of the fields above, for the routes' body schemas. */
 export const structuredOutputProperties = {
   response_format: {
@@ -51,16 +57,16 @@ export const structuredOutputProperties = {
     type: ['object', 'null'],
     properties: {
       json: { anyOf: [{ type: 'object' }, { type: 'string' }, { type: 'boolean' }] },
-      regex: { type: ['string', 'null'] },
-      choice: { type: ['array', 'null'], items: { type: 'string' } },
-      grammar: { type: ['string', 'null'] },
+      regex: regexText,
+      choice: choiceList,
+      grammar: grammarText,
       json_object: { type: ['boolean', 'null'] },
     },
   },
   guided_json: { anyOf: [{ type: 'object' }, { type: 'string' }, { type: 'boolean' }, { type: 'null' }] },
-  guided_regex: { type: ['string', 'null'] },
-  guided_choice: { type: ['array', 'null'], items: { type: 'string' } },
-  guided_grammar: { type: ['string', 'null'] },
+  guided_regex: regexText,
+  guided_choice: choiceList,
+  guided_grammar: grammarText,
 } as const;
 
 /** The request's OutputFormat, or null when it asks for free text. */
