@@ -3,7 +3,7 @@
 // the answer. With reasoning the think block stays free and the format starts after its close tag;
 // with tools in `auto` mode the answer may also be tool calls, when the two start with different
 // bytes (the matcher chooses by first byte).
-import { compileIR, GrammarError, type GrammarConstraint, type GrammarIR } from '../engine/grammar/index.js';
+import { checkConstraint, GrammarError, type GrammarConstraint, type GrammarIR } from '../engine/grammar/index.js';
 import { choice, END, gbnfText, JSON_GAP, jsonValue, literalSwitch, regexText, seq, TAG_GAP, textUntil } from '../engine/grammar/ir.js';
 import { invalidParam } from '../common/api-error.js';
 import type { OutputFormat } from './request.js';
@@ -67,7 +67,7 @@ export function outputFormatConstraint(spec: OutputFormatSpec): GrammarConstrain
   }
   const root = spec.afterReasoningEnd ? seq([textUntil(spec.afterReasoningEnd), body]) : body;
   try {
-    compileIR(root);
+    checkConstraint(root, true);
   } catch (err) {
     if (err instanceof GrammarError)
       throw invalidParam(spec.format.param, `Invalid '${spec.format.param}': ${err.message.replace(/^grammar: /, '')}`);

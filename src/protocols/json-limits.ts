@@ -82,3 +82,16 @@ function tooDeep(param: string | null): ApiError {
     },
   );
 }
+
+/**
+ * A structured-output schema from a request, as every protocol takes it: an object (or `true`, any
+ * value), bounded like a tool schema. Anything else is a 400 naming `param`.
+ */
+export function requestSchema(value: unknown, param: string): Record<string, unknown> {
+  if (value === true) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidParam(param, `Invalid value for '${param}': expected a JSON schema object.`);
+  }
+  checkJsonLimit(value, param, SCHEMA_LIMIT);
+  return value as Record<string, unknown>;
+}

@@ -50,11 +50,12 @@ const KEEP_CHECKED = 64;
 
 /**
  * Compiles `root` to check it, for the main thread at request time: throws SchemaError (answer
- * 400) when the user's schema, regex or grammar is wrong or unsupported; any other GrammarError
- * (a tool a format cannot spell) is not the user's to fix and is left to the worker, which then
- * decodes unconstrained.
+ * 400) when the user's schema, regex or grammar is wrong or unsupported. Any other GrammarError (a
+ * tool a format cannot spell) is not the user's to fix and is left to the worker, which then
+ * decodes unconstrained — unless `strict` (a structured output, which has no unconstrained
+ * fallback), when it is thrown too.
  */
-export function checkConstraint(root: GrammarIR): void {
+export function checkConstraint(root: GrammarIR, strict = false): void {
   let key: string;
   try {
     key = JSON.stringify(root);
@@ -65,7 +66,8 @@ export function checkConstraint(root: GrammarIR): void {
   try {
     compileIR(root);
   } catch (err) {
-    if (err instanceof SchemaError || !(err instanceof GrammarError)) throw err;
+    if (strict || err instanceof SchemaError || !(err instanceof GrammarError)) throw err;
+    return; // not remembered: only constraints that compile are
   }
   if (checked.size >= KEEP_CHECKED) checked.delete(checked.values().next().value!);
   checked.add(key);

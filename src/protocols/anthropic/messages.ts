@@ -7,7 +7,7 @@ import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
 import type { ChatMessage, ChatRequest, ChatToolCall, OutputFormat, ToolChoice, ToolDefinition } from '../../chat/request.js';
 import { applyReasoningEffort } from '../../chat/reasoning-effort.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
-import { checkJsonLimit, SCHEMA_LIMIT } from '../json-limits.js';
+import { requestSchema } from '../json-limits.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire request
@@ -180,8 +180,7 @@ function decodeOutputFormat(body: CountTokensBody): OutputFormat | null {
   const param = configured !== null ? 'output_config.format.schema' : 'output_format.schema';
   const format = configured ?? body.output_format ?? null;
   if (format === null) return null;
-  checkJsonLimit(format.schema, param, SCHEMA_LIMIT);
-  return { type: 'json_schema', schema: format.schema, param };
+  return { type: 'json_schema', schema: requestSchema(format.schema, param), param };
 }
 
 /** The system prompt as one text, without Claude Code's per-request billing line (it would defeat prefix caching). */

@@ -4,7 +4,7 @@
 // may be given. `guided_grammar` and `structured_outputs.grammar` take GBNF (llama.cpp's).
 import type { OutputFormat } from '../../chat/request.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
-import { checkJsonLimit, SCHEMA_LIMIT } from '../json-limits.js';
+import { requestSchema } from '../json-limits.js';
 
 export interface WireResponseFormat {
   type: string;
@@ -128,20 +128,13 @@ function fromStructuredOutputs(so: WireStructuredOutputs): OutputFormat | null {
   return given[0] ?? null;
 }
 
-/** A schema given as an object, a JSON string (vLLM accepts both) or a boolean; bounded like tool schemas. */
+/** A schema given as an object, a JSON string (vLLM accepts both) or `true`. */
 function schemaValue(v: unknown, param: string): unknown {
-  let schema = v;
-  if (typeof v === 'string') {
-    try {
-      schema = JSON.parse(v);
-    } catch {
-      throw invalidParam(param, `Invalid value for '${param}': the string is not valid JSON.`);
-    }
+  if (typeof v !== 'string') return requestSchema(v, param);
+  try {
+    return requestSchema(JSON.parse(v), param);
+  } catch (err) {
+    if (err instanceof SyntaxError) throw invalidParam(param, `Invalid value for '${param}': the string is not valid JSON.`);
+    throw err;
   }
-  if (schema === true) return {};
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    throw invalidParam(param, `Invalid value for '${param}': expected a JSON schema object.`);
-  }
-  checkJsonLimit(schema, param, SCHEMA_LIMIT);
-  return schema;
 }

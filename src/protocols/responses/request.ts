@@ -7,7 +7,7 @@ import type { ChatMessage, ChatRequest, OutputFormat, ToolChoice, ToolDefinition
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
 import { applyReasoningEffort, type ReasoningEffort } from '../../chat/reasoning-effort.js';
 import type { Item, WireInputItem, WirePart } from './items.js';
-import { checkJsonLimit, SCHEMA_LIMIT } from '../json-limits.js';
+import { requestSchema } from '../json-limits.js';
 
 /** A function tool in the Responses' flat shape; other types (web_search, file_search, …) are skipped. */
 export interface WireTool {
@@ -154,10 +154,7 @@ function decodeTextFormat(format: WireTextFormat | null | undefined): OutputForm
   if (format == null || format.type === 'text') return null;
   if (format.type === 'json_object') return { type: 'json_object', param: 'text.format' };
   if (format.schema === undefined) throw invalidParam('text.format.schema', "Missing required parameter: 'text.format.schema'.");
-  const schema = format.schema === true ? {} : format.schema;
-  if (typeof schema !== 'object' || schema === null)
-    throw invalidParam('text.format.schema', "'text.format.schema' must be a JSON schema object.");
-  checkJsonLimit(schema, 'text.format.schema', SCHEMA_LIMIT);
+  const schema = requestSchema(format.schema, 'text.format.schema');
   return { type: 'json_schema', schema, ...(format.name !== undefined ? { name: format.name } : {}), param: 'text.format.schema' };
 }
 
