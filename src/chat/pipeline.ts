@@ -181,6 +181,8 @@ export interface SequenceStep {
   logprobs: TokenLogprob[];
   /** Generated token ids of this step. */
   ids: number[];
+  /** On the first step with tokens: prompt tokens that came from the prefix cache. */
+  cachedTokens?: number;
   /** Set on the last step. */
   done?: { engineReason: EngineFinishReason; message?: string };
 }
@@ -198,13 +200,14 @@ export async function* runSequence(handle: GenerationHandle, pipeline: OutputPip
       break;
     }
     const events = pipeline.push(ev.ids);
+    const cached = ev.cachedTokens !== undefined ? { cachedTokens: ev.cachedTokens } : {};
     if (pipeline.ended) {
       handle.cancel();
       events.push(...pipeline.finish('stop'));
-      yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, done: { engineReason: 'stop' } };
+      yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, ...cached, done: { engineReason: 'stop' } };
       return;
     }
-    yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids };
+    yield { events, logprobs: ev.logprobs ?? [], ids: ev.ids, ...cached };
   }
   // An event stream that ends without 'done' means the engine went away. A job cancelled that
   // the client still listens to was cancelled by the server (shutdown): an error to that client.

@@ -34,6 +34,7 @@ export function toServeOptions(c: Config): ServeOptions {
       maxNumSeqs: c.maxNumSeqs,
       gpuMemoryUtilization: c.gpuMemoryUtilization,
       oomGuardMb: c.oomGuardMb,
+      enablePrefixCaching: c.enablePrefixCaching,
     },
     runtime: {
       toolCallParser: c.toolCallParser,

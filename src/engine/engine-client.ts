@@ -112,6 +112,9 @@ class EngineClient implements RunningEngine {
       kvBlocksTotal: info.kvBlocks,
       kvBlocksUsed: 0,
       kvPoolTokens: info.kvPoolTokens,
+      kvBlocksCached: 0,
+      prefixQueriedTokens: 0,
+      prefixHitTokens: 0,
       preemptions: 0,
     };
     worker.on('message', (msg: FromWorker) => {
@@ -178,7 +181,13 @@ class EngineClient implements RunningEngine {
     for (const u of updates) {
       const queue = this.jobs.get(u.id);
       if (!queue) continue;
-      if (u.ids.length > 0) queue.push(u.logprobs ? { type: 'tokens', ids: u.ids, logprobs: u.logprobs } : { type: 'tokens', ids: u.ids });
+      if (u.ids.length > 0)
+        queue.push({
+          type: 'tokens',
+          ids: u.ids,
+          ...(u.logprobs ? { logprobs: u.logprobs } : {}),
+          ...(u.cachedTokens !== undefined ? { cachedTokens: u.cachedTokens } : {}),
+        });
       if (u.done) {
         queue.push({ type: 'done', ...u.done });
         queue.end();

@@ -29,6 +29,8 @@ export interface EngineOptions {
   oomGuardMb: number;
   /** Tokens per KV block. */
   blockSize: number;
+  /** Keep full KV blocks in a radix prefix cache shared by later sequences (--enable-prefix-caching). */
+  enablePrefixCaching: boolean;
   /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
   memoryBytes?: number;
 }
@@ -67,6 +69,8 @@ export interface JobUpdate {
   id: number;
   ids: number[];
   logprobs?: TokenLogprob[];
+  /** With the job's first generated token: prompt tokens whose KV came from the prefix cache. */
+  cachedTokens?: number;
   done?: {
     reason: EngineFinishReason;
     message?: string;

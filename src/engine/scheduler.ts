@@ -22,6 +22,14 @@
 // recomputed (prompt + tokens generated so far). The memory budget guarantees the pool holds at
 // least one max-length sequence, so the oldest running sequence can always finish.
 //
+// With prefix caching, a sequence starts from the longest whole-block prefix of its tokens found
+// in the cache (at least its last token is always run, for its logits: a prompt found whole gets a
+// copy of its last block to write into). A sequence whose next block another running sequence is
+// computing right now (the n > 1 siblings of one request, the same prompt sent twice) waits a step
+// for it instead of computing it again. After each forward pass the full blocks a sequence
+// completed go into the cache. A recompute after preemption finds its own blocks there unless
+// they were evicted meanwhile.
+//
 // After the forward pass, postprocess hands each sampling sequence its new tokens — one per step
 // today, several when a step verifies speculated tokens — and ends the sequences they finish.
 // Tokens a sequence took beyond the first are not in the KV cache yet: the next step runs them
@@ -68,6 +76,9 @@ export class Scheduler {
   readonly running: Sequence[] = [];
   /** Total preemptions so far (for stats and tests). */
   numPreemptions = 0;
+  /** Prompt tokens looked up in the prefix cache and found there, over first admissions (for stats). */
+  prefixQueriedTokens = 0;
+  prefixHitTokens = 0;
 
   constructor(
     private readonly config: SchedulerConfig,
@@ -110,14 +121,14 @@ export class Scheduler {
       if (length === 0) continue; // a prefill waiting for budget keeps its blocks
       const target = seq.numCached + length;
       // Make room by preempting from the newest end; never a sequence already in this batch.
-      while (!this.blocks.canGrow(seq.blockTable, target)) {
+      while (!this.canWrite(seq, target)) {
         const victim = this.running[this.running.length - 1];
         this.preempt(victim);
         preempted = true;
         if (victim === seq) break;
       }
       if (seq.status !== 'running') break; // it was the newest and preempted itself
-      this.blocks.grow(seq.blockTable, target);
+      this.prepareWrite(seq, target);
       if (uncached > 1) budget -= length;
       chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length });
     }
@@ -126,14 +137,18 @@ export class Scheduler {
     while (!preempted && this.waiting.length > 0 && this.running.length < this.config.maxBatchSize && budget > 0) {
       const seq = this.waiting[0];
       promisedLater -= promise(seq);
+      if (this.blocks.prefixCaching && !this.takeCachedPrefix(seq)) break;
       const length = Math.min(numUncached(seq), budget - promisedLater);
-      if (length <= 0) break;
       const target = seq.numCached + length;
-      if (!this.blocks.canGrow(seq.blockTable, target)) break;
+      if (length <= 0 || !this.canWrite(seq, target)) {
+        this.dropCachedPrefix(seq);
+        break;
+      }
       this.waiting.shift();
       seq.status = 'running';
       this.running.push(seq);
-      this.blocks.grow(seq.blockTable, target);
+      this.noteFirstAdmission(seq);
+      this.prepareWrite(seq, target);
       budget -= length;
       chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length });
     }
@@ -156,6 +171,11 @@ export class Scheduler {
     for (const chunk of batch.chunks) {
       const seq = chunk.seq;
       seq.numCached = chunk.start + chunk.length;
+      const full = Math.floor(seq.numCached / this.blocks.blockSize);
+      if (this.blocks.prefixCaching && full > seq.numRegistered) {
+        this.blocks.register(seq.tokens, seq.blockTable, seq.numRegistered, full);
+        seq.numRegistered = full;
+      }
       if (!chunk.sample) continue;
       const taken = tokens[k++];
       for (let i = 0; i < taken.length; i++) {
@@ -186,11 +206,87 @@ export class Scheduler {
     seq.finishReason = reason;
   }
 
+  /**
+   * Whether `seq` can be given what it needs to write tokens up to `target`: blocks to grow into,
+   * and a private copy of its partial last block when that one is shared (copy-on-write).
+   */
+  private canWrite(seq: Sequence, target: number): boolean {
+    const cow = this.blocks.isShared(seq.blockTable, Math.floor(seq.numCached / this.blocks.blockSize)) ? 1 : 0;
+    return this.blocks.canGrow(seq.blockTable, target, cow);
+  }
+
+  private prepareWrite(seq: Sequence, target: number): void {
+    const index = Math.floor(seq.numCached / this.blocks.blockSize);
+    if (index < seq.blockTable.length && this.blocks.isShared(seq.blockTable, index)) {
+      this.blocks.makeWritable(seq.blockTable, index);
+      seq.numRegistered = Math.min(seq.numRegistered, index);
+    }
+    this.blocks.grow(seq.blockTable, target);
+  }
+
+  /**
+   * Before a sequence holding no blocks is admitted: takes the longest cached prefix of its tokens
+   * (retaining those blocks). Returns false, taking nothing, when a running sequence is computing
+   * the block after that prefix right now: it waits a step for it.
+   */
+  private takeCachedPrefix(seq: Sequence): boolean {
+    if (seq.blockTable.length > 0) return true;
+    const bs = this.blocks.blockSize;
+    const hit = this.blocks.match(seq.tokens);
+    if (this.beingComputed(seq, hit)) return false;
+    for (const b of hit) this.blocks.retain(b);
+    seq.blockTable.push(...hit);
+    seq.numRegistered = hit.length;
+    // At least the last token runs, for its logits.
+    seq.numCached = Math.min(hit.length * bs, seq.tokens.length - 1);
+    // A prompt found whole writes its last token into a copy of the last block; without room for
+    // the copy it recomputes that block instead.
+    if (seq.numCached < hit.length * bs && !this.canWrite(seq, seq.numCached + 1)) {
+      this.blocks.release(seq.blockTable.splice(hit.length - 1, 1));
+      seq.numRegistered = hit.length - 1;
+      seq.numCached = (hit.length - 1) * bs;
+    }
+    return true;
+  }
+
+  /** Undoes takeCachedPrefix for a sequence that stays waiting. */
+  private dropCachedPrefix(seq: Sequence): void {
+    if (seq.status !== 'waiting' || seq.blockTable.length === 0) return;
+    this.blocks.release(seq.blockTable);
+    seq.numRegistered = 0;
+    seq.numCached = 0;
+  }
+
+  /** Whether a running sequence sharing `hit` is computing the whole block that follows it in `seq`. */
+  private beingComputed(seq: Sequence, hit: readonly number[]): boolean {
+    const bs = this.blocks.blockSize;
+    const start = hit.length * bs;
+    const end = start + bs;
+    if (end > seq.tokens.length) return false;
+    next: for (const other of this.running) {
+      if (other.numCached >= end || other.tokens.length < end) continue;
+      for (let i = 0; i < hit.length; i++) if (other.blockTable[i] !== hit[i]) continue next;
+      for (let t = start; t < end; t++) if (other.tokens[t] !== seq.tokens[t]) continue next;
+      return true;
+    }
+    return false;
+  }
+
+  /** Counts the prompt's prefix-cache hit the first time a sequence is admitted (usage and stats). */
+  private noteFirstAdmission(seq: Sequence): void {
+    if (seq.cachedPromptTokens !== null) return;
+    seq.cachedPromptTokens = Math.min(seq.numCached, seq.numPromptTokens);
+    if (!this.blocks.prefixCaching) return;
+    this.prefixQueriedTokens += seq.numPromptTokens;
+    this.prefixHitTokens += seq.cachedPromptTokens;
+  }
+
   private preempt(seq: Sequence): void {
     const at = this.running.indexOf(seq);
     this.running.splice(at, 1);
     this.blocks.release(seq.blockTable);
     seq.numCached = 0;
+    seq.numRegistered = 0;
     seq.status = 'waiting';
     seq.numPreemptions++;
     this.numPreemptions++;

@@ -15,6 +15,10 @@ export interface Sequence {
   numCached: number;
   /** Physical KV blocks holding tokens [0, numCached), in order. */
   readonly blockTable: number[];
+  /** Leading blocks of blockTable that are in the prefix cache (full, immutable, shareable). */
+  numRegistered: number;
+  /** Prompt tokens found in the prefix cache when it was first scheduled; null before that. */
+  cachedPromptTokens: number | null;
   status: SequenceStatus;
   finishReason: EngineFinishReason | null;
   readonly maxTokens: number;
@@ -41,6 +45,8 @@ export function createSequence(id: number, req: GenerationRequest, submittedAt: 
     numPromptTokens: req.promptTokens.length,
     numCached: 0,
     blockTable: [],
+    numRegistered: 0,
+    cachedPromptTokens: null,
     status: 'waiting',
     finishReason: null,
     maxTokens: req.maxTokens,

@@ -80,7 +80,13 @@ export interface TokenLogprob {
 export type EngineFinishReason = 'stop' | 'length' | 'cancelled' | 'timeout' | 'error';
 
 export type EngineEvent =
-  | { type: 'tokens'; ids: number[]; logprobs?: TokenLogprob[] }
+  | {
+      type: 'tokens';
+      ids: number[];
+      logprobs?: TokenLogprob[];
+      /** With the first tokens: prompt tokens whose KV came from the prefix cache. */
+      cachedTokens?: number;
+    }
   | {
       type: 'done';
       reason: EngineFinishReason;
@@ -109,6 +115,11 @@ export interface EngineStats {
   kvBlocksTotal: number;
   kvBlocksUsed: number;
   kvPoolTokens: number;
+  /** Blocks in the prefix cache, owned by a sequence or not. */
+  kvBlocksCached: number;
+  /** Prompt tokens of admitted sequences looked up in the prefix cache, and those found (since start). */
+  prefixQueriedTokens: number;
+  prefixHitTokens: number;
 }
 
 export interface Engine {

@@ -10,6 +10,7 @@ import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
 import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from './kv-cache.js';
 import { BlockManager } from './block-manager.js';
+import { copyKvBlock } from './kv-blocks.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
@@ -191,6 +192,8 @@ class StepLoop {
         token = sampleToken(row, seq.sampling, seq.rng);
       }
       const u = update(seq);
+      // Its first token: say how much of the prompt came from the prefix cache (usage).
+      if (seq.tokens.length === seq.numPromptTokens) u.cachedTokens = seq.cachedPromptTokens ?? 0;
       u.ids.push(token);
       if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
       taken.push(u.ids);
@@ -213,6 +216,9 @@ class StepLoop {
       kvBlocksTotal: this.blocks.numBlocks,
       kvBlocksUsed: this.blocks.usedBlocks(),
       kvPoolTokens: this.blocks.numBlocks * this.blocks.blockSize,
+      kvBlocksCached: this.blocks.cachedBlocks(),
+      prefixQueriedTokens: this.scheduler.prefixQueriedTokens,
+      prefixHitTokens: this.scheduler.prefixHitTokens,
     };
   }
 }
@@ -243,7 +249,10 @@ function start(options: EngineOptions): void {
     const ops = defaultOps();
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
-    const blocks = new BlockManager(plan.numBlocks, options.blockSize);
+    const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
+      prefixCaching: options.enablePrefixCaching,
+      copyBlock: (from, to) => copyKvBlock(kv, from, to),
+    });
     const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
     info = {

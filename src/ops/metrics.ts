@@ -64,6 +64,7 @@ export class ServerMetrics {
   private readonly requests: Counter<'status' | 'model'>;
   private readonly duration: Histogram<'model' | 'route'>;
   private readonly promptTokens: Counter<'model'>;
+  private readonly cachedTokens: Counter<'model'>;
   private readonly generated: Counter<'model'>;
   private readonly ttft: Histogram<'model'>;
   private readonly throughput: Histogram<'model'>;
@@ -88,6 +89,12 @@ export class ServerMetrics {
     this.promptTokens = new Counter({
       name: 'svc_prompt_tokens_total',
       help: 'Prompt tokens of admitted generations (once per distinct prompt).',
+      labelNames: ['model'],
+      registers,
+    });
+    this.cachedTokens = new Counter({
+      name: 'svc_prompt_tokens_cached_total',
+      help: 'Of svc_prompt_tokens_total, the tokens whose KV came from the prefix cache (--enable-prefix-caching).',
       labelNames: ['model'],
       registers,
     });
@@ -122,6 +129,23 @@ export class ServerMetrics {
       },
     });
     new Gauge({
+      name: 'svc_prefix_cache_hit_ratio',
+      help: 'Prompt tokens found in the prefix cache divided by the prompt tokens looked up, since start (0 without prefix caching).',
+      registers,
+      collect() {
+        const s = stats();
+        this.set(s !== null && s.prefixQueriedTokens > 0 ? s.prefixHitTokens / s.prefixQueriedTokens : 0);
+      },
+    });
+    new Gauge({
+      name: 'svc_prefix_cache_blocks',
+      help: 'KV blocks held in the prefix cache (in use by a sequence or evictable).',
+      registers,
+      collect() {
+        this.set(stats()?.kvBlocksCached ?? 0);
+      },
+    });
+    new Gauge({
       name: 'svc_active_sequences',
       help: 'Sequences the engine is running: holding KV blocks and stepping.',
       registers,
@@ -140,6 +164,7 @@ export class ServerMetrics {
     // The served model's series exist from the start, at 0.
     const m = { model: this.model };
     this.promptTokens.inc(m, 0);
+    this.cachedTokens.inc(m, 0);
     this.generated.inc(m, 0);
     this.ttft.zero(m);
     this.throughput.zero(m);
@@ -153,6 +178,7 @@ export class ServerMetrics {
     const g = o.generation;
     if (g === null) return;
     this.promptTokens.inc({ model }, g.promptTokens);
+    this.cachedTokens.inc({ model }, g.cachedTokens);
     this.generated.inc({ model }, g.completionTokens);
     if (g.ttftMs !== null) this.ttft.observe({ model }, g.ttftMs / 1000);
     const tps = decodeThroughput(g);

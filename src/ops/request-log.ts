@@ -18,6 +18,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 /** What a generation request reports (request.generation; set by the server when its jobs are admitted). */
 export interface GenerationLog {
   promptTokens: number;
+  /** Of promptTokens, those whose KV came from the prefix cache. */
+  cachedTokens: number;
   completionTokens: number;
   /** ms from request arrival to the first generated token; null when none came. */
   ttftMs: number | null;

@@ -12,6 +12,8 @@ export type SseFrame = { event?: string; data: unknown } | { event?: string; tex
 /** Token counts of a finished request, for the protocol's usage report. */
 export interface TokenUsage {
   promptTokens: number;
+  /** Of promptTokens, those whose KV came from the prefix cache. */
+  cachedTokens: number;
   completionTokens: number;
 }
 

@@ -14,6 +14,7 @@ import type { ChatRequest, GenerationOptions } from '../chat/request.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { contextLengthExceeded, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
 import type { GenerationLog } from '../ops/request-log.js';
+import type { TokenUsage } from '../protocols/stream.js';
 
 /**
  * The completion length to ask for: the request's, else the room left in the context; when tools
@@ -159,6 +160,7 @@ export function runSequences(
   }
   const log: GenerationLog = {
     promptTokens,
+    cachedTokens: 0,
     completionTokens: 0,
     ttftMs: null,
     decodeMs: 0,
@@ -173,16 +175,31 @@ export function runSequences(
   };
   reply.raw.once('close', onClose);
   const sequences = specs.map((s, i) => runSequence(handles[i]!, s.pipeline));
-  return track(merge(sequences), log, reply, () => {
+  return track(merge(sequences), log, firstOfPrompt(specs), reply, () => {
     reply.raw.off('close', onClose);
     cancelAll();
     rateLimit?.settle(log.completionTokens);
   });
 }
 
+/** A finished generation's counts for the protocol's usage report. */
+export function tokenUsage(g: GenerationLog): TokenUsage {
+  return { promptTokens: g.promptTokens, cachedTokens: g.cachedTokens, completionTokens: g.completionTokens };
+}
+
+/**
+ * Per sequence, whether it is the first one of its prompt (n > 1 submits a prompt n times): usage
+ * counts a prompt once, with the cache hit of its first sequence (the others share its blocks).
+ */
+function firstOfPrompt(specs: readonly SequenceSpec[]): boolean[] {
+  const seen = new Set<readonly number[]>();
+  return specs.map((s) => !seen.has(s.job.promptTokens) && seen.add(s.job.promptTokens) !== undefined);
+}
+
 async function* track(
   steps: AsyncGenerator<IndexedStep>,
   log: GenerationLog,
+  countsCache: readonly boolean[],
   reply: FastifyReply,
   cleanup: () => void,
 ): AsyncGenerator<IndexedStep> {
@@ -205,6 +222,7 @@ async function* track(
       }
       // Counted as tokens arrive, so a request cut off by its client still logs what it got.
       log.completionTokens += s.step.ids.length;
+      if (s.step.cachedTokens !== undefined && countsCache[s.index]) log.cachedTokens += s.step.cachedTokens;
       for (const e of s.step.events) {
         if (e.type === 'tool_call_start') log.toolsUsed.push(e.name);
         if (e.type === 'finish') log.finishReasons[s.index] = e.reason;

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { generationError } from '../common/api-error.js';
 import type { SseFrame, StreamEncoder } from '../protocols/stream.js';
 import { toApiError } from './framework-errors.js';
-import type { IndexedStep } from './generate.js';
+import { tokenUsage, type IndexedStep } from './generate.js';
 
 /** The bytes of one frame. Text payloads with line breaks take one `data:` line per line. */
 export function sseBytes(frame: SseFrame): string {
@@ -87,7 +87,7 @@ export async function streamSteps(
       }
     }
     const g = request.generation;
-    send(encoder.finish(g ? { promptTokens: g.promptTokens, completionTokens: g.completionTokens } : null));
+    send(encoder.finish(g ? tokenUsage(g) : null));
   } catch (err) {
     request.log.error({ err }, 'stream failed');
     send(encoder.error(toApiError(err, 0)));

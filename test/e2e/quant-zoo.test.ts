@@ -85,6 +85,7 @@ async function generate(file: string, prompts: string[], maxTokens: number): Pro
     gpuMemoryUtilization: 0.9,
     oomGuardMb: 0,
     blockSize: 16,
+    enablePrefixCaching: false,
   });
   try {
     return await Promise.all(

@@ -50,6 +50,7 @@ export async function startTinyServer(
     gpuMemoryUtilization: 0.9,
     oomGuardMb: 0,
     blockSize: 16,
+    enablePrefixCaching: false,
     ...engineOptions,
   });
   const lifecycle = new Lifecycle();

@@ -74,6 +74,7 @@ const BASE: EngineOptions = {
   gpuMemoryUtilization: 0.9,
   oomGuardMb: 256,
   blockSize: 16,
+  enablePrefixCaching: false,
 };
 
 const engines: RunningEngine[] = [];

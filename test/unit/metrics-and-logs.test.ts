@@ -225,7 +225,16 @@ test('every response is counted and logged once: generations, early 401/429/404/
 
 test('engine gauges: KV utilization, active sequences, queue depth from the engine stats; 0 without a model', async () => {
   const { app, engine, lifecycle } = scriptedApp();
-  engine.stats = () => ({ running: 3, waiting: 5, kvBlocksTotal: 64, kvBlocksUsed: 16, kvPoolTokens: 1024 });
+  engine.stats = () => ({
+    running: 3,
+    waiting: 5,
+    kvBlocksTotal: 64,
+    kvBlocksUsed: 16,
+    kvPoolTokens: 1024,
+    kvBlocksCached: 0,
+    prefixQueriedTokens: 0,
+    prefixHitTokens: 0,
+  });
   let f = await scrape(app, null);
   assert.equal(v(f, 'svc_kv_pool_utilization_ratio'), 0.25);
   assert.equal(v(f, 'svc_active_sequences'), 3);

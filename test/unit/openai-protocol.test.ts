@@ -89,7 +89,16 @@ class ScriptedEngine implements Engine {
   }
 
   stats() {
-    return { running: 0, waiting: 0, kvBlocksTotal: 0, kvBlocksUsed: 0, kvPoolTokens: 0 };
+    return {
+      running: 0,
+      waiting: 0,
+      kvBlocksTotal: 0,
+      kvBlocksUsed: 0,
+      kvPoolTokens: 0,
+      kvBlocksCached: 0,
+      prefixQueriedTokens: 0,
+      prefixHitTokens: 0,
+    };
   }
 
   async shutdown(): Promise<void> {}

@@ -109,6 +109,7 @@ function streamApp(encoder: StreamEncoder, list: IndexedStep['step'][]) {
   app.get('/s', async (request, reply) => {
     request.generation = {
       promptTokens: 3,
+      cachedTokens: 0,
       completionTokens: 2,
       ttftMs: null,
       decodeMs: 0,
@@ -151,9 +152,9 @@ test('streamSteps: a failed generation ends with the encoder’s error frames, n
 test('OpenAI encoder: finish is the optional usage chunk then [DONE]; error is the error body then [DONE]', () => {
   const meta = { id: 'chatcmpl-1', created: 0, model: 'm' };
   const plain = new ChatChunkEncoder(meta, 1, null, false, () => new Uint8Array());
-  assert.deepEqual(plain.finish({ promptTokens: 3, completionTokens: 2 }), [{ text: '[DONE]' }]);
+  assert.deepEqual(plain.finish({ promptTokens: 3, cachedTokens: 0, completionTokens: 2 }), [{ text: '[DONE]' }]);
   const withUsage = new ChatChunkEncoder(meta, 1, null, true, () => new Uint8Array());
-  assert.deepEqual(withUsage.finish({ promptTokens: 3, completionTokens: 2 }), [
+  assert.deepEqual(withUsage.finish({ promptTokens: 3, cachedTokens: 0, completionTokens: 2 }), [
     {
       data: {
         id: 'chatcmpl-1',

@@ -60,6 +60,7 @@ for (const [type, minMatches] of [
       gpuMemoryUtilization: 0.9,
       oomGuardMb: 256,
       blockSize: 16,
+      enablePrefixCaching: false,
     });
     engines.push(engine);
     const tokenizer = loadTokenizer(path);

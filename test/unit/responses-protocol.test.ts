@@ -110,7 +110,7 @@ test('stream encoder: event order, sequence numbers from 0, item ids shared with
       { type: 'tool_call_args', index: 0, fragment: '{}' },
     ]),
     ...enc.step(0, [{ type: 'finish', reason: 'tool_calls' }]),
-    ...enc.finish({ promptTokens: 3, completionTokens: 4 }),
+    ...enc.finish({ promptTokens: 3, cachedTokens: 0, completionTokens: 4 }),
   ];
   const data = frames.map((f) => (f as { event: string; data: Record<string, unknown> }).data);
   assert.deepEqual(

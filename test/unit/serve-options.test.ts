@@ -34,6 +34,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       maxNumSeqs: 128,
       gpuMemoryUtilization: 0.9,
       oomGuardMb: 4096,
+      enablePrefixCaching: false,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,

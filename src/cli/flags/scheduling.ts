@@ -12,7 +12,7 @@ export const SCHEDULING_FLAGS = [
     value: switchFlag(true),
     default: false,
     help: 'Radix prefix cache plus state-space snapshot cache.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'ssm-cache-slots',

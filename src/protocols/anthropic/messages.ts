@@ -8,6 +8,7 @@ import type { ChatMessage, ChatRequest, ChatToolCall, OutputFormat, ToolChoice, 
 import { applyReasoningEffort } from '../../chat/reasoning-effort.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
 import { requestSchema } from '../json-limits.js';
+import type { TokenUsage } from '../stream.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire request
@@ -324,8 +325,14 @@ export interface WireUsage {
   cache_read_input_tokens: number;
 }
 
-export function wireUsage(inputTokens: number, outputTokens: number): WireUsage {
-  return { input_tokens: inputTokens, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+/** As Anthropic counts: input_tokens leaves out the prompt tokens read from the (prefix) cache. */
+export function wireUsage(u: TokenUsage): WireUsage {
+  return {
+    input_tokens: u.promptTokens - u.cachedTokens,
+    output_tokens: u.completionTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: u.cachedTokens,
+  };
 }
 
 export type WireOutputBlock =
@@ -420,7 +427,7 @@ export class MessageBuilder {
     }
   }
 
-  build(inputTokens: number, outputTokens: number): unknown {
+  build(counts: TokenUsage): unknown {
     for (const b of this.blocks) if (b.type === 'thinking') b.signature = thinkingSignature(b.thinking);
     for (const { block, args } of this.calls.values()) block.input = toolInput(args);
     return {
@@ -431,7 +438,7 @@ export class MessageBuilder {
       content: this.blocks,
       stop_reason: this.stop,
       stop_sequence: this.stopSequence,
-      usage: wireUsage(inputTokens, outputTokens),
+      usage: wireUsage(counts),
     };
   }
 }

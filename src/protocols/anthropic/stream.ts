@@ -47,7 +47,7 @@ export class MessageStreamEncoder implements StreamEncoder {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: wireUsage(this.inputTokens, 0),
+      usage: wireUsage({ promptTokens: this.inputTokens, cachedTokens: 0, completionTokens: 0 }),
     };
     return [frame('message_start', { message }), PING];
   }
@@ -108,7 +108,7 @@ export class MessageStreamEncoder implements StreamEncoder {
     out.push(
       frame('message_delta', {
         delta: { stop_reason: this.stop, stop_sequence: this.stopSequence },
-        usage: wireUsage(usage?.promptTokens ?? this.inputTokens, usage?.completionTokens ?? 0),
+        usage: wireUsage(usage ?? { promptTokens: this.inputTokens, cachedTokens: 0, completionTokens: 0 }),
       }),
       frame('message_stop', {}),
     );

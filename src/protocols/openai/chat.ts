@@ -321,10 +321,16 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
 }
 
-export function usage(promptTokens: number, completionTokens: number): Usage {
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+export function usage(u: TokenUsage): Usage {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens },
+  };
 }
 
 /** A token's raw bytes: what it adds to the UTF-8 output, possibly part of a character (Tokenizer.tokenBytes). */
@@ -478,7 +484,7 @@ export class ChatCompletionBuilder {
     if (this.logprobs !== null) c.logprobs.push(...logprobRecords(lps, this.logprobs, this.tokenBytes));
   }
 
-  build(promptTokens: number, completionTokens: number): unknown {
+  build(counts: TokenUsage): unknown {
     return {
       id: this.meta.id,
       object: 'chat.completion',
@@ -500,7 +506,7 @@ export class ChatCompletionBuilder {
           finish_reason: wireFinish(c.finish ?? 'stop', this.legacyFunctions),
         };
       }),
-      usage: usage(promptTokens, completionTokens),
+      usage: usage(counts),
     };
   }
 }
@@ -585,7 +591,7 @@ export class ChatChunkEncoder implements StreamEncoder {
   /** The usage chunk (choices: [] as OpenAI sends it) when asked for, then [DONE]. */
   finish(counts: TokenUsage | null): SseFrame[] {
     const last = this.includeUsage && counts !== null;
-    return closingFrames(last ? { ...this.header(), choices: [], usage: usage(counts.promptTokens, counts.completionTokens) } : null);
+    return closingFrames(last ? { ...this.header(), choices: [], usage: usage(counts) } : null);
   }
 
   error(err: ApiError): SseFrame[] {

@@ -158,7 +158,7 @@ export class CompletionBuilder {
     if (this.logprobs !== null) this.tracks[index]!.add(lps, this.logprobs, this.tokenBytes);
   }
 
-  build(promptTokens: number, completionTokens: number): unknown {
+  build(counts: TokenUsage): unknown {
     return {
       id: this.meta.id,
       object: 'text_completion',
@@ -170,7 +170,7 @@ export class CompletionBuilder {
         logprobs: this.logprobs === null ? null : this.tracks[index]!.take(),
         finish_reason: this.finishes[index] ?? 'stop',
       })),
-      usage: usage(promptTokens, completionTokens),
+      usage: usage(counts),
     };
   }
 }
@@ -208,7 +208,7 @@ export class CompletionChunkEncoder implements StreamEncoder {
   /** The usage chunk when asked for, then [DONE]. */
   finish(counts: TokenUsage | null): SseFrame[] {
     const last = this.includeUsage && counts !== null;
-    return closingFrames(last ? { ...this.header(), choices: [], usage: usage(counts.promptTokens, counts.completionTokens) } : null);
+    return closingFrames(last ? { ...this.header(), choices: [], usage: usage(counts) } : null);
   }
 
   error(err: ApiError): SseFrame[] {

@@ -6,6 +6,7 @@ import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { ApiError } from '../../common/api-error.js';
 import { newItemId, type FunctionCallItem, type MessageItem, type OutputItem, type ReasoningItem } from './items.js';
 import type { ReasoningEffort, WireTool, WireToolChoice } from './request.js';
+import type { TokenUsage } from '../stream.js';
 
 /** One Responses event before its sequence number. */
 export type ResponseEvent = { type: string } & Record<string, unknown>;
@@ -20,13 +21,13 @@ export interface ResponseUsage {
   total_tokens: number;
 }
 
-export function responseUsage(input: number, output: number, reasoning: number): ResponseUsage {
+export function responseUsage(u: TokenUsage, reasoning: number): ResponseUsage {
   return {
-    input_tokens: input,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens: output,
+    input_tokens: u.promptTokens,
+    input_tokens_details: { cached_tokens: u.cachedTokens },
+    output_tokens: u.completionTokens,
     output_tokens_details: { reasoning_tokens: reasoning },
-    total_tokens: input + output,
+    total_tokens: u.promptTokens + u.completionTokens,
   };
 }
 

@@ -15,7 +15,7 @@ import {
 } from '../../../protocols/anthropic/messages.js';
 import { MessageStreamEncoder } from '../../../protocols/anthropic/stream.js';
 import type { AppOptions, RouteDeps } from '../../app.js';
-import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
+import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
 const textBlock = {
@@ -160,7 +160,7 @@ export const messagesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { optio
       if (failed) throw failed;
       builder.add(step.events);
     }
-    return builder.build(promptTokens, request.generation!.completionTokens);
+    return builder.build(tokenUsage(request.generation!));
   });
 
   app.post<{ Body: CountTokensBody }>(

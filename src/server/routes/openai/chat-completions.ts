@@ -13,7 +13,7 @@ import {
 import { structuredOutputProperties } from '../../../protocols/openai/structured.js';
 import { REASONING_EFFORTS } from '../../../chat/reasoning-effort.js';
 import type { RouteDeps } from '../../app.js';
-import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
+import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
@@ -192,7 +192,7 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
         if (failed) throw failed;
         builder.add(index, step.events, step.logprobs);
       }
-      return builder.build(prompt.length, request.generation!.completionTokens);
+      return builder.build(tokenUsage(request.generation!));
     },
   );
 };

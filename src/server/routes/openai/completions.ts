@@ -15,7 +15,7 @@ import {
 import { outputFormatConstraint } from '../../../chat/output-format.js';
 import { structuredOutputProperties } from '../../../protocols/openai/structured.js';
 import type { RouteDeps } from '../../app.js';
-import { engineJob, resolveMaxTokens, runSequences, withConstraint, type SequenceSpec } from '../../generate.js';
+import { engineJob, resolveMaxTokens, runSequences, tokenUsage, withConstraint, type SequenceSpec } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 import { generationProperties } from './chat-completions.js';
 
@@ -99,7 +99,7 @@ export const completionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { op
         if (failed) throw failed;
         builder.add(index, step.events, step.logprobs);
       }
-      return builder.build(promptTokens, request.generation!.completionTokens);
+      return builder.build(tokenUsage(request.generation!));
     },
   );
 };

@@ -31,7 +31,7 @@ import {
 import { conversationId, decodeResponsesRequest, type ResponsesBody } from '../../../protocols/responses/request.js';
 import { ResponseStreamEncoder } from '../../../protocols/responses/stream.js';
 import type { RouteDeps } from '../../app.js';
-import { chatSequence, resolveMaxTokens, runSequences } from '../../generate.js';
+import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 import type { StoredConversation, StoredResponse } from '../../store.js';
 import { responsesSchema } from './schema.js';
@@ -126,7 +126,7 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
       const encoder = new ResponseStreamEncoder(items, {
         snapshot: (state) => snapshot({ ...state, output: items.items }),
         done,
-        usage: (u) => (u === null ? null : responseUsage(u.promptTokens, u.completionTokens, counter.reasoning)),
+        usage: (u) => (u === null ? null : responseUsage(u, counter.reasoning)),
       });
       void streamSteps(new SseStream(reply), encoder, steps, request).finally(() => {
         // The client went away before the end: what completed is stored; the response is cancelled.
@@ -145,7 +145,7 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
     }
     items.close();
     const { status, incompleteReason } = finishStatus(items.finishReason);
-    const usage = responseUsage(promptTokens, request.generation!.completionTokens, counter.reasoning);
+    const usage = responseUsage(tokenUsage(request.generation!), counter.reasoning);
     const response = snapshot({ status, output: items.items, usage, incompleteReason });
     done(response);
     return response;
