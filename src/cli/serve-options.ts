@@ -35,6 +35,7 @@ export function toServeOptions(c: Config): ServeOptions {
       gpuMemoryUtilization: c.gpuMemoryUtilization,
       oomGuardMb: c.oomGuardMb,
       enablePrefixCaching: c.enablePrefixCaching,
+      swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
     },
     runtime: {
       toolCallParser: c.toolCallParser,

@@ -6,8 +6,11 @@ import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob }
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
 export interface WorkerStats extends EngineStats {
-  /** Sequences sent back to waiting (blocks freed, to be recomputed) since start. */
+  /** Sequences sent back to waiting (blocks freed, to be recomputed or read back from swap) since start. */
   preemptions: number;
+  /** Of those, the ones written to the swap space; and sequences read back from it. */
+  swapOuts: number;
+  swapIns: number;
 }
 
 /** How to start an engine. Passed to the worker as its workerData. */
@@ -31,6 +34,10 @@ export interface EngineOptions {
   blockSize: number;
   /** Keep full KV blocks in a radix prefix cache shared by later sequences (--enable-prefix-caching). */
   enablePrefixCaching: boolean;
+  /** Disk swap for preempted sequences' KV, in bytes (--swap-space-gb); 0 = recompute only. */
+  swapSpaceBytes: number;
+  /** Parent directory of the swap space; default /tmp/svc-swap. */
+  swapRoot?: string;
   /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
   memoryBytes?: number;
 }
@@ -51,6 +58,8 @@ export interface EngineInfo {
   kvPoolBytes: number;
   /** Whether the pool size came from the memory budget or the max-seq-len × max-num-seqs cap. */
   kvPoolLimitedBy: 'memory' | 'max-seqs';
+  /** The swap space's private directory (removed at shutdown); null without swap. */
+  swapDirectory: string | null;
   loadMs: number;
 }
 

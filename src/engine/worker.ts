@@ -11,6 +11,7 @@ import { createModel } from '../model/architectures/index.js';
 import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from './kv-cache.js';
 import { BlockManager } from './block-manager.js';
 import { copyKvBlock } from './kv-blocks.js';
+import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
@@ -219,6 +220,8 @@ class StepLoop {
       kvBlocksCached: this.blocks.cachedBlocks(),
       prefixQueriedTokens: this.scheduler.prefixQueriedTokens,
       prefixHitTokens: this.scheduler.prefixHitTokens,
+      swapOuts: this.scheduler.numSwapOuts,
+      swapIns: this.scheduler.numSwapIns,
     };
   }
 }
@@ -253,7 +256,12 @@ function start(options: EngineOptions): void {
       prefixCaching: options.enablePrefixCaching,
       copyBlock: (from, to) => copyKvBlock(kv, from, to),
     });
-    const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
+    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: kv });
+    const scheduler = new Scheduler(
+      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens },
+      blocks,
+      swap.capacityBytes > 0 ? swap : null,
+    );
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
     info = {
       config,
@@ -267,6 +275,7 @@ function start(options: EngineOptions): void {
       kvPoolTokens: plan.poolTokens,
       kvPoolBytes: plan.poolBytes,
       kvPoolLimitedBy: plan.limitedBy,
+      swapDirectory: swap.directory,
       loadMs: Math.round(performance.now() - t0),
     };
   } catch (err) {

@@ -69,6 +69,7 @@ async function start(kvCacheDtype: KvDType, enablePrefixCaching: boolean): Promi
     oomGuardMb: 256,
     blockSize: 16,
     enablePrefixCaching,
+    swapSpaceBytes: 0,
   };
   const engine = await startEngine(options);
   engines.push(engine);

@@ -35,6 +35,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       gpuMemoryUtilization: 0.9,
       oomGuardMb: 4096,
       enablePrefixCaching: false,
+      swapSpaceBytes: 3 * 1024 ** 3,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
