@@ -28,6 +28,7 @@ export function toServeOptions(c: Config): ServeOptions {
     engine: {
       fastLoad: c.fastLoad,
       kvCacheDtype: builtKvDtype(c.kvCacheDtype),
+      kvHighPrecisionLayers: c.kvHighPrecisionLayers,
       maxSeqLen: c.maxSeqLen,
       maxBatchSize: c.maxBatchSize,
       maxPrefillTokens: c.maxPrefillTokens,

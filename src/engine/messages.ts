@@ -1,6 +1,6 @@
 // What crosses the port between the main thread (engine-client.ts) and the engine worker
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
-import type { KvDType } from '../kernels/ops.js';
+import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
@@ -19,7 +19,12 @@ export interface EngineOptions {
   modelPath: string;
   /** GGUF: pack from the mapped file releasing each tensor's pages (true), or plain mmap (false). */
   fastLoad: boolean;
-  kvCacheDtype: KvDType;
+  /** --kv-cache-dtype: a storage dtype or an asymmetric K/V pair. */
+  kvCacheDtype: KvCacheDtypeName;
+  /** --kv-high-precision-layers: layers at each end kept in bf16; 0 (default) = the dtype's automatic value. */
+  kvHighPrecisionLayers?: HighPrecisionLayers;
+  /** --fp8-kv-calibration-tokens: fp8 layer scales from the max |K|, |V| of the first N tokens; 0 (default) = scale 1. */
+  fp8KvCalibrationTokens?: number;
   /** Context length (prompt + completion); undefined = the model's own (max_position_embeddings). */
   maxSeqLen?: number;
   /** Most sequences holding KV and stepping together. */
@@ -51,7 +56,11 @@ export interface EngineInfo {
   ops: string;
   weightBytes: number;
   memoryBytes: number;
-  kvCacheDtype: KvDType;
+  kvCacheDtype: KvCacheDtypeName;
+  /** The plan in words: the dtype and the layers promoted to bf16. */
+  kvPlan: string;
+  /** KV bytes one token takes over every layer, K and V: what the pool size follows from. */
+  kvBytesPerToken: number;
   blockSize: number;
   kvBlocks: number;
   kvPoolTokens: number;

@@ -8,7 +8,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { defaultOps } from '../kernels/index.js';
 import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
-import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from './kv-cache.js';
+import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
+import { describeKvPlan, kvLayerPlan } from './kv-plan.js';
 import { BlockManager } from './block-manager.js';
 import { copyKvBlock } from './kv-blocks.js';
 import { KvSwapSpace } from './kv-swap.js';
@@ -235,8 +236,9 @@ function start(options: EngineOptions): void {
     const weightBytes = checkpoint.residency?.totalBytes ?? bufferBytes(checkpoint.tensors.values());
     const config = checkpoint.config;
     const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
-    // Every layer stores keys and values in --kv-cache-dtype (a per-layer plan allows other choices).
-    const kvDtypes = kvLayerDTypes(options.kvCacheDtype, config.numLayers);
+    // Per layer, K and V dtypes: --kv-cache-dtype, with --kv-high-precision-layers promoted to bf16.
+    const kvDtypes = kvLayerPlan(options.kvCacheDtype, config.numLayers, options.kvHighPrecisionLayers ?? 0);
+    const bytesPerToken = kvBytesPerToken(config, kvDtypes);
     const memoryBytes = options.memoryBytes ?? totalmem();
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({
@@ -244,7 +246,7 @@ function start(options: EngineOptions): void {
       gpuMemoryUtilization: options.gpuMemoryUtilization,
       weightBytes,
       oomGuardMb: options.oomGuardMb,
-      kvBytesPerToken: kvBytesPerToken(config, kvDtypes),
+      kvBytesPerToken: bytesPerToken,
       blockSize: options.blockSize,
       maxSeqLen,
       maxNumSeqs: options.maxNumSeqs,
@@ -270,6 +272,8 @@ function start(options: EngineOptions): void {
       weightBytes,
       memoryBytes,
       kvCacheDtype: options.kvCacheDtype,
+      kvPlan: describeKvPlan(options.kvCacheDtype, kvDtypes),
+      kvBytesPerToken: bytesPerToken,
       blockSize: options.blockSize,
       kvBlocks: plan.numBlocks,
       kvPoolTokens: plan.poolTokens,
