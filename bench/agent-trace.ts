@@ -6,6 +6,7 @@
 // turn 2 on, with the cache, only the tokens new since the last turn should be prefilled.
 //
 //   node dist/bench/agent-trace.js [--model PATH] [--small] [--turns N] [--threads N] [--reps N] [--svc-args "..."]
+//   node dist/bench/agent-trace.js --url http://127.0.0.1:8888 [--turns N]    (one trace against a running server)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -206,6 +207,12 @@ async function main(): Promise<void> {
   const threads = Number(get('--threads') ?? process.env.SVC_THREADS ?? availableParallelism());
   const extra = (get('--svc-args') ?? '').split(/\s+/).filter(Boolean);
   const log = (line: string) => console.log(line);
+  const url = get('--url');
+  if (url !== undefined) {
+    // A server already running: one trace against it, as it is configured.
+    for (const t of await runTrace(url, turns)) console.log(JSON.stringify(t));
+    return;
+  }
   const model = get('--model') ?? ensureCheckpoint('qwen3-q8_0', { small, log }).path;
   const results: Record<string, Turn[][]> = {};
   for (const [label, flags] of [

@@ -29,6 +29,7 @@ export function toServeOptions(c: Config): ServeOptions {
       fastLoad: c.fastLoad,
       kvCacheDtype: builtKvDtype(c.kvCacheDtype),
       kvHighPrecisionLayers: c.kvHighPrecisionLayers,
+      fp8KvCalibrationTokens: c.fp8KvCalibrationTokens,
       maxSeqLen: c.maxSeqLen,
       maxBatchSize: c.maxBatchSize,
       maxPrefillTokens: c.maxPrefillTokens,

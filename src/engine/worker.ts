@@ -10,6 +10,7 @@ import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
 import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
 import { describeKvPlan, kvLayerPlan } from './kv-plan.js';
+import { withKvCalibration } from './kv-calibration.js';
 import { BlockManager } from './block-manager.js';
 import { copyKvBlock } from './kv-blocks.js';
 import { KvSwapSpace } from './kv-swap.js';
@@ -251,7 +252,8 @@ function start(options: EngineOptions): void {
       maxSeqLen,
       maxNumSeqs: options.maxNumSeqs,
     });
-    const ops = defaultOps();
+    const calibration = options.fp8KvCalibrationTokens ?? 0;
+    const ops = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {

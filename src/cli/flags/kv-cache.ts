@@ -34,7 +34,7 @@ export const KV_CACHE_FLAGS = [
     group: 'KV cache precision',
     value: integer(0),
     default: 0,
-    help: 'Online max-norm calibration over the first N tokens (fp8 only).',
-    built: false,
+    help: 'Online max-norm calibration of the fp8 layer scales over the first N tokens (fp8 only; 0: scale 1).',
+    built: true,
   }),
 ] as const;
