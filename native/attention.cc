@@ -67,18 +67,22 @@ void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const
   const Kernels& K = kernels();
   const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
   const int hd = L.hd, heads = L.kv_heads;
-  // Each head vector is its own row (the block formats scale and rotate per head).
+  // Each head vector is its own row (the block formats scale and rotate per head); work items are
+  // (token, head) pairs.
   auto body = [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; i++)
-      for (int h = 0; h < heads; h++) {
-        const size_t src = ((size_t)i * heads + h) * hd, row = (size_t)slots[i] * heads + h;
-        kc.encode(k + src, L.k.data + row * L.k.row, hd, kc.scale);
-        vc.encode(v + src, L.v.data + row * L.v.row, hd, vc.scale);
-      }
+    for (int64_t it = b; it < e; it++) {
+      const int64_t i = it / heads, h = it % heads;
+      const size_t src = (size_t)it * hd, row = (size_t)slots[i] * heads + h;
+      kc.encode(k + src, L.k.data + row * L.k.row, hd, kc.scale);
+      vc.encode(v + src, L.v.data + row * L.v.row, hd, vc.scale);
+    }
   };
-  // Prefill batches are worth the pool's wake-up; a decode step's few rows are not.
-  if (n >= 32) parallel_for(n, 16, body);
-  else body(0, n, 0);
+  // Prefill batches are worth the pool's wake-up; a decode step's few rows are not, unless they are
+  // nvfp4 / turbo rows (near a microsecond each at headDim 128, against tens of ns for bf16 / fp8).
+  const int64_t items = (int64_t)n * heads;
+  const bool costly = L.k.dtype >= kKvNVFP4 || L.v.dtype >= kKvNVFP4;
+  if (costly ? items >= 8 : n >= 32) parallel_for(items, costly ? 2 : 16 * heads, body);
+  else body(0, items, 0);
 }
 
 // Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf

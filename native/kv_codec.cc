@@ -13,28 +13,24 @@ namespace svc {
 
 namespace {
 
-// Nearest E2M1 code of q (not NaN), ties to the even magnitude code, saturating at +-6.
+// Nearest E2M1 code of q (not NaN), ties to the even magnitude code, saturating at +-6: one step up
+// per midpoint passed, a tie (>=) stepping up only onto an even code (values 1, 2 and 4).
 uint8_t e2m1_code(float q) {
   const float a = std::fabs(q);
-  int m = 0;
-  for (int k = 0; k < 7; k++) {
-    const float mid = (kE2m1[k] + kE2m1[k + 1]) / 2;
-    if (a > mid || (a == mid && (k & 1))) m = k + 1;
-  }
+  const int m = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
   return (uint8_t)((q < 0.0f ? 8 : 0) | m);
 }
 
-// How many thresholds u lies above (a tie goes to the lower index).
+// How many thresholds u lies above (a tie goes to the lower index): its cell's count, then the
+// thresholds inside the cell (kv_turbo.h). No branches to mispredict, no chain of dependent loads.
 template <int B>
-int nearest_centroid(double u) {
-  const double* t = turbo_book<B>().t;
-  int lo = 0, hi = (1 << B) - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (u > t[mid]) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+int nearest_centroid(float u) {
+  const TurboCodebook<B>& cb = turbo_book<B>();
+  const double d = ((double)u + 8.0) * kTurboCellsPerUnit;
+  const int cell = d > 0.0 ? (d < kTurboCells - 1 ? (int)d : kTurboCells - 1) : 0;  // NaN: cell 0
+  int idx = cb.cell_below[cell];
+  for (int j = 0; j < kTurboCellMax; j++) idx += u > cb.tf[idx];
+  return idx;
 }
 
 }  // namespace
@@ -77,36 +73,60 @@ void kv_encode_turbo_row(const float* src, uint8_t* dst, int n, double) {
   thread_local std::vector<float> buf;
   if (buf.size() < (size_t)n) buf.resize((size_t)n);
   float* y = buf.data();
-  double ss = 0.0;
+  // Sums run in four interleaved f64 lanes (i % 4), as the reference adds them: independent
+  // chains instead of one long one.
+  double ss[4] = {0.0, 0.0, 0.0, 0.0};
   for (int i = 0; i < n; i++) {
     float x = src[i];
     if (std::isnan(x)) x = 0.0f;
     else if (x > kTurboClamp) x = kTurboClamp;
     else if (x < -kTurboClamp) x = -kTurboClamp;
     y[i] = x;
-    ss += (double)x * x;
+    ss[i & 3] += (double)x * x;
   }
   uint8_t* q = dst + 2;
-  std::memset(q, 0, ((size_t)n * B + 7) / 8);
-  const double norm = std::sqrt(ss);
+  const double norm = std::sqrt((ss[0] + ss[1]) + (ss[2] + ss[3]));
   if (norm == 0.0) {
-    dst[0] = dst[1] = 0;
+    std::memset(dst, 0, turbo_row_bytes(B, n));
     return;
   }
   turbo_rotate(y, n);
   const float inv = (float)(std::sqrt((double)n) / norm);
-  double num = 0.0, den = 0.0;
-  for (int i = 0; i < n; i++) {
-    const int idx = nearest_centroid<B>((double)(y[i] * inv));
+  double num0 = 0.0, num1 = 0.0, num2 = 0.0, num3 = 0.0, den0 = 0.0, den1 = 0.0, den2 = 0.0, den3 = 0.0;
+  // Indices gather in a register and leave 32 bits at a time (the stream is little-endian).
+  uint64_t acc = 0;
+  int bits = 0;
+  auto put = [&](int idx) {
+    acc |= (uint64_t)idx << bits;
+    bits += B;
+    if (bits >= 32) {
+      const uint32_t w = (uint32_t)acc;
+      std::memcpy(q, &w, 4);
+      q += 4;
+      acc >>= 32;
+      bits -= 32;
+    }
+  };
+  // One value into lane (num, den), in the reference's order.
+  auto step = [&](int i, double& num, double& den) {
+    const int idx = nearest_centroid<B>(y[i] * inv);
     const double c = cb.c64[idx];
     num += (double)y[i] * c;
     den += c * c;
-    const int bit = i * B;
-    const unsigned v = (unsigned)idx << (bit & 7);
-    q[bit >> 3] |= (uint8_t)v;
-    if (v > 0xff) q[(bit >> 3) + 1] |= (uint8_t)(v >> 8);
+    put(idx);
+  };
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    step(i, num0, den0);
+    step(i + 1, num1, den1);
+    step(i + 2, num2, den2);
+    step(i + 3, num3, den3);
   }
-  uint16_t h = f32_to_fp16((float)(num / den));
+  if (i < n) step(i++, num0, den0);
+  if (i < n) step(i++, num1, den1);
+  if (i < n) step(i++, num2, den2);
+  for (; bits > 0; bits -= 8, acc >>= 8) *q++ = (uint8_t)acc;
+  uint16_t h = f32_to_fp16((float)(((num0 + num1) + (num2 + num3)) / ((den0 + den1) + (den2 + den3))));
   if ((h & 0x7fff) > kHalfMaxBits) h = kHalfMaxBits;  // num >= 0: the indices keep y's signs
   dst[0] = (uint8_t)h;
   dst[1] = (uint8_t)(h >> 8);

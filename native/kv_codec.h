@@ -89,4 +89,27 @@ inline uint64_t load_le_bytes(const uint8_t* p, int bytes) {
   return w;
 }
 
+// Bytes (<= 8, a constant) bytes at p as a little-endian integer, assembled in registers: a 3- or
+// 6-byte memcpy into a wider variable goes through the stack and stalls store forwarding.
+template <int Bytes>
+inline uint64_t load_le(const uint8_t* p) {
+  if constexpr (Bytes >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  } else if constexpr (Bytes >= 4) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    return w | (load_le<Bytes - 4>(p + 4) << 32);
+  } else if constexpr (Bytes >= 2) {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    return w | (load_le<Bytes - 2>(p + 2) << 16);
+  } else if constexpr (Bytes == 1) {
+    return p[0];
+  } else {
+    return 0;
+  }
+}
+
 }  // namespace svc

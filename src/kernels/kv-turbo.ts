@@ -132,38 +132,35 @@ function encodeTurbo(bits: TurboBits, src: Float32Array, srcOffset: number, n: n
   const { centroids, thresholds } = TABLES.get(bits)!;
   if (scratch.length < n) scratch = new Float32Array(n);
   const y = scratch;
-  let ss = 0;
+  // f64 sums in four interleaved lanes (i % 4), combined pairwise: the native encoder's order.
+  const ss = [0, 0, 0, 0];
   for (let i = 0; i < n; i++) {
     let x = src[srcOffset + i];
     if (x !== x) x = 0;
     else if (x > HALF_MAX) x = HALF_MAX;
     else if (x < -HALF_MAX) x = -HALF_MAX;
     y[i] = x;
-    ss += x * x;
+    ss[i & 3] += x * x;
   }
   const idxByte = dstByte + 2;
-  dst.fill(0, idxByte, idxByte + Math.ceil((n * bits) / 8));
-  const norm = Math.sqrt(ss);
-  if (norm === 0) {
-    dst[dstByte] = 0;
-    dst[dstByte + 1] = 0;
-    return;
-  }
+  dst.fill(0, dstByte, idxByte + Math.ceil((n * bits) / 8));
+  const norm = Math.sqrt(ss[0] + ss[1] + (ss[2] + ss[3]));
+  if (norm === 0) return;
   turboRotate(y, 0, n);
   const inv = Math.fround(Math.sqrt(n) / norm);
-  let num = 0,
-    den = 0;
+  const num = [0, 0, 0, 0],
+    den = [0, 0, 0, 0];
   for (let i = 0; i < n; i++) {
     const idx = nearestCentroid(thresholds, Math.fround(y[i] * inv));
     const c = centroids[idx];
-    num += y[i] * c;
-    den += c * c;
+    num[i & 3] += y[i] * c;
+    den[i & 3] += c * c;
     const bit = i * bits;
     const v = idx << (bit & 7);
     dst[idxByte + (bit >> 3)] |= v & 0xff;
     if (v > 0xff) dst[idxByte + (bit >> 3) + 1] |= v >> 8;
   }
-  let h = f32ToF16(Math.fround(num / den));
+  let h = f32ToF16(Math.fround((num[0] + num[1] + (num[2] + num[3])) / (den[0] + den[1] + (den[2] + den[3]))));
   if ((h & 0x7fff) > HALF_MAX_BITS) h = HALF_MAX_BITS; // saturate (num >= 0: indices keep y's signs)
   dst[dstByte] = h & 0xff;
   dst[dstByte + 1] = h >> 8;
