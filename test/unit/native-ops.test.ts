@@ -622,7 +622,7 @@ for (const path of PATHS) {
     it('storeKv writes the same bytes as the reference for every KV dtype and head dim', () => {
       const rand = rng(8);
       for (const dtype of ALL_KV_DTYPES) {
-        for (const headDim of [8, 24, 64, 96, 128]) {
+        for (const headDim of [8, 13, 24, 64, 96, 128]) {
           const mk = () => makeLayer(dtype, 6, 4, 2, headDim, 0.5, 2);
           const ref = mk(),
             nat = mk();
@@ -637,6 +637,13 @@ for (const path of PATHS) {
           k.fill(NaN, 4 * width, 4 * width + headDim);
           // E2M1 ties (group amax 6 → block scale 1: 0.25, 0.75, 2.5, 5 ...) and tiny groups.
           v.set([6, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, -0.25, -5, 1e-30, 0, 0, 0, 0, 0], width);
+          // Structured head vectors, whose rotations hold exact zeros and repeated values (centroid
+          // thresholds hit exactly): one-hot, two equal entries, constant.
+          v.fill(0, 2 * width, 3 * width);
+          v[2 * width + 5] = 3;
+          v.fill(0, 5 * width, 6 * width);
+          v[5 * width + 1] = v[5 * width + 2] = -2;
+          v.fill(0.5, 6 * width, 7 * width);
           const slots = Int32Array.from([0, 5, 23, 7, 8, 12, 13, 2, 19]);
           referenceOps.storeKv(ref, k, v, n, slots);
           nativeOps.storeKv(nat, k, v, n, slots);
@@ -677,7 +684,7 @@ for (const path of PATHS) {
     it('decodes every KV dtype like the reference (each V row read back through one-key attention)', () => {
       const rand = rng(19);
       for (const dtype of ALL_KV_DTYPES) {
-        for (const headDim of [8, 20, 24, 64, 96, 128]) {
+        for (const headDim of [5, 8, 13, 20, 24, 64, 96, 128]) {
           // One token per block and one sequence per token: out row i, head h is V row (i, h).
           const tokens = 11,
             numKvHeads = 2,
