@@ -16,6 +16,7 @@ import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { findChatTemplate } from '../../src/chat/template.js';
 import { configFromHf } from '../../src/model/model-config.js';
 import { TINY_CHAT } from './paths.js';
+import { IDLE_ENGINE_STATS } from './engine-stats.js';
 
 export const tinyTokenizer = loadTokenizer(TINY_CHAT);
 const chatTemplate = findChatTemplate(TINY_CHAT);
@@ -63,16 +64,7 @@ export class ScriptedEngine implements Engine {
   }
 
   stats() {
-    return {
-      running: 0,
-      waiting: 0,
-      kvBlocksTotal: 0,
-      kvBlocksUsed: 0,
-      kvPoolTokens: 0,
-      kvBlocksCached: 0,
-      prefixQueriedTokens: 0,
-      prefixHitTokens: 0,
-    };
+    return { ...IDLE_ENGINE_STATS };
   }
 
   async shutdown(): Promise<void> {}

@@ -6,27 +6,9 @@ import assert from 'node:assert/strict';
 import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from '../../src/engine/kv-cache.js';
 import { decodeE2m1, decodeFp8, encodeE2m1, encodeFp8, FP8_E4M3_MAX, FP8_E4M3_TABLE, NVFP4_E2M1 } from '../../src/kernels/kv-codec.js';
 import { ALL_KV_DTYPES, decodeKvRow, encodeKvRow, KV_DTYPES, kvRowBytes, type KvDType } from '../../src/kernels/dtypes.js';
-import type { ModelConfig } from '../../src/model/types.js';
+import { llamaConfig } from '../helpers/model-config.js';
 
-const config: ModelConfig = {
-  architecture: 'llama',
-  hiddenSize: 64,
-  intermediateSize: 128,
-  numLayers: 3,
-  numHeads: 4,
-  numKvHeads: 2,
-  headDim: 16,
-  vocabSize: 100,
-  ropeTheta: 10000,
-  rmsNormEps: 1e-6,
-  tieWordEmbeddings: false,
-  slidingWindow: null,
-  attentionBias: false,
-  maxPositionEmbeddings: 512,
-  bosTokenId: 1,
-  eosTokenIds: [2],
-  nameOrPath: null,
-};
+const config = llamaConfig();
 
 /** Independent E4M3 value of a code, from the bit fields. */
 function e4m3Value(code: number): number {

@@ -14,27 +14,9 @@ import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import { copyKvBlock, kvBytesPerBlock } from '../../src/engine/kv-blocks.js';
 import { DEFAULT_SWAP_ROOT, KvSwapSpace } from '../../src/engine/kv-swap.js';
 import type { KvLayer } from '../../src/kernels/ops.js';
-import type { ModelConfig } from '../../src/model/types.js';
+import { llamaConfig } from '../helpers/model-config.js';
 
-const config: ModelConfig = {
-  architecture: 'llama',
-  hiddenSize: 64,
-  intermediateSize: 128,
-  numLayers: 3,
-  numHeads: 4,
-  numKvHeads: 2,
-  headDim: 16,
-  vocabSize: 100,
-  ropeTheta: 10000,
-  rmsNormEps: 1e-6,
-  tieWordEmbeddings: false,
-  slidingWindow: null,
-  attentionBias: false,
-  maxPositionEmbeddings: 512,
-  bosTokenId: 1,
-  eosTokenIds: [2],
-  nameOrPath: null,
-};
+const config = llamaConfig();
 
 const NUM_BLOCKS = 16;
 const BLOCK_SIZE = 4;

@@ -28,6 +28,7 @@ import { findChatTemplate } from '../../src/chat/template.js';
 import { configFromHf } from '../../src/model/model-config.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 import { Rng } from '../../src/engine/sampler.js';
+import { IDLE_ENGINE_STATS } from '../helpers/engine-stats.js';
 
 const tokenizer = loadTokenizer(TINY_CHAT);
 const chatTemplate = findChatTemplate(TINY_CHAT);
@@ -89,16 +90,7 @@ class ScriptedEngine implements Engine {
   }
 
   stats() {
-    return {
-      running: 0,
-      waiting: 0,
-      kvBlocksTotal: 0,
-      kvBlocksUsed: 0,
-      kvPoolTokens: 0,
-      kvBlocksCached: 0,
-      prefixQueriedTokens: 0,
-      prefixHitTokens: 0,
-    };
+    return { ...IDLE_ENGINE_STATS };
   }
 
   async shutdown(): Promise<void> {}
@@ -556,6 +548,7 @@ test('non-streamed chat: shape, content, finish_reason, usage; one log line', as
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: 0 },
   });
   const logged = lines.filter((l) => l.msg === 'request completed');
   assert.equal(logged.length, 1);
@@ -588,6 +581,7 @@ test('streamed chat: role first, content deltas, empty-delta finish, usage frame
     prompt_tokens: prompt,
     completion_tokens: tokenizer.encode(ANSWER).length + 1,
     total_tokens: prompt + tokenizer.encode(ANSWER).length + 1,
+    prompt_tokens_details: { cached_tokens: 0 },
   });
   const finish = chunks.at(-2);
   assert.deepEqual(finish.choices[0].delta, {});

@@ -133,7 +133,7 @@ test('streamSteps: the encoder’s start, step and finish(usage) frames, nothing
     res.body,
     'event: start\ndata: {}\n\n' +
       'event: delta\ndata: {"index":0,"text":"Hi"}\n\n' +
-      'event: stop\ndata: {"usage":{"promptTokens":3,"completionTokens":2}}\n\n',
+      'event: stop\ndata: {"usage":{"promptTokens":3,"cachedTokens":0,"completionTokens":2}}\n\n',
   );
 });
 
@@ -162,7 +162,7 @@ test('OpenAI encoder: finish is the optional usage chunk then [DONE]; error is t
         created: 0,
         model: 'm',
         choices: [],
-        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5, prompt_tokens_details: { cached_tokens: 0 } },
       },
     },
     { text: '[DONE]' },

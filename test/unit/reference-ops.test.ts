@@ -7,6 +7,7 @@ import { f32ToBf16, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
 import { ALL_KV_DTYPES, dequantize, KV_DTYPES } from '../../src/kernels/dtypes.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import type { ModelConfig } from '../../src/model/types.js';
+import { llamaConfig } from '../helpers/model-config.js';
 
 function f32Weight(rows: number, cols: number, values: number[]): WeightMatrix {
   return { dtype: 'f32', rows, cols, data: new Uint8Array(new Float32Array(values).buffer) };
@@ -129,8 +130,7 @@ const HEAD_DIM = 8;
 const BLOCK_SIZE = 3;
 
 function kvConfig(): ModelConfig {
-  return {
-    architecture: 'llama',
+  return llamaConfig({
     hiddenSize: NUM_HEADS * HEAD_DIM,
     intermediateSize: 8,
     numLayers: 1,
@@ -138,16 +138,10 @@ function kvConfig(): ModelConfig {
     numKvHeads: NUM_KV_HEADS,
     headDim: HEAD_DIM,
     vocabSize: 8,
-    ropeTheta: 10000,
-    rmsNormEps: 1e-6,
-    tieWordEmbeddings: false,
-    slidingWindow: null,
-    attentionBias: false,
     maxPositionEmbeddings: 64,
     bosTokenId: null,
     eosTokenIds: [],
-    nameOrPath: null,
-  };
+  });
 }
 
 /** Dense causal GQA attention on contiguous [len, kvHeads, headDim] k/v, queries at the last qLen positions. */
