@@ -321,6 +321,7 @@ interface ModelReport {
   referenceText: string;
   rows: Row[];
   skipped: { dtype: string; reason: string }[];
+  failed: { dtype: string; reason: string }[];
 }
 
 /** Tied embeddings expose one buffer under two names: count each buffer once (as the engine worker does). */
@@ -389,15 +390,26 @@ function reportModel(spec: ModelSpec, args: Args): ModelReport {
   }
 
   const rows: Row[] = [];
+  const failed: ModelReport['failed'] = [];
   for (const { dtype, pair, plan, hp } of candidates) {
     t = performance.now();
     // Promoted layers: those whose dtypes are not the name's pair (bf16 keys and values).
     const promoted = plan.filter((p) => p.k !== pair.k || p.v !== pair.v).length;
     const bytesPerToken = kvBytesPerToken(config, plan);
     // Each helper allocates its own cache and drops it when it returns.
-    const ppl = perplexity(model, plan, text, scored);
-    const free = dtype.startsWith('f32') ? { divergence: -1 } : generate(model, plan, prompt, args.tokens, bos, reference);
-    const agree = agreement(model, plan, ref.windows);
+    let ppl: number, agree: number;
+    let free = { divergence: -1 };
+    try {
+      ppl = perplexity(model, plan, text, scored);
+      if (!dtype.startsWith('f32')) free = generate(model, plan, prompt, args.tokens, bos, reference);
+      agree = agreement(model, plan, ref.windows);
+    } catch (err) {
+      // A dtype this model's shape cannot use (or a kernel that refuses it): reported, not fatal.
+      const reason = err instanceof Error ? err.message : String(err);
+      failed.push({ dtype, reason });
+      log(`${spec.name}: ${dtype} failed: ${reason}`);
+      continue;
+    }
     rows.push({
       dtype,
       k: pair.k,
@@ -443,6 +455,7 @@ function reportModel(spec: ModelSpec, args: Args): ModelReport {
     referenceText: tk.decode(reference),
     rows,
     skipped,
+    failed,
   };
 }
 
@@ -498,6 +511,7 @@ function renderModel(r: ModelReport): string {
   if (r.skipped.length > 0) {
     lines.push('', `Skipped (a K or V storage dtype not in KV_DTYPES yet): ${r.skipped.map((s) => s.dtype).join(', ')}.`);
   }
+  for (const f of r.failed) lines.push('', `Failed: ${f.dtype}: ${f.reason}`);
   return lines.join('\n');
 }
 
