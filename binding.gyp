@@ -12,6 +12,7 @@
         "native/dequant.cc",
         "native/dequant_iq.cc",
         "native/packed.cc",
+        "native/kv_codec.cc",
         "native/kernels_scalar.cc",
         "native/kernels_avx2.cc",
         "native/kernels_avx512.cc",

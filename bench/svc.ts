@@ -27,7 +27,7 @@ export interface SvcOptions {
  * Starts the server and resolves once it logs `Listening on` (the model is loaded and /health
  * answers 200 from then on); rejects if it exits or times out first.
  */
-async function startServer(
+export async function startSvcServer(
   modelPath: string,
   opts: SvcOptions,
 ): Promise<{ child: ChildProcess; url: string; tail: OutputTail; load: LoadStats }> {
@@ -132,7 +132,7 @@ async function streamCompletion(
 
 /** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */
 export async function openSvc(modelPath: string, opts: SvcOptions): Promise<BenchEngine> {
-  const { child, url, tail, load } = await startServer(modelPath, opts);
+  const { child, url, tail, load } = await startSvcServer(modelPath, opts);
   return {
     name: 'svc',
     load,

@@ -1,9 +1,11 @@
-// storeKv and attention over the paged KV cache ([numBlocks][blockSize][numKvHeads][headDim]).
-// K and V each have their own dtype; its traits row (dtypes.h) names the codec slots, resolved once
-// per op. Attention is flash-style: each task owns some query rows of one sequence and the query
-// heads that share one KV head; it walks the sequence's KV blocks once, decoding each block (bf16 /
-// fp8; f32 is read in place) into scratch, and keeps a running max, denominator and output per query
-// (online softmax), so no [queries x keys] score matrix is ever materialised.
+// storeKv and attention over the paged KV cache ([numBlocks][blockSize][numKvHeads] rows, a row
+// being one head vector in its dtype's row_bytes(headDim) bytes). K and V each have their own dtype;
+// its traits row (dtypes.h) names the codec slots, resolved once per op. Attention is flash-style:
+// each task owns some query rows of one sequence and the query heads that share one KV head; it walks
+// the sequence's KV blocks once, decoding each block (f32 is read in place) into scratch, and keeps a
+// running max, denominator and output per query (online softmax), so no [queries x keys] score
+// matrix is ever materialised. Rotated dtypes (turbo) decode to R·x: a task rotates its queries once
+// when K is rotated (q·k = Rq·Rk) and un-rotates its outputs once when V is.
 #include <napi.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "dtypes.h"
 #include "kernels.h"
+#include "kv_turbo.h"
 #include "napi_args.h"
 #include "quant.h"
 #include "threadpool.h"
@@ -25,12 +28,12 @@ namespace {
 
 constexpr int kRowsPerTask = 16;  // query rows per task in prefill: a decoded block serves 16 x group queries
 
-// One side (K or V) of a layer: its bytes, dtype and scale.
+// One side (K or V) of a layer: its bytes, dtype, scale and bytes per row (head vector).
 struct KvSide {
   int dtype;
   uint8_t* data;
   double scale;
-  size_t elem_bytes() const { return (size_t)kv_dtype_traits(dtype).elem_bytes; }
+  size_t row;
 };
 
 struct KvLayerView {
@@ -43,11 +46,12 @@ struct KvCodec {
   KvEncodeFn encode;
   KvDecodeFn decode;  // null: f32, read in place
   double scale;
+  bool rotated;
 };
 
 KvCodec codec_for(const Kernels& K, const KvSide& side) {
   const KvDTypeTraits& t = kv_dtype_traits(side.dtype);
-  return KvCodec{K.*t.encode, t.decode ? K.*t.decode : nullptr, side.scale};
+  return KvCodec{K.*t.encode, t.decode ? K.*t.decode : nullptr, side.scale, t.rotated};
 }
 
 struct Seq {
@@ -62,32 +66,38 @@ struct Task {
 void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const int32_t* slots) {
   const Kernels& K = kernels();
   const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
-  const int width = L.kv_heads * L.hd;
-  const size_t krow = (size_t)width * L.k.elem_bytes(), vrow = (size_t)width * L.v.elem_bytes();
+  const int hd = L.hd, heads = L.kv_heads;
+  // Each head vector is its own row (the block formats scale and rotate per head); work items are
+  // (token, head) pairs.
   auto body = [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; i++) {
-      kc.encode(k + (size_t)i * width, L.k.data + (size_t)slots[i] * krow, width, kc.scale);
-      vc.encode(v + (size_t)i * width, L.v.data + (size_t)slots[i] * vrow, width, vc.scale);
+    for (int64_t it = b; it < e; it++) {
+      const int64_t i = it / heads, h = it % heads;
+      const size_t src = (size_t)it * hd, row = (size_t)slots[i] * heads + h;
+      kc.encode(k + src, L.k.data + row * L.k.row, hd, kc.scale);
+      vc.encode(v + src, L.v.data + row * L.v.row, hd, vc.scale);
     }
   };
-  // Prefill batches are worth the pool's wake-up; a decode step's few rows are not.
-  if (n >= 32) parallel_for(n, 16, body);
-  else body(0, n, 0);
+  // Prefill batches are worth the pool's wake-up; a decode step's few rows are not, unless they are
+  // nvfp4 / turbo rows (near a microsecond each at headDim 128, against tens of ns for bf16 / fp8).
+  const int64_t items = (int64_t)n * heads;
+  const bool costly = L.k.dtype >= kKvNVFP4 || L.v.dtype >= kKvNVFP4;
+  if (costly ? items >= 8 : n >= 32) parallel_for(items, costly ? 2 : 16 * heads, body);
+  else body(0, items, 0);
 }
 
-// Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf.
+// Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf
+// (rotated dtypes: in the rotated domain).
 const float* block_rows(const KvLayerView& L, const KvSide& side, const KvCodec& c, int phys, int kv_head, int nt,
                         float* buf, size_t* stride) {
-  const size_t width = (size_t)L.kv_heads * L.hd;
-  const size_t first = ((size_t)phys * L.block_size * L.kv_heads + kv_head) * L.hd;  // element index
+  const size_t first = (size_t)phys * L.block_size * L.kv_heads + kv_head;  // row index
   if (!c.decode) {
-    *stride = width;
-    return reinterpret_cast<const float*>(side.data) + first;
+    *stride = (size_t)L.kv_heads * L.hd;
+    return reinterpret_cast<const float*>(side.data) + first * L.hd;
   }
   *stride = (size_t)L.hd;
-  const size_t eb = side.elem_bytes();
-  const uint8_t* src = side.data + first * eb;
-  for (int t = 0; t < nt; t++) c.decode(src + (size_t)t * width * eb, buf + (size_t)t * L.hd, L.hd, c.scale);
+  const size_t step = (size_t)L.kv_heads * side.row;
+  const uint8_t* src = side.data + first * side.row;
+  for (int t = 0; t < nt; t++) c.decode(src + (size_t)t * step, buf + (size_t)t * L.hd, L.hd, c.scale);
   return buf;
 }
 
@@ -112,6 +122,7 @@ void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const K
       const int qi = (j - tk.j0) * nh + (h - tk.h0);
       const float* src = q + ((size_t)(s.q_start + j) * num_heads + h) * hd;
       for (int d = 0; d < hd; d++) Q[(size_t)qi * hd + d] = src[d] * scale;
+      if (kc.rotated) turbo_rotate(Q + (size_t)qi * hd, hd);  // keys decode to R·k
       std::memset(O + (size_t)qi * hd, 0, (size_t)hd * sizeof(float));
       M[qi] = -std::numeric_limits<float>::infinity();
       Ls[qi] = 0.0f;
@@ -155,6 +166,7 @@ void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const K
     for (int h = tk.h0; h < tk.h1; h++) {
       const int qi = (j - tk.j0) * nh + (h - tk.h0);
       float* dst = out + ((size_t)(s.q_start + j) * num_heads + h) * hd;
+      if (vc.rotated) turbo_unrotate(O + (size_t)qi * hd, hd);  // values were summed as R·v
       const float inv = 1.0f / Ls[qi];
       for (int d = 0; d < hd; d++) dst[d] = O[(size_t)qi * hd + d] * inv;
     }
@@ -208,16 +220,18 @@ bool layer_arg(Args& a, size_t first, KvLayerView* L) {
   L->kv_heads = (int)a.integer(first + 4, "numKvHeads", 1, 1 << 16);
   L->hd = (int)a.integer(first + 5, "headDim", 1, 1 << 16);
   if (!a.ok()) return false;
-  const size_t elems = (size_t)L->num_blocks * L->block_size * L->kv_heads * L->hd;
-  L->k.data = a.u8(first + 6, "layer.k", elems * L->k.elem_bytes());
+  const size_t rows = (size_t)L->num_blocks * L->block_size * L->kv_heads;
+  L->k.row = kv_dtype_traits(L->k.dtype).row_bytes(L->hd);
+  L->v.row = kv_dtype_traits(L->v.dtype).row_bytes(L->hd);
+  L->k.data = a.u8(first + 6, "layer.k", rows * L->k.row);
   const size_t koff = a.last_byte_offset();
-  L->v.data = a.u8(first + 7, "layer.v", elems * L->v.elem_bytes());
+  L->v.data = a.u8(first + 7, "layer.v", rows * L->v.row);
   const size_t voff = a.last_byte_offset();
   L->k.scale = a.number(first + 8, "kScale");
   L->v.scale = a.number(first + 9, "vScale");
   if (!a.ok()) return false;
-  if (koff % L->k.elem_bytes() != 0 || voff % L->v.elem_bytes() != 0) {
-    a.fail("layer.k / layer.v must start at a multiple of the element size (use their own ArrayBuffer)");
+  if (koff % kv_dtype_traits(L->k.dtype).align != 0 || voff % kv_dtype_traits(L->v.dtype).align != 0) {
+    a.fail("layer.k / layer.v must start at a multiple of their dtype's alignment (use their own ArrayBuffer)");
     return false;
   }
   for (const KvSide* side : {&L->k, &L->v}) {

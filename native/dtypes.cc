@@ -2,6 +2,8 @@
 #include "dtypes.h"
 
 #include "dequant.h"
+#include "kv_codec.h"
+#include "kv_turbo.h"
 #include "packed.h"
 
 namespace svc {
@@ -101,13 +103,30 @@ constexpr DTypeTraits kDTypeTraits[kDTypeCount] = {
      .act_sums = false, .packed = -1, .packed_from = kIQ4_NL, .pack_zero = kIq4nlPackZero, .act_f16_scale = true},
 };
 
+namespace {
+template <int Bytes>
+size_t elem_row_bytes(int hd) { return (size_t)hd * Bytes; }
+template <int B>
+size_t turbo_rows(int hd) { return turbo_row_bytes(B, hd); }
+}  // namespace
+
 constexpr KvDTypeTraits kKvDTypeTraits[kKvDTypeCount] = {
-    {.dtype = kKvF32, .name = "f32", .elem_bytes = 4, .scaled = false, .encode = &Kernels::kv_encode_f32,
-     .decode = nullptr},
-    {.dtype = kKvBF16, .name = "bf16", .elem_bytes = 2, .scaled = false, .encode = &Kernels::kv_encode_bf16,
-     .decode = &Kernels::kv_decode_bf16},
-    {.dtype = kKvFP8, .name = "fp8", .elem_bytes = 1, .scaled = true, .encode = &Kernels::kv_encode_fp8,
-     .decode = &Kernels::kv_decode_fp8},
+    {.dtype = kKvF32, .name = "f32", .row_bytes = elem_row_bytes<4>, .align = 4, .scaled = false, .rotated = false,
+     .encode = &Kernels::kv_encode_f32, .decode = nullptr},
+    {.dtype = kKvBF16, .name = "bf16", .row_bytes = elem_row_bytes<2>, .align = 2, .scaled = false, .rotated = false,
+     .encode = &Kernels::kv_encode_bf16, .decode = &Kernels::kv_decode_bf16},
+    {.dtype = kKvFP8, .name = "fp8", .row_bytes = elem_row_bytes<1>, .align = 1, .scaled = true, .rotated = false,
+     .encode = &Kernels::kv_encode_fp8, .decode = &Kernels::kv_decode_fp8},
+    {.dtype = kKvNVFP4, .name = "nvfp4", .row_bytes = nvfp4_row_bytes, .align = 1, .scaled = true, .rotated = false,
+     .encode = &Kernels::kv_encode_nvfp4, .decode = &Kernels::kv_decode_nvfp4},
+    {.dtype = kKvTurbo2, .name = "turbo2", .row_bytes = turbo_rows<2>, .align = 1, .scaled = false, .rotated = true,
+     .encode = &Kernels::kv_encode_turbo2, .decode = &Kernels::kv_decode_turbo2},
+    {.dtype = kKvTurbo3, .name = "turbo3", .row_bytes = turbo_rows<3>, .align = 1, .scaled = false, .rotated = true,
+     .encode = &Kernels::kv_encode_turbo3, .decode = &Kernels::kv_decode_turbo3},
+    {.dtype = kKvTurbo4, .name = "turbo4", .row_bytes = turbo_rows<4>, .align = 1, .scaled = false, .rotated = true,
+     .encode = &Kernels::kv_encode_turbo4, .decode = &Kernels::kv_decode_turbo4},
+    {.dtype = kKvTurbo8, .name = "turbo8", .row_bytes = turbo_rows<8>, .align = 1, .scaled = false, .rotated = true,
+     .encode = &Kernels::kv_encode_turbo8, .decode = &Kernels::kv_decode_turbo8},
 };
 
 namespace {

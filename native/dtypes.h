@@ -46,9 +46,15 @@ struct DTypeTraits {
 struct KvDTypeTraits {
   KvDType dtype;
   const char* name;
-  int elem_bytes;
+  // Bytes of one row: a head vector of hd values. A layer side is [blocks][blockSize][kvHeads] rows.
+  size_t (*row_bytes)(int hd);
+  // A side's storage starts at a multiple of this (f32 / bf16 rows are read in place as such).
+  int align;
   // Stored values are divided by the layer's kScale / vScale, which must then be > 0.
   bool scaled;
+  // Rows decode to R·x (kv_turbo.h): attention rotates the queries when K is rotated and
+  // un-rotates the outputs when V is, instead of un-rotating every row.
+  bool rotated;
   KvEncodeFn Kernels::*encode;
   // Null: rows are read in place as f32 (attention decodes nothing).
   KvDecodeFn Kernels::*decode;

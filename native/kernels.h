@@ -38,10 +38,11 @@ using GemmQuantFn = void (*)(int n, const QuantActs& x, const uint8_t* w, size_t
 using GemmPackedFn = void (*)(int n, const QuantActs& x, const uint8_t* w, int g0, int g1, int rows,
                               float* y, size_t ldy, uint8_t* scratch);
 
-// KV cache rows (attention.cc): encode n f32 values into a dtype's storage, or decode them back.
-// `scale` is the layer's kScale / vScale; dtypes whose traits are not `scaled` ignore it. fp8:
-// stored = f32_to_fp8((float)((double)src[i] / scale)) and read back = e4m3(code) * scale
-// (kv_codec.h), byte for byte like the reference codecs.
+// KV cache rows (attention.cc): encode one head vector of n = headDim f32 values into a dtype's row
+// (row_bytes(n) bytes, dtypes.h), or decode a row back. `scale` is the layer's kScale / vScale;
+// dtypes whose traits are not `scaled` ignore it. fp8: stored = f32_to_fp8((float)((double)src[i] /
+// scale)) and read back = e4m3(code) * scale (kv_codec.h), byte for byte like the reference codecs.
+// A `rotated` dtype (turbo) decodes to R·x, not x (kv_turbo.h).
 using KvEncodeFn = void (*)(const float* src, uint8_t* dst, int n, double scale);
 using KvDecodeFn = void (*)(const uint8_t* src, float* dst, int n, double scale);
 
@@ -111,9 +112,19 @@ struct Kernels {
   KvEncodeFn kv_encode_f32;
   KvEncodeFn kv_encode_bf16;
   KvEncodeFn kv_encode_fp8;
-  // f32 needs no decoder: attention reads f32 rows in place.
+  KvEncodeFn kv_encode_nvfp4;
+  KvEncodeFn kv_encode_turbo2;
+  KvEncodeFn kv_encode_turbo3;
+  KvEncodeFn kv_encode_turbo4;
+  KvEncodeFn kv_encode_turbo8;
+  // f32 needs no decoder: attention reads f32 rows in place. Turbo decoders give rotated values.
   KvDecodeFn kv_decode_bf16;
   KvDecodeFn kv_decode_fp8;
+  KvDecodeFn kv_decode_nvfp4;
+  KvDecodeFn kv_decode_turbo2;
+  KvDecodeFn kv_decode_turbo3;
+  KvDecodeFn kv_decode_turbo4;
+  KvDecodeFn kv_decode_turbo8;
 };
 
 extern const Kernels kScalarKernels;

@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "kv_codec.h"
+#include "kv_turbo.h"
 #include "packed.h"
 #include "quant.h"
 
@@ -871,6 +872,63 @@ SVC_AVX2 void kv_encode_fp8(const float* src, uint8_t* dst, int n, double scale)
   for (; i < n; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
 }
 
+// NVFP4, 8 values (4 bytes of nibbles) at a time: a variable shift spreads the nibbles over the
+// lanes, vpermps looks the magnitude up, and the nibble's bit 3 becomes the float's sign.
+// The group multipliers (E4M3 scale x layer scale) are decoded 8 at a time, as fp8 rows are.
+SVC_AVX2 void kv_decode_nvfp4(const uint8_t* src, float* dst, int n, double scale) {
+  const uint8_t* scales = src + (n + 1) / 2;
+  const __m256 mag = _mm256_loadu_ps(kE2m1);
+  const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const int groups = (n + kNvfp4Group - 1) / kNvfp4Group;
+  alignas(32) float ds[8];
+  for (int g = 0, lo = 0; lo < n; g++, lo += kNvfp4Group) {
+    if (g % 8 == 0) kv_decode_fp8(scales + g, ds, groups - g < 8 ? groups - g : 8, scale);
+    const int cnt = n - lo < kNvfp4Group ? n - lo : kNvfp4Group;
+    const float d = ds[g % 8];
+    const __m256 dv = _mm256_set1_ps(d);
+    int i = 0;
+    for (; i + 8 <= cnt; i += 8) {
+      uint32_t w;
+      std::memcpy(&w, src + (lo + i) / 2, 4);
+      const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), _mm256_set1_epi32(15));
+      const __m256 sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(c, 3), 31));
+      _mm256_storeu_ps(dst + lo + i, _mm256_mul_ps(_mm256_xor_ps(_mm256_permutevar8x32_ps(mag, c), sign), dv));
+    }
+    for (; i < cnt; i++) dst[lo + i] = kE2m1[(src[(lo + i) >> 1] >> (((lo + i) & 1) * 4)) & 15] * d;
+  }
+}
+
+// Turbo rows into the rotated domain (centroid x row scale), 8 indices (B bytes) at a time: a
+// variable shift spreads them over the lanes and vpermps looks the centroids up (turbo4: two
+// 8-entry halves chosen by the index's bit 3); turbo8 gathers from its 256-entry table.
+template <int B>
+SVC_AVX2 void kv_decode_turbo(const uint8_t* src, float* dst, int n, double) {
+  const TurboCodebook<B>& cb = turbo_book<B>();
+  const __m256 av = _mm256_set1_ps(turbo_row_scale(src));
+  const uint8_t* q = src + 2;
+  int i = 0;
+  if constexpr (B == 8) {
+    for (; i + 8 <= n; i += 8) {
+      const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(q + i)));
+      _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_i32gather_ps(cb.c, idx, 4), av));
+    }
+  } else {
+    const __m256 lo = _mm256_loadu_ps(cb.c), hi = _mm256_loadu_ps(cb.c + 8);
+    const __m256i shifts = _mm256_setr_epi32(0, B, 2 * B, 3 * B, 4 * B, 5 * B, 6 * B, 7 * B);
+    const __m256i mask = _mm256_set1_epi32((1 << B) - 1);
+    for (; i + 8 <= n; i += 8) {
+      const uint32_t w = (uint32_t)load_le<B>(q + i / 8 * B);
+      const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+      __m256 v = _mm256_permutevar8x32_ps(lo, idx);
+      if constexpr (B == 4)
+        v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(hi, idx), _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+      _mm256_storeu_ps(dst + i, _mm256_mul_ps(v, av));
+    }
+  }
+  const float a = turbo_row_scale(src);
+  for (; i < n; i++) dst[i] = cb.c[turbo_index<B>(q, i)] * a;
+}
+
 }  // namespace
 
 const Kernels kAvx2Kernels = {
@@ -914,8 +972,18 @@ const Kernels kAvx2Kernels = {
     .kv_encode_f32 = kv_encode_f32_row,
     .kv_encode_bf16 = kv_encode_bf16_row,
     .kv_encode_fp8 = kv_encode_fp8,
+    .kv_encode_nvfp4 = kv_encode_nvfp4_row,
+    .kv_encode_turbo2 = kv_encode_turbo_row<2>,
+    .kv_encode_turbo3 = kv_encode_turbo_row<3>,
+    .kv_encode_turbo4 = kv_encode_turbo_row<4>,
+    .kv_encode_turbo8 = kv_encode_turbo_row<8>,
     .kv_decode_bf16 = kv_decode_bf16,
     .kv_decode_fp8 = kv_decode_fp8,
+    .kv_decode_nvfp4 = kv_decode_nvfp4,
+    .kv_decode_turbo2 = kv_decode_turbo<2>,
+    .kv_decode_turbo3 = kv_decode_turbo<3>,
+    .kv_decode_turbo4 = kv_decode_turbo<4>,
+    .kv_decode_turbo8 = kv_decode_turbo<8>,
 };
 
 }  // namespace svc

@@ -13,6 +13,7 @@
 
 #include "kernels.h"
 #include "kv_codec.h"
+#include "kv_turbo.h"
 #include "packed.h"
 #include "quant.h"
 
@@ -1086,6 +1087,71 @@ SVC_AVX512 void kv_encode_fp8(const float* src, uint8_t* dst, int n, double scal
   }
 }
 
+// NVFP4, one 16-value group per step: its 8 nibble bytes spread over the lanes by a variable shift
+// (low dword to lanes 0-7, high to 8-15), then one vpermps into the 16 signed E2M1 values.
+// The group multipliers (E4M3 scale x layer scale) are decoded 16 at a time, as fp8 rows are.
+SVC_AVX512 void kv_decode_nvfp4(const uint8_t* src, float* dst, int n, double scale) {
+  const uint8_t* scales = src + (n + 1) / 2;
+  const __m512 tab = _mm512_loadu_ps(kE2m1);
+  const __m512i shifts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  const int groups = (n + kNvfp4Group - 1) / kNvfp4Group;
+  alignas(64) float ds[16];
+  for (int g = 0, lo = 0; lo < n; g++, lo += kNvfp4Group) {
+    if (g % 16 == 0) kv_decode_fp8(scales + g, ds, groups - g < 16 ? groups - g : 16, scale);
+    const int cnt = n - lo < kNvfp4Group ? n - lo : kNvfp4Group;
+    uint64_t w;
+    if (cnt == kNvfp4Group) std::memcpy(&w, src + lo / 2, 8);
+    else w = load_le_bytes(src + lo / 2, (cnt + 1) / 2);
+    const __m512i v = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)(uint32_t)w), 0xff00, (int)(uint32_t)(w >> 32));
+    const __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(v, shifts), _mm512_set1_epi32(15));
+    _mm512_mask_storeu_ps(dst + lo, tail16(cnt), _mm512_mul_ps(_mm512_permutexvar_ps(idx, tab), _mm512_set1_ps(ds[g % 16])));
+  }
+}
+
+// Turbo rows into the rotated domain (centroid x row scale), 16 indices (2B bytes) per step: spread
+// over the lanes by a variable shift, then one vpermps into the (<= 16) centroids. turbo8 looks its
+// 256 centroids up as eight 32-entry vpermt2ps tables chosen by the index's bits 5-7 (about twice
+// as fast as a gather).
+template <int B>
+SVC_AVX512 void kv_decode_turbo(const uint8_t* src, float* dst, int n, double) {
+  const TurboCodebook<B>& cb = turbo_book<B>();
+  const __m512 av = _mm512_set1_ps(turbo_row_scale(src));
+  const uint8_t* q = src + 2;
+  if constexpr (B == 8) {
+    __m512 t[16];
+    for (int j = 0; j < 16; j++) t[j] = _mm512_loadu_ps(cb.c + 16 * j);
+    const __m512i b5 = _mm512_set1_epi32(32), b6 = _mm512_set1_epi32(64), b7 = _mm512_set1_epi32(128);
+    for (int i = 0; i < n; i += 16) {
+      const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+      const __m512i idx = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, q + i));
+      const __mmask16 m5 = _mm512_test_epi32_mask(idx, b5), m6 = _mm512_test_epi32_mask(idx, b6),
+                      m7 = _mm512_test_epi32_mask(idx, b7);
+      const __m512 a0 = _mm512_mask_blend_ps(m5, _mm512_permutex2var_ps(t[0], idx, t[1]), _mm512_permutex2var_ps(t[2], idx, t[3]));
+      const __m512 a1 = _mm512_mask_blend_ps(m5, _mm512_permutex2var_ps(t[4], idx, t[5]), _mm512_permutex2var_ps(t[6], idx, t[7]));
+      const __m512 a2 = _mm512_mask_blend_ps(m5, _mm512_permutex2var_ps(t[8], idx, t[9]), _mm512_permutex2var_ps(t[10], idx, t[11]));
+      const __m512 a3 = _mm512_mask_blend_ps(m5, _mm512_permutex2var_ps(t[12], idx, t[13]), _mm512_permutex2var_ps(t[14], idx, t[15]));
+      const __m512 v = _mm512_mask_blend_ps(m7, _mm512_mask_blend_ps(m6, a0, a1), _mm512_mask_blend_ps(m6, a2, a3));
+      _mm512_mask_storeu_ps(dst + i, m, _mm512_mul_ps(v, av));
+    }
+  } else {
+    const __m512 tab = _mm512_loadu_ps(cb.c);
+    constexpr int kHalf = B == 2 ? 0 : 8;  // lanes 8-15 start at bit 8B of the group (turbo2: one dword)
+    const __m512i shifts = _mm512_setr_epi32(0, B, 2 * B, 3 * B, 4 * B, 5 * B, 6 * B, 7 * B, (8 - kHalf) * B, (9 - kHalf) * B,
+                                             (10 - kHalf) * B, (11 - kHalf) * B, (12 - kHalf) * B, (13 - kHalf) * B,
+                                             (14 - kHalf) * B, (15 - kHalf) * B);
+    const __m512i mask = _mm512_set1_epi32((1 << B) - 1);
+    for (int i = 0; i < n; i += 16) {
+      const int cnt = n - i < 16 ? n - i : 16;
+      const uint8_t* p = q + i / 8 * B;
+      const uint64_t w = cnt == 16 ? load_le<2 * B>(p) : load_le_bytes(p, (cnt * B + 7) / 8);
+      __m512i v = _mm512_set1_epi32((int)(uint32_t)w);
+      if constexpr (B != 2) v = _mm512_mask_set1_epi32(v, 0xff00, (int)(uint32_t)(w >> (8 * B)));
+      const __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(v, shifts), mask);
+      _mm512_mask_storeu_ps(dst + i, tail16(cnt), _mm512_mul_ps(_mm512_permutexvar_ps(idx, tab), av));
+    }
+  }
+}
+
 // The AVX-512 table, with the packed Q8_0 / Q4_0 slots given (the AMX path swaps only those).
 constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPackedFn q4_0x16) {
   return Kernels{
@@ -1129,8 +1195,18 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .kv_encode_f32 = kv_encode_f32_row,
       .kv_encode_bf16 = kv_encode_bf16_row,
       .kv_encode_fp8 = kv_encode_fp8,
+      .kv_encode_nvfp4 = kv_encode_nvfp4_row,
+      .kv_encode_turbo2 = kv_encode_turbo_row<2>,
+      .kv_encode_turbo3 = kv_encode_turbo_row<3>,
+      .kv_encode_turbo4 = kv_encode_turbo_row<4>,
+      .kv_encode_turbo8 = kv_encode_turbo_row<8>,
       .kv_decode_bf16 = kv_decode_bf16,
       .kv_decode_fp8 = kv_decode_fp8,
+      .kv_decode_nvfp4 = kv_decode_nvfp4,
+      .kv_decode_turbo2 = kv_decode_turbo<2>,
+      .kv_decode_turbo3 = kv_decode_turbo<3>,
+      .kv_decode_turbo4 = kv_decode_turbo<4>,
+      .kv_decode_turbo8 = kv_decode_turbo<8>,
   };
 }
 

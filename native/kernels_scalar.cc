@@ -242,8 +242,18 @@ const Kernels kScalarKernels = {
     .kv_encode_f32 = kv_encode_f32_row,
     .kv_encode_bf16 = kv_encode_bf16_row,
     .kv_encode_fp8 = kv_encode_fp8,
+    .kv_encode_nvfp4 = kv_encode_nvfp4_row,
+    .kv_encode_turbo2 = kv_encode_turbo_row<2>,
+    .kv_encode_turbo3 = kv_encode_turbo_row<3>,
+    .kv_encode_turbo4 = kv_encode_turbo_row<4>,
+    .kv_encode_turbo8 = kv_encode_turbo_row<8>,
     .kv_decode_bf16 = kv_decode_bf16,
     .kv_decode_fp8 = kv_decode_fp8,
+    .kv_decode_nvfp4 = kv_decode_nvfp4_row,
+    .kv_decode_turbo2 = kv_decode_turbo_row<2>,
+    .kv_decode_turbo3 = kv_decode_turbo_row<3>,
+    .kv_decode_turbo4 = kv_decode_turbo_row<4>,
+    .kv_decode_turbo8 = kv_decode_turbo_row<8>,
 };
 
 }  // namespace svc

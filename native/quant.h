@@ -21,8 +21,13 @@ enum DType : int {
   kDTypeCount = 27,
 };
 
-// KV cache dtypes (`code` in KV_DTYPES, src/kernels/dtypes.ts).
-enum KvDType : int { kKvF32 = 0, kKvBF16 = 1, kKvFP8 = 2, kKvDTypeCount = 3 };
+// KV cache dtypes (`code` in KV_DTYPES, src/kernels/dtypes.ts). From kKvNVFP4 on they are block
+// formats coded per head vector, whose rows cost far more to encode (store_kv parallelizes sooner).
+enum KvDType : int {
+  kKvF32 = 0, kKvBF16 = 1, kKvFP8 = 2, kKvNVFP4 = 3,
+  kKvTurbo2 = 4, kKvTurbo3 = 5, kKvTurbo4 = 6, kKvTurbo8 = 7,
+  kKvDTypeCount = 8,
+};
 
 constexpr int QK8_0 = 32;
 constexpr int QK4_0 = 32;

@@ -70,8 +70,9 @@ Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// dtypeTraits() -> { weights: [{ name, blockElements, blockBytes, packed }], kv: [{ name, elementBytes, scaled }] },
-// each at its code: the C++ traits rows, for the test that src/kernels/dtypes.ts agrees with them.
+// dtypeTraits() -> { weights: [{ name, blockElements, blockBytes, packed }],
+// kv: [{ name, rowBytes (per head dim 0..512), align, scaled, rotated }] }, each at its code: the C++
+// traits rows, for the test that src/kernels/dtypes.ts agrees with them.
 Napi::Value DTypeTraitsInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Array weights = Napi::Array::New(env, kDTypeCount);
@@ -89,8 +90,12 @@ Napi::Value DTypeTraitsInfo(const Napi::CallbackInfo& info) {
     const KvDTypeTraits& t = kv_dtype_traits(i);
     Napi::Object o = Napi::Object::New(env);
     o.Set("name", t.name);
-    o.Set("elementBytes", t.elem_bytes);
+    Napi::Array rows = Napi::Array::New(env, 513);
+    for (int hd = 0; hd <= 512; hd++) rows.Set((uint32_t)hd, (double)t.row_bytes(hd));
+    o.Set("rowBytes", rows);
+    o.Set("align", t.align);
     o.Set("scaled", t.scaled);
+    o.Set("rotated", t.rotated);
     kv.Set((uint32_t)i, o);
   }
   Napi::Object o = Napi::Object::New(env);

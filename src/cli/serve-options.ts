@@ -28,6 +28,8 @@ export function toServeOptions(c: Config): ServeOptions {
     engine: {
       fastLoad: c.fastLoad,
       kvCacheDtype: builtKvDtype(c.kvCacheDtype),
+      kvHighPrecisionLayers: c.kvHighPrecisionLayers,
+      fp8KvCalibrationTokens: c.fp8KvCalibrationTokens,
       maxSeqLen: c.maxSeqLen,
       maxBatchSize: c.maxBatchSize,
       maxPrefillTokens: c.maxPrefillTokens,
@@ -35,6 +37,7 @@ export function toServeOptions(c: Config): ServeOptions {
       gpuMemoryUtilization: c.gpuMemoryUtilization,
       oomGuardMb: c.oomGuardMb,
       enablePrefixCaching: c.enablePrefixCaching,
+      swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
     },
     runtime: {
       toolCallParser: c.toolCallParser,

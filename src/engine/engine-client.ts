@@ -1,5 +1,6 @@
 // The main thread's face of the engine: starts the worker, admits or refuses jobs, forwards them
 // and turns the worker's per-step updates into each job's event stream. No model math here.
+import { rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { LoadProgress } from '../model/types.js';
@@ -116,12 +117,22 @@ class EngineClient implements RunningEngine {
       prefixQueriedTokens: 0,
       prefixHitTokens: 0,
       preemptions: 0,
+      swapOuts: 0,
+      swapIns: 0,
     };
     worker.on('message', (msg: FromWorker) => {
       if (msg.type === 'updates') this.apply(msg.updates, msg.stats);
     });
     worker.on('error', (err) => this.fail(`engine worker crashed: ${err.message}`));
-    worker.on('exit', (code) => this.fail(`engine worker exited (exit code ${code})`));
+    worker.on('exit', (code) => {
+      this.fail(`engine worker exited (exit code ${code})`);
+      this.removeSwap();
+    });
+  }
+
+  /** A terminated worker runs no exit hooks: its swap files are removed from here. */
+  private removeSwap(): void {
+    if (this.info.swapDirectory !== null) rmSync(this.info.swapDirectory, { recursive: true, force: true });
   }
 
   submit(req: GenerationRequest): GenerationHandle {
@@ -164,6 +175,7 @@ class EngineClient implements RunningEngine {
   async shutdown(): Promise<void> {
     this.fail('the engine was shut down', 'cancelled');
     await this.worker.terminate();
+    this.removeSwap();
   }
 
   private cancel(id: number): void {

@@ -1,5 +1,5 @@
 // Paged KV cache storage: one KvLayer per model layer, each with its own K and V dtypes (a plan),
-// sized from the KV dtype traits (src/kernels/dtypes.ts); storeKv and attention code the elements.
+// sized from the KV dtype traits (src/kernels/dtypes.ts); storeKv and attention code the rows.
 import type { ModelConfig } from '../model/types.js';
 import type { KvLayer } from '../kernels/ops.js';
 import { KV_DTYPES, type KvDType } from '../kernels/dtypes.js';
@@ -25,21 +25,21 @@ export function kvLayerDTypes(plan: KvDTypePlan, numLayers: number): readonly Kv
 
 /** Bytes of KV cache one token occupies across all layers (k and v). */
 export function kvBytesPerToken(config: ModelConfig, plan: KvDTypePlan): number {
-  const width = config.numKvHeads * config.headDim;
   let bytes = 0;
-  for (const { k, v } of kvLayerDTypes(plan, config.numLayers)) bytes += width * (KV_DTYPES[k].elementBytes + KV_DTYPES[v].elementBytes);
+  for (const { k, v } of kvLayerDTypes(plan, config.numLayers))
+    bytes += config.numKvHeads * (KV_DTYPES[k].rowBytes(config.headDim) + KV_DTYPES[v].rowBytes(config.headDim));
   return bytes;
 }
 
 /**
- * One zeroed KvLayer per model layer, laid out [numBlocks][blockSize][numKvHeads][headDim], keys and
- * values in the plan's dtypes. Each k/v gets its own ArrayBuffer so typed views over it
- * (Float32Array, Uint16Array) are aligned.
+ * One zeroed KvLayer per model layer, laid out [numBlocks][blockSize][numKvHeads] rows of
+ * rowBytes(headDim) bytes, keys and values in the plan's dtypes. Each k/v gets its own ArrayBuffer so
+ * typed views over it (Float32Array, Uint16Array) are aligned.
  */
 export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSize: number, plan: KvDTypePlan): KvLayer[] {
   if (!Number.isInteger(numBlocks) || numBlocks <= 0) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
   if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
-  const elements = numBlocks * blockSize * config.numKvHeads * config.headDim;
+  const rows = numBlocks * blockSize * config.numKvHeads;
   return kvLayerDTypes(plan, config.numLayers).map(({ k, v }) => ({
     kDtype: k,
     vDtype: v,
@@ -47,8 +47,8 @@ export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSiz
     blockSize,
     numKvHeads: config.numKvHeads,
     headDim: config.headDim,
-    k: new Uint8Array(elements * KV_DTYPES[k].elementBytes),
-    v: new Uint8Array(elements * KV_DTYPES[v].elementBytes),
+    k: new Uint8Array(rows * KV_DTYPES[k].rowBytes(config.headDim)),
+    v: new Uint8Array(rows * KV_DTYPES[v].rowBytes(config.headDim)),
     kScale: 1,
     vScale: 1,
   }));

@@ -1,13 +1,16 @@
 // What crosses the port between the main thread (engine-client.ts) and the engine worker
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
-import type { KvDType } from '../kernels/ops.js';
+import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
 export interface WorkerStats extends EngineStats {
-  /** Sequences sent back to waiting (blocks freed, to be recomputed) since start. */
+  /** Sequences sent back to waiting (blocks freed, to be recomputed or read back from swap) since start. */
   preemptions: number;
+  /** Of those, the ones written to the swap space; and sequences read back from it. */
+  swapOuts: number;
+  swapIns: number;
 }
 
 /** How to start an engine. Passed to the worker as its workerData. */
@@ -16,7 +19,12 @@ export interface EngineOptions {
   modelPath: string;
   /** GGUF: pack from the mapped file releasing each tensor's pages (true), or plain mmap (false). */
   fastLoad: boolean;
-  kvCacheDtype: KvDType;
+  /** --kv-cache-dtype: a storage dtype or an asymmetric K/V pair. */
+  kvCacheDtype: KvCacheDtypeName;
+  /** --kv-high-precision-layers: layers at each end kept in bf16; 0 (default) = the dtype's automatic value. */
+  kvHighPrecisionLayers?: HighPrecisionLayers;
+  /** --fp8-kv-calibration-tokens: fp8 layer scales from the max |K|, |V| of the first N tokens; 0 (default) = scale 1. */
+  fp8KvCalibrationTokens?: number;
   /** Context length (prompt + completion); undefined = the model's own (max_position_embeddings). */
   maxSeqLen?: number;
   /** Most sequences holding KV and stepping together. */
@@ -31,6 +39,10 @@ export interface EngineOptions {
   blockSize: number;
   /** Keep full KV blocks in a radix prefix cache shared by later sequences (--enable-prefix-caching). */
   enablePrefixCaching: boolean;
+  /** Disk swap for preempted sequences' KV, in bytes (--swap-space-gb); 0 = recompute only. */
+  swapSpaceBytes: number;
+  /** Parent directory of the swap space; default /tmp/svc-swap. */
+  swapRoot?: string;
   /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
   memoryBytes?: number;
 }
@@ -44,13 +56,19 @@ export interface EngineInfo {
   ops: string;
   weightBytes: number;
   memoryBytes: number;
-  kvCacheDtype: KvDType;
+  kvCacheDtype: KvCacheDtypeName;
+  /** The plan in words: the dtype and the layers promoted to bf16. */
+  kvPlan: string;
+  /** KV bytes one token takes over every layer, K and V: what the pool size follows from. */
+  kvBytesPerToken: number;
   blockSize: number;
   kvBlocks: number;
   kvPoolTokens: number;
   kvPoolBytes: number;
   /** Whether the pool size came from the memory budget or the max-seq-len × max-num-seqs cap. */
   kvPoolLimitedBy: 'memory' | 'max-seqs';
+  /** The swap space's private directory (removed at shutdown); null without swap. */
+  swapDirectory: string | null;
   loadMs: number;
 }
 

@@ -18,9 +18,12 @@
 // new arrival would wait a whole chunk for its first token and the decodes beside it would crawl
 // at one token per chunk. The long prefill pays a few more, smaller steps only while others run.
 // When a running sequence needs a block and none is free, the newest running sequence is
-// preempted: its blocks go back to the pool and it waits at the head of the queue to be
-// recomputed (prompt + tokens generated so far). The memory budget guarantees the pool holds at
-// least one max-length sequence, so the oldest running sequence can always finish.
+// preempted: its KV is written to the swap space (--swap-space-gb) when there is room there, its
+// blocks go back to the pool, and it waits at the head of the queue — to be read back into fresh
+// blocks when room returns, or, without swap room (or when the disk fails), to be recomputed
+// (prompt + tokens generated so far). The memory budget guarantees the pool holds at least one
+// max-length sequence, so the oldest running sequence can always finish: no request is dropped
+// for lack of KV.
 //
 // With prefix caching, a sequence starts from the longest whole-block prefix of its tokens found
 // in the cache (at least its last token is always run, for its logits: a prompt found whole gets a
@@ -35,6 +38,7 @@
 // Tokens a sequence took beyond the first are not in the KV cache yet: the next step runs them
 // through the model as one chunk (drawing on the prefill budget, like a recompute).
 import type { BlockManager } from './block-manager.js';
+import type { KvSwapSpace } from './kv-swap.js';
 import { acceptToken } from './logits/processor.js';
 import type { EngineFinishReason } from './types.js';
 import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
@@ -79,10 +83,15 @@ export class Scheduler {
   /** Prompt tokens looked up in the prefix cache and found there, over first admissions (for stats). */
   prefixQueriedTokens = 0;
   prefixHitTokens = 0;
+  /** Preemptions written to swap, and sequences read back from it (for stats and tests). */
+  numSwapOuts = 0;
+  numSwapIns = 0;
 
   constructor(
     private readonly config: SchedulerConfig,
     private readonly blocks: BlockManager,
+    /** Disk swap for preempted sequences; null = always recompute. */
+    private readonly swap: Pick<KvSwapSpace, 'canSwapOut' | 'swapOut' | 'swapIn' | 'discard'> | null = null,
   ) {}
 
   add(seq: Sequence): void {
@@ -137,6 +146,12 @@ export class Scheduler {
     while (!preempted && this.waiting.length > 0 && this.running.length < this.config.maxBatchSize && budget > 0) {
       const seq = this.waiting[0];
       promisedLater -= promise(seq);
+      if (seq.swapped) {
+        // Read it back only when its next chunk fits too: blocks holding swapped-in KV are never given up.
+        const next = Math.min(numUncached(seq), budget - promisedLater);
+        if (next <= 0 || !this.blocks.canGrow(seq.blockTable, seq.numCached + next)) break;
+        this.restore(seq);
+      }
       if (this.blocks.prefixCaching && !this.takeCachedPrefix(seq)) break;
       const length = Math.min(numUncached(seq), budget - promisedLater);
       const target = seq.numCached + length;
@@ -202,6 +217,8 @@ export class Scheduler {
     const at = queue.indexOf(seq);
     if (at >= 0) queue.splice(at, 1);
     this.blocks.release(seq.blockTable);
+    if (seq.swapped) this.swap!.discard(seq.swapped);
+    seq.swapped = null;
     seq.status = 'finished';
     seq.finishReason = reason;
   }
@@ -281,11 +298,35 @@ export class Scheduler {
     this.prefixHitTokens += seq.cachedPromptTokens;
   }
 
+  /** A swapped-out sequence's KV back into fresh blocks; on a read error it is recomputed instead. */
+  private restore(seq: Sequence): void {
+    const handle = seq.swapped!;
+    seq.swapped = null;
+    this.blocks.grow(seq.blockTable, seq.numCached);
+    try {
+      this.swap!.swapIn(handle, seq.blockTable);
+      this.numSwapIns++;
+    } catch {
+      this.blocks.release(seq.blockTable);
+      seq.numCached = 0;
+    }
+  }
+
   private preempt(seq: Sequence): void {
     const at = this.running.indexOf(seq);
     this.running.splice(at, 1);
+    // Its blocks cover exactly the tokens it has cached (blocks are grown in the step that fills them).
+    const used = seq.blockTable.slice(0, Math.ceil(seq.numCached / this.blocks.blockSize));
+    if (this.swap && used.length > 0 && this.swap.canSwapOut(used.length)) {
+      try {
+        seq.swapped = this.swap.swapOut(used);
+        this.numSwapOuts++;
+      } catch {
+        seq.swapped = null; // the disk failed: recompute
+      }
+    }
     this.blocks.release(seq.blockTable);
-    seq.numCached = 0;
+    if (!seq.swapped) seq.numCached = 0;
     seq.numRegistered = 0;
     seq.status = 'waiting';
     seq.numPreemptions++;

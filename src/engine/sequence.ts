@@ -3,6 +3,7 @@
 import type { EngineFinishReason, GenerationRequest, SamplingParams } from './types.js';
 import { createRng, type Rng } from './sampler.js';
 import type { LogitsProcessor } from './logits/index.js';
+import type { SwapHandle } from './kv-swap.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -19,6 +20,8 @@ export interface Sequence {
   numRegistered: number;
   /** Prompt tokens found in the prefix cache when it was first scheduled; null before that. */
   cachedPromptTokens: number | null;
+  /** While preempted to disk: where its KV for tokens [0, numCached) is (it holds no blocks then). */
+  swapped: SwapHandle | null;
   status: SequenceStatus;
   finishReason: EngineFinishReason | null;
   readonly maxTokens: number;
@@ -47,6 +50,7 @@ export function createSequence(id: number, req: GenerationRequest, submittedAt: 
     blockTable: [],
     numRegistered: 0,
     cachedPromptTokens: null,
+    swapped: null,
     status: 'waiting',
     finishReason: null,
     maxTokens: req.maxTokens,

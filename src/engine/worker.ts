@@ -8,9 +8,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { defaultOps } from '../kernels/index.js';
 import { loadCheckpoint } from '../model/loaders/index.js';
 import { createModel } from '../model/architectures/index.js';
-import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from './kv-cache.js';
+import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
+import { describeKvPlan, kvLayerPlan } from './kv-plan.js';
+import { withKvCalibration } from './kv-calibration.js';
 import { BlockManager } from './block-manager.js';
 import { copyKvBlock } from './kv-blocks.js';
+import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
@@ -219,6 +222,8 @@ class StepLoop {
       kvBlocksCached: this.blocks.cachedBlocks(),
       prefixQueriedTokens: this.scheduler.prefixQueriedTokens,
       prefixHitTokens: this.scheduler.prefixHitTokens,
+      swapOuts: this.scheduler.numSwapOuts,
+      swapIns: this.scheduler.numSwapIns,
     };
   }
 }
@@ -232,8 +237,9 @@ function start(options: EngineOptions): void {
     const weightBytes = checkpoint.residency?.totalBytes ?? bufferBytes(checkpoint.tensors.values());
     const config = checkpoint.config;
     const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
-    // Every layer stores keys and values in --kv-cache-dtype (a per-layer plan allows other choices).
-    const kvDtypes = kvLayerDTypes(options.kvCacheDtype, config.numLayers);
+    // Per layer, K and V dtypes: --kv-cache-dtype, with --kv-high-precision-layers promoted to bf16.
+    const kvDtypes = kvLayerPlan(options.kvCacheDtype, config.numLayers, options.kvHighPrecisionLayers ?? 0);
+    const bytesPerToken = kvBytesPerToken(config, kvDtypes);
     const memoryBytes = options.memoryBytes ?? totalmem();
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({
@@ -241,19 +247,25 @@ function start(options: EngineOptions): void {
       gpuMemoryUtilization: options.gpuMemoryUtilization,
       weightBytes,
       oomGuardMb: options.oomGuardMb,
-      kvBytesPerToken: kvBytesPerToken(config, kvDtypes),
+      kvBytesPerToken: bytesPerToken,
       blockSize: options.blockSize,
       maxSeqLen,
       maxNumSeqs: options.maxNumSeqs,
     });
-    const ops = defaultOps();
+    const calibration = options.fp8KvCalibrationTokens ?? 0;
+    const ops = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
       prefixCaching: options.enablePrefixCaching,
       copyBlock: (from, to) => copyKvBlock(kv, from, to),
     });
-    const scheduler = new Scheduler({ maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens }, blocks);
+    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: kv });
+    const scheduler = new Scheduler(
+      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens },
+      blocks,
+      swap.capacityBytes > 0 ? swap : null,
+    );
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
     info = {
       config,
@@ -262,11 +274,14 @@ function start(options: EngineOptions): void {
       weightBytes,
       memoryBytes,
       kvCacheDtype: options.kvCacheDtype,
+      kvPlan: describeKvPlan(options.kvCacheDtype, kvDtypes),
+      kvBytesPerToken: bytesPerToken,
       blockSize: options.blockSize,
       kvBlocks: plan.numBlocks,
       kvPoolTokens: plan.poolTokens,
       kvPoolBytes: plan.poolBytes,
       kvPoolLimitedBy: plan.limitedBy,
+      swapDirectory: swap.directory,
       loadMs: Math.round(performance.now() - t0),
     };
   } catch (err) {

@@ -46,13 +46,17 @@ import {
 import {
   decodeBf16,
   decodeF32,
-  decodeFp8Elements,
+  decodeFp8Row,
+  decodeNvfp4,
   encodeBf16,
   encodeF32,
-  encodeFp8Elements,
+  encodeFp8Row,
+  encodeNvfp4,
+  nvfp4RowBytes,
   type KvDecoder,
   type KvEncoder,
 } from './kv-codec.js';
+import { turboDecoder, turboEncoder, turboRowBytes, type TurboBits } from './kv-turbo.js';
 
 // ---- weights ----
 
@@ -277,51 +281,85 @@ export function dequantize(dtype: DType, data: Uint8Array, rows: number, cols: n
 
 // ---- KV cache ----
 
-/** Storage types of the paged KV cache. fp8 is OCP E4M3 with a per-layer scale. */
-export type KvDType = 'f32' | 'bf16' | 'fp8';
+/**
+ * Storage types of the paged KV cache: per element f32, bf16, fp8 (OCP E4M3 with a per-layer
+ * scale); per head vector nvfp4 (E2M1 with E4M3 scales per 16 and the layer scale) and turbo2-8
+ * (rotated, Lloyd–Max indices of 2, 3, 4 or 8 bits and one scale; kv-turbo.ts).
+ */
+export type KvDType = 'f32' | 'bf16' | 'fp8' | 'nvfp4' | 'turbo2' | 'turbo3' | 'turbo4' | 'turbo8';
 
 export interface KvDTypeTraits {
   /** The addon's code for it (enum KvDType in native/quant.h; its row's index in native/dtypes.cc). */
   readonly code: number;
-  readonly elementBytes: number;
+  /** Bytes of one head vector of headDim values: the cache is [blocks][blockSize][kvHeads][rowBytes]. */
+  readonly rowBytes: (headDim: number) => number;
+  /** A side's storage must start at a multiple of this (rows are read in place as f32 / 16-bit words). */
+  readonly align: number;
   /** Stored values are divided by the layer's kScale / vScale, which must then be > 0; others ignore the scale. */
   readonly scaled: boolean;
-  /** Reference codec (kv-codec.ts). */
+  /**
+   * Rows hold R·x (kv-turbo.ts): native attention rotates the queries (K) or un-rotates the outputs
+   * (V) instead of decoding every row back; the reference decoder below gives x.
+   */
+  readonly rotated: boolean;
+  /** Reference codec of one row (kv-codec.ts, kv-turbo.ts). */
   readonly encode: KvEncoder;
   readonly decode: KvDecoder;
 }
 
+function turbo(code: number, bits: TurboBits): KvDTypeTraits {
+  return {
+    code,
+    rowBytes: (headDim) => turboRowBytes(bits, headDim),
+    align: 1,
+    scaled: false,
+    rotated: true,
+    encode: turboEncoder(bits),
+    decode: turboDecoder(bits),
+  };
+}
+
 export const KV_DTYPES: { readonly [D in KvDType]: KvDTypeTraits } = {
-  f32: { code: 0, elementBytes: 4, scaled: false, encode: encodeF32, decode: decodeF32 },
-  bf16: { code: 1, elementBytes: 2, scaled: false, encode: encodeBf16, decode: decodeBf16 },
-  fp8: { code: 2, elementBytes: 1, scaled: true, encode: encodeFp8Elements, decode: decodeFp8Elements },
+  f32: { code: 0, rowBytes: (hd) => 4 * hd, align: 4, scaled: false, rotated: false, encode: encodeF32, decode: decodeF32 },
+  bf16: { code: 1, rowBytes: (hd) => 2 * hd, align: 2, scaled: false, rotated: false, encode: encodeBf16, decode: decodeBf16 },
+  fp8: { code: 2, rowBytes: (hd) => hd, align: 1, scaled: true, rotated: false, encode: encodeFp8Row, decode: decodeFp8Row },
+  nvfp4: { code: 3, rowBytes: nvfp4RowBytes, align: 1, scaled: true, rotated: false, encode: encodeNvfp4, decode: decodeNvfp4 },
+  turbo2: turbo(4, 2),
+  turbo3: turbo(5, 3),
+  turbo4: turbo(6, 4),
+  turbo8: turbo(7, 8),
 };
 
 /** Every KV dtype, in code order. */
 export const ALL_KV_DTYPES = Object.keys(KV_DTYPES) as KvDType[];
 
-/** Encode `count` values from src[srcOffset…] into storage elements [dstElem, dstElem+count) of dst. */
-export function encodeKvElements(
+/** Bytes of one head vector of `headDim` values in `dtype`. */
+export function kvRowBytes(dtype: KvDType, headDim: number): number {
+  return KV_DTYPES[dtype].rowBytes(headDim);
+}
+
+/** Encode the head vector src[srcOffset .. srcOffset+headDim) into the row at dst[dstByte ..]. */
+export function encodeKvRow(
   dtype: KvDType,
   scale: number,
   src: Float32Array,
   srcOffset: number,
+  headDim: number,
   dst: Uint8Array,
-  dstElem: number,
-  count: number,
+  dstByte: number,
 ): void {
-  KV_DTYPES[dtype].encode(scale, src, srcOffset, dst, dstElem, count);
+  KV_DTYPES[dtype].encode(scale, src, srcOffset, headDim, dst, dstByte);
 }
 
-/** Decode storage elements [srcElem, srcElem+count) of src into out[outOffset…]. */
-export function decodeKvElements(
+/** Decode the row at src[srcByte ..] into out[outOffset .. outOffset+headDim) (un-rotated). */
+export function decodeKvRow(
   dtype: KvDType,
   scale: number,
   src: Uint8Array,
-  srcElem: number,
-  count: number,
+  srcByte: number,
+  headDim: number,
   out: Float32Array,
   outOffset: number,
 ): void {
-  KV_DTYPES[dtype].decode(scale, src, srcElem, count, out, outOffset);
+  KV_DTYPES[dtype].decode(scale, src, srcByte, headDim, out, outOffset);
 }

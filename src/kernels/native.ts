@@ -90,7 +90,8 @@ export interface NativeAddon {
 
 export interface NativeDTypeTraits {
   weights: { name: string; blockElements: number; blockBytes: number; packed: number }[];
-  kv: { name: string; elementBytes: number; scaled: boolean }[];
+  /** rowBytes[hd]: bytes of one head vector of hd values, for hd in [0, KV_ROW_BYTES_HEAD_DIMS). */
+  kv: { name: string; rowBytes: number[]; align: number; scaled: boolean; rotated: boolean }[];
 }
 
 // Packed layouts (native/packed.h): Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / K-quant rows regrouped 16 at a time for the int8
@@ -219,9 +220,9 @@ function checkLayer(op: string, layer: KvLayer): void {
   checkCount(op, 'layer.blockSize', layer.blockSize, 1);
   checkCount(op, 'layer.numKvHeads', layer.numKvHeads, 1);
   checkCount(op, 'layer.headDim', layer.headDim, 1);
-  const elements = layer.numBlocks * layer.blockSize * layer.numKvHeads * layer.headDim;
-  checkSide(op, 'k', kvTraits(op, 'k', layer.kDtype), layer.kDtype, layer.k, layer.kScale, elements);
-  checkSide(op, 'v', kvTraits(op, 'v', layer.vDtype), layer.vDtype, layer.v, layer.vScale, elements);
+  const rows = layer.numBlocks * layer.blockSize * layer.numKvHeads;
+  checkSide(op, 'k', kvTraits(op, 'k', layer.kDtype), layer.kDtype, layer.k, layer.kScale, rows, layer.headDim);
+  checkSide(op, 'v', kvTraits(op, 'v', layer.vDtype), layer.vDtype, layer.v, layer.vScale, rows, layer.headDim);
 }
 
 function checkSide(
@@ -231,13 +232,14 @@ function checkSide(
   dtype: string,
   arr: Uint8Array,
   scale: number,
-  elements: number,
+  rows: number,
+  headDim: number,
 ): void {
   const name = `layer.${side}`;
   checkKind(op, name, arr, Uint8Array);
-  const bytes = elements * traits.elementBytes;
+  const bytes = rows * traits.rowBytes(headDim);
   if (arr.byteLength < bytes) fail(op, `${name} has ${arr.byteLength} bytes, the layer needs ${bytes}`);
-  if (arr.byteOffset % traits.elementBytes !== 0) fail(op, `${name} must be aligned to its ${dtype} elements`);
+  if (arr.byteOffset % traits.align !== 0) fail(op, `${name} must be aligned to ${traits.align} bytes for ${dtype}`);
   if (traits.scaled && !(scale > 0)) fail(op, `${dtype} ${side}Scale must be positive`);
 }
 

@@ -14,10 +14,11 @@ export interface WeightMatrix {
 }
 
 /**
- * One layer's paged KV storage. Layout of `k` and `v`:
- * [numBlocks][blockSize][numKvHeads][headDim] elements, of `kDtype` and `vDtype` respectively
- * (independent: keys and values may be stored at different precisions, and layers may differ).
- * A token's slot is block * blockSize + offsetInBlock.
+ * One layer's paged KV storage. Layout of `k` and `v`: [numBlocks][blockSize][numKvHeads] rows,
+ * each one head vector of headDim values coded in `kDtype` / `vDtype` respectively, in that
+ * dtype's rowBytes(headDim) bytes (KV_DTYPES; independent: keys and values may be stored at
+ * different precisions, and layers may differ). A token's slot is block * blockSize + offsetInBlock;
+ * a block is byteLength / numBlocks bytes.
  */
 export interface KvLayer {
   kDtype: KvDType;
@@ -28,7 +29,7 @@ export interface KvLayer {
   headDim: number;
   k: Uint8Array;
   v: Uint8Array;
-  /** For a scaled dtype (fp8) of k / v: stored = value / scale. 1 unless calibrated. */
+  /** For a scaled dtype (fp8, nvfp4) of k / v: stored = value / scale. 1 unless calibrated. */
   kScale: number;
   vScale: number;
 }

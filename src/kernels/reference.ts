@@ -98,29 +98,38 @@ function add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): 
   for (let i = 0; i < len; i++) out[i] = a[i] + b[i];
 }
 
-// K and V are coded each with its own dtype's codec (KV_DTYPES) and scale.
+// K and V are coded each with its own dtype's codec (KV_DTYPES) and scale, one head vector (row) at a time.
 function storeKv(layer: KvLayer, k: Float32Array, v: Float32Array, n: number, slots: Int32Array): void {
-  const width = layer.numKvHeads * layer.headDim;
+  const { numKvHeads, headDim } = layer;
+  const kTraits = KV_DTYPES[layer.kDtype],
+    vTraits = KV_DTYPES[layer.vDtype];
+  const kRow = kTraits.rowBytes(headDim),
+    vRow = vTraits.rowBytes(headDim);
   const totalSlots = layer.numBlocks * layer.blockSize;
   for (let i = 0; i < n; i++) {
     const slot = slots[i];
     if (slot < 0 || slot >= totalSlots) throw new RangeError(`KV slot ${slot} outside the cache (${totalSlots} slots)`);
-    KV_DTYPES[layer.kDtype].encode(layer.kScale, k, i * width, layer.k, slot * width, width);
-    KV_DTYPES[layer.vDtype].encode(layer.vScale, v, i * width, layer.v, slot * width, width);
+    for (let h = 0; h < numKvHeads; h++) {
+      const src = (i * numKvHeads + h) * headDim;
+      const row = slot * numKvHeads + h;
+      kTraits.encode(layer.kScale, k, src, headDim, layer.k, row * kRow);
+      vTraits.encode(layer.vScale, v, src, headDim, layer.v, row * vRow);
+    }
   }
 }
 
 /** Decode one sequence's first kvLen tokens of k and v for one KV head into [kvLen, headDim] buffers. */
 function gatherHead(layer: KvLayer, seq: AttentionSeq, kvHead: number, keys: Float32Array, values: Float32Array): void {
   const { blockSize, numKvHeads, headDim } = layer;
-  const decodeK = KV_DTYPES[layer.kDtype].decode;
-  const decodeV = KV_DTYPES[layer.vDtype].decode;
+  const kTraits = KV_DTYPES[layer.kDtype],
+    vTraits = KV_DTYPES[layer.vDtype];
+  const kRow = kTraits.rowBytes(headDim),
+    vRow = vTraits.rowBytes(headDim);
   for (let t = 0; t < seq.kvLen; t++) {
     const block = seq.blockTable[Math.floor(t / blockSize)];
-    const slot = block * blockSize + (t % blockSize);
-    const elem = (slot * numKvHeads + kvHead) * headDim;
-    decodeK(layer.kScale, layer.k, elem, headDim, keys, t * headDim);
-    decodeV(layer.vScale, layer.v, elem, headDim, values, t * headDim);
+    const row = (block * blockSize + (t % blockSize)) * numKvHeads + kvHead;
+    kTraits.decode(layer.kScale, layer.k, row * kRow, headDim, keys, t * headDim);
+    vTraits.decode(layer.vScale, layer.v, row * vRow, headDim, values, t * headDim);
   }
 }
 

@@ -153,7 +153,7 @@ export async function serve(options: ServeOptions): Promise<void> {
         `weights ${(info.weightBytes / 2 ** 20).toFixed(1)} MiB, loaded in ${info.loadMs} ms; kernels ${info.ops}`,
     );
     log.info(
-      `KV pool: ${info.kvPoolTokens} tokens (${info.kvBlocks} blocks of ${info.blockSize}, ${info.kvCacheDtype}, ` +
+      `KV pool: ${info.kvPoolTokens} tokens (${info.kvBlocks} blocks of ${info.blockSize}; ${info.kvPlan}: ${info.kvBytesPerToken} bytes per token; ` +
         `${(info.kvPoolBytes / 2 ** 20).toFixed(1)} MiB; limited by ${info.kvPoolLimitedBy === 'memory' ? 'the memory budget' : '--max-seq-len × --max-num-seqs'})`,
     );
     const ownContext = info.config.maxPositionEmbeddings;

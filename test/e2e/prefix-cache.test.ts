@@ -57,7 +57,12 @@ test('chat completions: the second turn reports the first turn’s prompt as cac
 test('completions: a longer prompt with the same beginning reuses its blocks', async () => {
   const base = `${SYSTEM}\n\nCustomer: Do you open on Sundays?\nClerk:`;
   const r1 = await server.client.completions.create({ model: 'm', prompt: base, max_tokens: 3, temperature: 0 });
-  const r2 = await server.client.completions.create({ model: 'm', prompt: `${base} No.\nCustomer: Why not?\nClerk:`, max_tokens: 3, temperature: 0 });
+  const r2 = await server.client.completions.create({
+    model: 'm',
+    prompt: `${base} No.\nCustomer: Why not?\nClerk:`,
+    max_tokens: 3,
+    temperature: 0,
+  });
   const details = (r2.usage as unknown as { prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details;
   assert.ok(details.cached_tokens >= Math.floor((r1.usage!.prompt_tokens - 1) / 16) * 16 - 16, JSON.stringify(r2.usage));
 });

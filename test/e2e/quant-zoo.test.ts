@@ -86,6 +86,7 @@ async function generate(file: string, prompts: string[], maxTokens: number): Pro
     oomGuardMb: 0,
     blockSize: 16,
     enablePrefixCaching: false,
+    swapSpaceBytes: 0,
   });
   try {
     return await Promise.all(

@@ -51,6 +51,7 @@ export async function startTinyServer(
     oomGuardMb: 0,
     blockSize: 16,
     enablePrefixCaching: false,
+    swapSpaceBytes: 0,
     ...engineOptions,
   });
   const lifecycle = new Lifecycle();

@@ -253,14 +253,14 @@ test('checkImplemented: unbuilt flags at non-default values refuse to start', ()
   assert.equal(checkImplemented(config('serve')), 'svc: not implemented yet: serve without a model (Library)');
   assert.equal(checkImplemented(config('serve', 'm', '--speculative')), 'svc: not implemented yet: --speculative');
   assert.equal(
-    checkImplemented(config('serve', 'm', '--num-drafts', '3', '--enable-prefix-caching')),
-    'svc: not implemented yet: --num-drafts 3, --enable-prefix-caching',
+    checkImplemented(config('serve', 'm', '--num-drafts', '3', '--self-speculative')),
+    'svc: not implemented yet: --num-drafts 3, --self-speculative',
   );
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'nvfp4')), 'svc: not implemented yet: --kv-cache-dtype nvfp4');
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'bf16')), undefined);
   // The default value of an unbuilt flag, spelled out, is fine.
-  assert.equal(checkImplemented(config('serve', 'm', '--swap-space-gb', '3', '--scheduling-policy', 'fifo')), undefined);
-  assert.match(checkImplemented(config('serve', 'm', '--swap-space-gb', '4')) ?? '', /--swap-space-gb 4/);
+  assert.equal(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '100', '--scheduling-policy', 'fifo')), undefined);
+  assert.match(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '50')) ?? '', /--tbt-deadline-ms 50/);
   assert.match(checkImplemented(config('serve', 'm', '--auto-swap')) ?? '', /--auto-swap$/);
   assert.equal(checkImplemented(config('serve', 'm', '--auto-swap', '--no-auto-swap')), undefined);
   assert.equal(

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
 import type { GenerationHandle, GenerationRequest, SamplingParams } from '../../src/engine/types.js';
-import type { KvDType } from '../../src/kernels/dtypes.js';
+import type { KvCacheDtypeName } from '../../src/engine/kv-plan.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 
 const IM_END = 151645;
@@ -55,7 +55,7 @@ const engines: RunningEngine[] = [];
 after(async () => {
   for (const e of engines) await e.shutdown();
 });
-async function start(kvCacheDtype: KvDType, enablePrefixCaching: boolean): Promise<RunningEngine> {
+async function start(kvCacheDtype: KvCacheDtypeName, enablePrefixCaching: boolean): Promise<RunningEngine> {
   const options: EngineOptions = {
     modelPath: TINY_CHAT,
     fastLoad: true,
@@ -69,6 +69,7 @@ async function start(kvCacheDtype: KvDType, enablePrefixCaching: boolean): Promi
     oomGuardMb: 256,
     blockSize: 16,
     enablePrefixCaching,
+    swapSpaceBytes: 0,
   };
   const engine = await startEngine(options);
   engines.push(engine);
@@ -89,7 +90,7 @@ async function runChats(engine: RunningEngine): Promise<{ ids: number[]; cached:
   return turns;
 }
 
-for (const dtype of ['fp8', 'bf16'] as KvDType[]) {
+for (const dtype of ['fp8', 'bf16'] as KvCacheDtypeName[]) {
   test(`greedy multi-turn chats are token-for-token the same with and without the prefix cache (${dtype} KV)`, async () => {
     const plain = await start(dtype, false);
     const cached = await start(dtype, true);

@@ -75,6 +75,7 @@ const BASE: EngineOptions = {
   oomGuardMb: 256,
   blockSize: 16,
   enablePrefixCaching: false,
+  swapSpaceBytes: 0,
 };
 
 const engines: RunningEngine[] = [];

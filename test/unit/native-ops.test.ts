@@ -11,7 +11,9 @@
 //     <= 1e-2 against the reference on the raw activations, and <= 1e-5 against the reference fed the
 //     same int8-rounded activations (which pins the integer kernels down exactly).
 //   embed: exact decode (1e-6 relative). rmsnorm, rope, siluMul: 1e-5. add: exact.
-//   storeKv: byte-identical cache contents. attention: 2e-5 (both read the same cache bytes).
+//   storeKv: byte-identical cache contents, every KV dtype (the shared encoders round each f32 step as
+//     the reference does). attention: 2e-5 (both read the same cache bytes; turbo K / V are taken in
+//     the rotated domain natively and un-rotated by the reference, which costs a few f32 roundings).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -144,7 +146,7 @@ function makeLayer(
   vScale = 1,
 ): KvLayer {
   const { k: kDtype, v: vDtype } = typeof dtype === 'string' ? { k: dtype, v: dtype } : dtype;
-  const elements = numBlocks * blockSize * numKvHeads * headDim;
+  const rows = numBlocks * blockSize * numKvHeads;
   return {
     kDtype,
     vDtype,
@@ -152,8 +154,8 @@ function makeLayer(
     blockSize,
     numKvHeads,
     headDim,
-    k: new Uint8Array(elements * KV_DTYPES[kDtype].elementBytes),
-    v: new Uint8Array(elements * KV_DTYPES[vDtype].elementBytes),
+    k: new Uint8Array(rows * KV_DTYPES[kDtype].rowBytes(headDim)),
+    v: new Uint8Array(rows * KV_DTYPES[vDtype].rowBytes(headDim)),
     kScale,
     vScale,
   };
@@ -220,10 +222,18 @@ describe('native kernels: runtime', () => {
     const rows = native.weights;
     assert.equal(rows.length, ALL_DTYPES.length + ALL_DTYPES.filter((d) => WEIGHT_DTYPES[d].packedCode !== null).length);
     assert.deepEqual(
-      native.kv.map((r) => [r.name, r.elementBytes, r.scaled]),
-      ALL_KV_DTYPES.map((d) => [d, KV_DTYPES[d].elementBytes, KV_DTYPES[d].scaled]),
+      native.kv.map((r) => [r.name, r.align, r.scaled, r.rotated]),
+      ALL_KV_DTYPES.map((d) => [d, KV_DTYPES[d].align, KV_DTYPES[d].scaled, KV_DTYPES[d].rotated]),
     );
-    ALL_KV_DTYPES.forEach((d, i) => assert.equal(KV_DTYPES[d].code, i, d));
+    ALL_KV_DTYPES.forEach((d, i) => {
+      assert.equal(KV_DTYPES[d].code, i, d);
+      assert.deepEqual(
+        native.kv[i].rowBytes,
+        native.kv[i].rowBytes.map((_, hd) => KV_DTYPES[d].rowBytes(hd)),
+        `${d} row bytes per head dim`,
+      );
+      assert.equal(native.kv[i].rowBytes.length, 513);
+    });
   });
   it('rejects a path the CPU lacks and unknown names', () => {
     assert.throws(() => setCpuPath('sse9' as CpuPath), TypeError);
@@ -609,23 +619,103 @@ for (const path of PATHS) {
       }
     });
 
-    it('storeKv writes the same bytes as the reference for every KV dtype', () => {
+    it('storeKv writes the same bytes as the reference for every KV dtype and head dim', () => {
       const rand = rng(8);
-      for (const dtype of ['f32', 'bf16', 'fp8'] as KvDType[]) {
-        const mk = () => makeLayer(dtype, 6, 4, 2, 24, 0.5, 2);
-        const ref = mk(),
-          nat = mk();
-        const n = 9,
-          width = 2 * 24;
-        const k = randomF32(rand, n * width, 300),
-          v = randomF32(rand, n * width, 1000);
-        // Specials: NaN, infinities, saturation, signed zero, fp8 subnormals and rounding ties.
-        k.set([NaN, Infinity, -Infinity, 500, -0, 1e-3, 2 ** -10, 3 * 2 ** -10, 1e-40, 17]);
-        const slots = Int32Array.from([0, 5, 23, 7, 8, 12, 13, 2, 19]);
-        referenceOps.storeKv(ref, k, v, n, slots);
-        nativeOps.storeKv(nat, k, v, n, slots);
-        assert.deepEqual(nat.k, ref.k, `${dtype} k bytes`);
-        assert.deepEqual(nat.v, ref.v, `${dtype} v bytes`);
+      for (const dtype of ALL_KV_DTYPES) {
+        for (const headDim of [8, 13, 24, 64, 96, 128]) {
+          const mk = () => makeLayer(dtype, 6, 4, 2, headDim, 0.5, 2);
+          const ref = mk(),
+            nat = mk();
+          const n = 9,
+            width = 2 * headDim;
+          const k = randomF32(rand, n * width, 300),
+            v = randomF32(rand, n * width, 1000);
+          // Specials: NaN, infinities, saturation, signed zero, fp8 subnormals and rounding ties; a
+          // zero head vector and an all-NaN one (rows 3 and 4, first head).
+          k.set([NaN, Infinity, -Infinity, 500, -0, 1e-3, 2 ** -10, 3 * 2 ** -10, 1e-40, 17]);
+          k.fill(0, 3 * width, 3 * width + headDim);
+          k.fill(NaN, 4 * width, 4 * width + headDim);
+          // E2M1 ties (group amax 6 → block scale 1: 0.25, 0.75, 2.5, 5 ...) and tiny groups.
+          v.set([6, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, -0.25, -5, 1e-30, 0, 0, 0, 0, 0], width);
+          // Structured head vectors, whose rotations hold exact zeros and repeated values (centroid
+          // thresholds hit exactly): one-hot, two equal entries, constant.
+          v.fill(0, 2 * width, 3 * width);
+          v[2 * width + 5] = 3;
+          v.fill(0, 5 * width, 6 * width);
+          v[5 * width + 1] = v[5 * width + 2] = -2;
+          v.fill(0.5, 6 * width, 7 * width);
+          const slots = Int32Array.from([0, 5, 23, 7, 8, 12, 13, 2, 19]);
+          referenceOps.storeKv(ref, k, v, n, slots);
+          nativeOps.storeKv(nat, k, v, n, slots);
+          assert.deepEqual(nat.k, ref.k, `${dtype} hd=${headDim} k bytes`);
+          assert.deepEqual(nat.v, ref.v, `${dtype} hd=${headDim} v bytes`);
+        }
+      }
+    });
+
+    it('storeKv encodes the block dtypes byte for byte in parallel batches, any scale', () => {
+      const rand = rng(18);
+      const n = 40,
+        headDim = 72,
+        width = 4 * headDim;
+      const k = new Float32Array(n * width),
+        v = new Float32Array(n * width);
+      for (let i = 0; i < k.length; i++) {
+        // Magnitudes across many binades, so block scales and norms vary from row to row.
+        k[i] = (rand() < 0.5 ? -1 : 1) * 2 ** (rand() * 20 - 10) * rand();
+        v[i] = (rand() * 2 - 1) * 2 ** ((i % 97) / 8 - 6);
+      }
+      const slots = Int32Array.from({ length: n }, (_, i) => (i * 7) % 48);
+      for (const dtype of ['nvfp4', 'turbo2', 'turbo3', 'turbo4', 'turbo8'] as KvDType[]) {
+        for (const [kScale, vScale] of [
+          [1, 1],
+          [0.37, 3.1],
+        ]) {
+          const ref = makeLayer(dtype, 12, 4, 4, headDim, kScale, vScale),
+            nat = makeLayer(dtype, 12, 4, 4, headDim, kScale, vScale);
+          referenceOps.storeKv(ref, k, v, n, slots);
+          nativeOps.storeKv(nat, k, v, n, slots);
+          assert.deepEqual(nat.k, ref.k, `${dtype} k bytes, scale ${kScale}`);
+          assert.deepEqual(nat.v, ref.v, `${dtype} v bytes, scale ${vScale}`);
+        }
+      }
+    });
+
+    it('decodes every KV dtype like the reference (each V row read back through one-key attention)', () => {
+      const rand = rng(19);
+      for (const dtype of ALL_KV_DTYPES) {
+        for (const headDim of [5, 8, 13, 20, 24, 64, 96, 128]) {
+          // One token per block and one sequence per token: out row i, head h is V row (i, h).
+          const tokens = 11,
+            numKvHeads = 2,
+            width = numKvHeads * headDim;
+          const layer = makeLayer({ k: 'f32', v: dtype }, tokens, 1, numKvHeads, headDim, 1, 0.75);
+          const v = randomF32(rand, tokens * width, 4);
+          v.fill(0, 0, headDim); // a zero vector
+          referenceOps.storeKv(
+            layer,
+            randomF32(rand, tokens * width),
+            v,
+            tokens,
+            Int32Array.from({ length: tokens }, (_, i) => i),
+          );
+          const seqs = Array.from({ length: tokens }, (_, i) => ({ qStart: i, qLen: 1, kvLen: 1, blockTable: Int32Array.from([i]) }));
+          const q = randomF32(rand, tokens * width);
+          const params = { numHeads: numKvHeads, scale: 1 / Math.sqrt(headDim), slidingWindow: null };
+          const want = new Float32Array(q.length),
+            got = new Float32Array(q.length);
+          referenceOps.attention(q, layer, seqs, params, want);
+          nativeOps.attention(q, layer, seqs, params, got);
+          const decoded = new Float32Array(q.length);
+          for (let r = 0; r < tokens * numKvHeads; r++)
+            KV_DTYPES[dtype].decode(0.75, layer.v, r * KV_DTYPES[dtype].rowBytes(headDim), headDim, decoded, r * headDim);
+          assertClose(want, decoded, 1e-6, `${dtype} hd=${headDim}: reference`);
+          assertClose(got, decoded, 1e-6, `${dtype} hd=${headDim}: native decode`);
+          assert.ok(
+            got.subarray(0, headDim).every((x) => x === 0),
+            `${dtype} hd=${headDim}: zero row`,
+          );
+        }
       }
     });
 
@@ -680,6 +770,13 @@ for (const path of PATHS) {
         { k: 'fp8', v: 'bf16' },
         { k: 'f32', v: 'fp8' },
         { k: 'bf16', v: 'f32' },
+        { k: 'bf16', v: 'turbo3' },
+        { k: 'turbo4', v: 'turbo8' },
+        { k: 'fp8', v: 'turbo2' },
+        { k: 'turbo3', v: 'nvfp4' },
+        { k: 'nvfp4', v: 'bf16' },
+        { k: 'turbo8', v: 'f32' },
+        { k: 'f32', v: 'turbo4' },
       ];
       const blockSize = 4,
         numKvHeads = 2,
@@ -711,12 +808,14 @@ for (const path of PATHS) {
         assert.deepEqual(nat.k, ref.k, `${what}: k bytes`);
         assert.deepEqual(nat.v, ref.v, `${what}: v bytes`);
         const q = randomF32(rand, qStart * numHeads * headDim, 2);
-        const params = { numHeads, scale: 1 / Math.sqrt(headDim), slidingWindow: null };
-        const want = new Float32Array(q.length),
-          got = new Float32Array(q.length);
-        referenceOps.attention(q, ref, seqs, params, want);
-        nativeOps.attention(q, nat, seqs, params, got);
-        assertClose(got, want, 2e-5, `attention ${what}`);
+        for (const slidingWindow of [null, 6]) {
+          const params = { numHeads, scale: 1 / Math.sqrt(headDim), slidingWindow };
+          const want = new Float32Array(q.length),
+            got = new Float32Array(q.length);
+          referenceOps.attention(q, ref, seqs, params, want);
+          nativeOps.attention(q, nat, seqs, params, got);
+          assertClose(got, want, 2e-5, `attention ${what}, window ${slidingWindow}`);
+        }
       }
     });
 
@@ -756,8 +855,19 @@ for (const path of PATHS) {
             [1, 1],
           ],
         },
+        {
+          blockSize: 16,
+          numKvHeads: 2,
+          numHeads: 8,
+          headDim: 128,
+          lens: [
+            [1, 40],
+            [6, 6],
+          ],
+        },
+        { blockSize: 8, numKvHeads: 1, numHeads: 3, headDim: 96, lens: [[9, 21]] },
       ];
-      for (const dtype of ['f32', 'bf16', 'fp8'] as KvDType[]) {
+      for (const dtype of ALL_KV_DTYPES) {
         for (const c of cases) {
           const blocksPer = c.lens.map(([, kv]) => Math.ceil(kv / c.blockSize));
           const numBlocks = blocksPer.reduce((a, b) => a + b, 0) + 3;
@@ -767,8 +877,8 @@ for (const path of PATHS) {
             c.blockSize,
             c.numKvHeads,
             c.headDim,
-            dtype === 'fp8' ? 0.25 : 1,
-            dtype === 'fp8' ? 0.5 : 1,
+            KV_DTYPES[dtype].scaled ? 0.25 : 1,
+            KV_DTYPES[dtype].scaled ? 0.5 : 1,
           );
           // Physical blocks in shuffled order, so sequences interleave in the pool.
           const free = Array.from({ length: numBlocks }, (_, i) => i).sort(() => rand() - 0.5);
@@ -907,6 +1017,14 @@ describe('native kernels: argument checks', () => {
     const fp8v = makeLayer({ k: 'bf16', v: 'fp8' }, 2, 4, 1, 8);
     assert.throws(() => nativeOps.storeKv({ ...fp8v, vScale: 0 }, row, row, 1, new Int32Array([0])), /fp8 vScale must be positive/);
     nativeOps.storeKv({ ...fp8v, kScale: 0 }, row, row, 1, new Int32Array([0])); // bf16 ignores its scale
+    const nvfp4k = makeLayer({ k: 'nvfp4', v: 'turbo3' }, 2, 4, 1, 8);
+    assert.throws(() => nativeOps.storeKv({ ...nvfp4k, kScale: -1 }, row, row, 1, new Int32Array([0])), /nvfp4 kScale must be positive/);
+    nativeOps.storeKv({ ...nvfp4k, vScale: 0 }, row, row, 1, new Int32Array([0])); // turbo ignores its scale
+    // Turbo3 rows of 8 values are 2 + 3 bytes: 8 rows need 40.
+    assert.throws(
+      () => nativeOps.storeKv({ ...nvfp4k, v: nvfp4k.v.subarray(0, 39) }, row, row, 1, new Int32Array([0])),
+      /layer\.v has 39 bytes, the layer needs 40/,
+    );
     // The raw addon checks bounds too, for callers that skip the TypeScript face.
     assert.throws(
       () => nativeOps.storeKv(makeLayer('f32', 2, 4, 1, 8), new Float32Array(8), new Float32Array(4), 1, new Int32Array([0])),

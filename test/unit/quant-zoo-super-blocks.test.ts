@@ -61,6 +61,7 @@ for (const [type, minMatches] of [
       oomGuardMb: 256,
       blockSize: 16,
       enablePrefixCaching: false,
+      swapSpaceBytes: 0,
     });
     engines.push(engine);
     const tokenizer = loadTokenizer(path);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { referenceOps as ops } from '../../src/kernels/reference.js';
 import type { AttentionSeq, KvDType, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import { f32ToBf16, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
-import { dequantize, KV_DTYPES } from '../../src/kernels/dtypes.js';
+import { ALL_KV_DTYPES, dequantize, KV_DTYPES } from '../../src/kernels/dtypes.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import type { ModelConfig } from '../../src/model/types.js';
 
@@ -265,33 +265,51 @@ test("attention: window 1 returns each position's own value; query heads share k
       for (let d = 0; d < HEAD_DIM; d++) assert.equal(out[(t * NUM_HEADS + h) * HEAD_DIM + d], 10 * t + Math.floor(h / 2));
 });
 
-test('attention: bf16 and fp8 caches stay close to the f32 result', () => {
+test('attention: quantized caches stay close to the f32 result', () => {
   const seqs = makeSeqs(seededRandom(9));
   const outs = new Map<KvDType, Float32Array>();
-  for (const dtype of ['f32', 'bf16', 'fp8'] as const) {
+  for (const dtype of ALL_KV_DTYPES) {
     const [layer] = allocateKvCache(kvConfig(), 9, BLOCK_SIZE, dtype);
     outs.set(dtype, pagedAttention(seqs, layer, null));
   }
   const f32 = outs.get('f32')!;
-  assertClose(outs.get('bf16')!, f32, 1e-2, 'bf16');
-  assertClose(outs.get('fp8')!, f32, 8e-2, 'fp8');
-  assert.notDeepEqual(outs.get('fp8'), f32);
+  // Max absolute error (outputs are averages of values in ±0.5), roughly in step with each dtype's
+  // round-trip error at headDim 8.
+  const tols: Record<KvDType, number> = {
+    f32: 0,
+    bf16: 1e-2,
+    fp8: 8e-2,
+    nvfp4: 0.15,
+    turbo2: 0.4,
+    turbo3: 0.25,
+    turbo4: 0.15,
+    turbo8: 1e-2,
+  };
+  for (const dtype of ALL_KV_DTYPES) {
+    assertClose(outs.get(dtype)!, f32, tols[dtype], dtype);
+    if (dtype !== 'f32') assert.notDeepEqual(outs.get(dtype), f32, dtype);
+  }
 });
 
 test('attention: K and V are each stored and read in their own dtype, with their own scale', () => {
   const seqs = makeSeqs(seededRandom(11));
-  /** values as a cache of `dtype` gives them back: encoded and decoded with the dtype's codec. */
+  /** values as a cache of `dtype` gives them back: encoded and decoded with the dtype's codec, a head vector at a time. */
   const through = (dtype: KvDType, scale: number, values: Float32Array): Float32Array => {
-    const bytes = new Uint8Array(values.length * 4);
+    const bytes = new Uint8Array(KV_DTYPES[dtype].rowBytes(HEAD_DIM));
     const out = new Float32Array(values.length);
-    KV_DTYPES[dtype].encode(scale, values, 0, bytes, 0, values.length);
-    KV_DTYPES[dtype].decode(scale, bytes, 0, values.length, out, 0);
+    for (let o = 0; o < values.length; o += HEAD_DIM) {
+      KV_DTYPES[dtype].encode(scale, values, o, HEAD_DIM, bytes, 0);
+      KV_DTYPES[dtype].decode(scale, bytes, 0, HEAD_DIM, out, o);
+    }
     return out;
   };
   const pairs: Array<[KvDType, KvDType]> = [
     ['bf16', 'fp8'],
     ['fp8', 'f32'],
     ['f32', 'bf16'],
+    ['turbo3', 'nvfp4'],
+    ['nvfp4', 'turbo8'],
+    ['bf16', 'turbo2'],
   ];
   for (const [kDtype, vDtype] of pairs) {
     const [layer] = allocateKvCache(kvConfig(), 9, BLOCK_SIZE, [{ k: kDtype, v: vDtype }]);

@@ -28,6 +28,8 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
     engine: {
       fastLoad: true,
       kvCacheDtype: 'fp8',
+      kvHighPrecisionLayers: 0,
+      fp8KvCalibrationTokens: 0,
       maxSeqLen: undefined,
       maxBatchSize: 8,
       maxPrefillTokens: 8192,
@@ -35,6 +37,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       gpuMemoryUtilization: 0.9,
       oomGuardMb: 4096,
       enablePrefixCaching: false,
+      swapSpaceBytes: 3 * 1024 ** 3,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
@@ -69,17 +72,26 @@ test("limits reach the engine (the context length the app serves is the engine's
       '0.5',
       '--oom-guard-mb',
       '0',
+      '--enable-prefix-caching',
+      '--swap-space-gb',
+      '0.5',
+      '--kv-high-precision-layers',
+      'auto',
     ),
   );
   assert.deepStrictEqual(o.engine, {
     fastLoad: false,
     kvCacheDtype: 'bf16',
+    kvHighPrecisionLayers: 2,
+    fp8KvCalibrationTokens: 0,
     maxSeqLen: 4096,
     maxBatchSize: 4,
     maxPrefillTokens: 512,
     maxNumSeqs: 16,
     gpuMemoryUtilization: 0.5,
     oomGuardMb: 0,
+    enablePrefixCaching: true,
+    swapSpaceBytes: 512 * 1024 ** 2,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });

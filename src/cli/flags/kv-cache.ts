@@ -1,10 +1,10 @@
 // The "KV cache precision" group of the flag table, in help and README order.
 import { flag } from './spec.js';
 import { choice, highPrecisionLayers, integer } from './values.js';
+import { KV_CACHE_DTYPE_NAMES } from '../../engine/kv-plan.js';
 
-/** The spec lists nine asymmetric K/V pairings but names only bf16k_turbo3v; only named values
- *  are accepted. */
-export const KV_CACHE_DTYPES = ['bf16', 'fp8', 'nvfp4', 'turbo2', 'turbo3', 'turbo4', 'turbo8', 'bf16k_turbo3v'] as const;
+/** Every storage dtype and the nine asymmetric `<k>k_<v>v` pairs (src/engine/kv-plan.ts). */
+export const KV_CACHE_DTYPES = KV_CACHE_DTYPE_NAMES;
 export type KvCacheDtype = (typeof KV_CACHE_DTYPES)[number];
 
 export const KV_CACHE_FLAGS = [
@@ -26,7 +26,7 @@ export const KV_CACHE_FLAGS = [
     help:
       'Keep the first and last N attention layers at BF16 (all: every layer); 0 applies the ' +
       "dtype's automatic value. An unparsable value warns and becomes 0.",
-    built: false,
+    built: true,
   }),
   flag({
     name: 'fp8-kv-calibration-tokens',
@@ -34,7 +34,7 @@ export const KV_CACHE_FLAGS = [
     group: 'KV cache precision',
     value: integer(0),
     default: 0,
-    help: 'Online max-norm calibration over the first N tokens (fp8 only).',
-    built: false,
+    help: 'Online max-norm calibration of the fp8 layer scales over the first N tokens (fp8 only; 0: scale 1).',
+    built: true,
   }),
 ] as const;

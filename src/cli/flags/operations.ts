@@ -46,8 +46,8 @@ export const OPERATIONS_FLAGS = [
     group: 'Experimental and operations',
     value: decimal({ min: 0 }, 'gb'),
     default: 3,
-    help: 'Disk-backed KV swap under /tmp/svc-swap/, in GB.',
-    built: false,
+    help: 'Disk-backed KV swap under /tmp/svc-swap/, in GB: preempted sequences are written there instead of recomputed (0: recompute).',
+    built: true,
   }),
   flag({
     name: 'request-timeout',
