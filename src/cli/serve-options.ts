@@ -4,14 +4,6 @@
 import type { ServeOptions } from '../server/serve.js';
 import type { Config } from './config.js';
 
-type KvDtype = ServeOptions['engine']['kvCacheDtype'];
-
-/** The KV dtypes the engine has; checkImplemented refuses the others before start-up. */
-function builtKvDtype(dtype: Config['kvCacheDtype']): KvDtype {
-  if (dtype === 'fp8' || dtype === 'bf16') return dtype;
-  throw new Error(`not implemented yet: --kv-cache-dtype ${dtype}`);
-}
-
 export function toServeOptions(c: Config): ServeOptions {
   return {
     model: { id: c.model, path: c.modelFromPath, cacheDir: c.cacheDir, servedName: c.modelName },
@@ -27,7 +19,7 @@ export function toServeOptions(c: Config): ServeOptions {
     },
     engine: {
       fastLoad: c.fastLoad,
-      kvCacheDtype: builtKvDtype(c.kvCacheDtype),
+      kvCacheDtype: c.kvCacheDtype,
       kvHighPrecisionLayers: c.kvHighPrecisionLayers,
       fp8KvCalibrationTokens: c.fp8KvCalibrationTokens,
       maxSeqLen: c.maxSeqLen,

@@ -90,7 +90,7 @@ async function runChats(engine: RunningEngine): Promise<{ ids: number[]; cached:
   return turns;
 }
 
-for (const dtype of ['fp8', 'bf16'] as KvCacheDtypeName[]) {
+for (const dtype of ['fp8', 'bf16', 'nvfp4', 'turbo4k_turbo3v'] as KvCacheDtypeName[]) {
   test(`greedy multi-turn chats are token-for-token the same with and without the prefix cache (${dtype} KV)`, async () => {
     const plain = await start(dtype, false);
     const cached = await start(dtype, true);

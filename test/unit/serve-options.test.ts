@@ -152,8 +152,13 @@ test('--allowed-hosts and --allowed-origins: comma lists, repeatable, in order; 
   }
 });
 
-test('an unbuilt KV dtype never reaches the engine', () => {
-  assert.throws(() => toServeOptions(config('acme/tiny', '--kv-cache-dtype', 'turbo3')), /not implemented yet: --kv-cache-dtype turbo3/);
+test('every KV dtype name reaches the engine as it is, with the high-precision layers and calibration', () => {
+  const o = toServeOptions(
+    config('acme/tiny', '--kv-cache-dtype', 'bf16k_turbo3v', '--kv-high-precision-layers', 'max', '--fp8-kv-calibration-tokens', '512'),
+  );
+  assert.equal(o.engine.kvCacheDtype, 'bf16k_turbo3v');
+  assert.equal(o.engine.kvHighPrecisionLayers, 'all');
+  assert.equal(o.engine.fp8KvCalibrationTokens, 512);
 });
 
 test('auth: --require-auth gives every --auth-token in order and the tokens file (read later, by serve); off: null', () => {

@@ -14,8 +14,8 @@ export const KV_CACHE_FLAGS = [
     group: 'KV cache precision',
     value: choice(KV_CACHE_DTYPES, 'dtype'),
     default: 'fp8',
-    help: 'Storage precision of the KV cache (bf16k_turbo3v: BF16 keys, turbo3 values).',
-    built: { when: (v) => v === 'fp8' || v === 'bf16', note: 'fp8 and bf16 built; the others not implemented yet' },
+    help: 'Storage precision of the KV cache: bf16, fp8, nvfp4, turbo2/3/4/8, or a <k>k_<v>v pair (bf16k_turbo3v: BF16 keys, turbo3 values).',
+    built: true,
   }),
   flag({
     name: 'kv-high-precision-layers',
