@@ -27,6 +27,7 @@ import { loadCheckpoint } from '../src/model/loaders/index.js';
 import { loadTokenizer, type Tokenizer } from '../src/model/tokenizer.js';
 import type { Checkpoint, ModelConfig } from '../src/model/types.js';
 import { argmax, continuationPrompt, negLogProb, perplexityWindows } from './kv-windows.js';
+import { withKvCalibration } from '../src/engine/kv-calibration.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MODELS_DIR = resolve(REPO_ROOT, '..', 'shared', 'models');
@@ -86,14 +87,18 @@ interface Args {
   dtypes: KvCacheDtypeName[];
   tokens: number;
   out: string;
+  /** > 0: one more row, fp8 with --fp8-kv-calibration-tokens this many (0: none). */
+  fp8Calibration: number;
 }
 
 function parseArgs(argv: string[]): Args {
   const flags = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const f = argv[i];
-    if (!['--models', '--dtypes', '--tokens', '--out'].includes(f) || i + 1 >= argv.length) {
-      throw new Error(`usage: node dist/bench/kv-quality.js [--models a,b] [--dtypes x,y] [--tokens N] [--out FILE] (at ${f})`);
+    if (!['--models', '--dtypes', '--tokens', '--out', '--fp8-calibration'].includes(f) || i + 1 >= argv.length) {
+      throw new Error(
+        `usage: node dist/bench/kv-quality.js [--models a,b] [--dtypes x,y] [--tokens N] [--out FILE] [--fp8-calibration N] (at ${f})`,
+      );
     }
     flags.set(f, argv[++i]);
   }
@@ -111,11 +116,14 @@ function parseArgs(argv: string[]): Args {
   );
   const tokens = Number(flags.get('--tokens') ?? 1000);
   if (!Number.isInteger(tokens) || tokens < 1) throw new Error(`--tokens must be a positive integer`);
+  const fp8Calibration = Number(flags.get('--fp8-calibration') ?? 0);
+  if (!Number.isInteger(fp8Calibration) || fp8Calibration < 0) throw new Error(`--fp8-calibration must be an integer ≥ 0`);
   return {
     models: MODEL_SPECS.filter((m) => names.includes(m.name)),
     dtypes: list(flags.get('--dtypes'), KV_CACHE_DTYPE_NAMES, 'dtype'),
     tokens,
     out: resolve(flags.get('--out') ?? join(REPO_ROOT, 'bench', 'results', 'kv-quality.json')),
+    fp8Calibration,
   };
 }
 
@@ -375,7 +383,7 @@ function reportModel(spec: ModelSpec, args: Args): ModelReport {
     `${spec.name}: f32 reference, ${reference.length} tokens in ${ref.windows.length} window(s), ${((performance.now() - t) / 1000).toFixed(1)} s`,
   );
 
-  const candidates: { dtype: string; pair: KvLayerDTypes; plan: KvLayerDTypes[]; hp: number }[] = [
+  const candidates: { dtype: string; pair: KvLayerDTypes; plan: KvLayerDTypes[]; hp: number; calibrated?: boolean }[] = [
     { dtype: 'f32 (reference)', pair: { k: 'f32', v: 'f32' }, plan: f32Plan, hp: 0 },
   ];
   const skipped: ModelReport['skipped'] = [];
@@ -387,12 +395,19 @@ function reportModel(spec: ModelSpec, args: Args): ModelReport {
       continue;
     }
     candidates.push({ dtype: name, pair, plan: kvLayerPlan(name, L, 0), hp: highPrecisionLayerCount(name, L, 0) });
+    if (name === 'fp8' && args.fp8Calibration > 0)
+      candidates.push({ dtype: `fp8, calibrated ${args.fp8Calibration}`, pair, plan: kvLayerPlan(name, L, 0), hp: 0, calibrated: true });
   }
+  // The engine calibrates through its ops (withKvCalibration), per KV cache: a model built on them.
+  let calibratedModel: Model | null = null;
+  const modelFor = (calibrated: boolean | undefined): Model =>
+    calibrated ? (calibratedModel ??= createModel(checkpoint, withKvCalibration(defaultOps(), args.fp8Calibration))) : model;
 
   const rows: Row[] = [];
   const failed: ModelReport['failed'] = [];
-  for (const { dtype, pair, plan, hp } of candidates) {
+  for (const { dtype, pair, plan, hp, calibrated } of candidates) {
     t = performance.now();
+    const run = modelFor(calibrated);
     // Promoted layers: those whose dtypes are not the name's pair (bf16 keys and values).
     const promoted = plan.filter((p) => p.k !== pair.k || p.v !== pair.v).length;
     const bytesPerToken = kvBytesPerToken(config, plan);
@@ -400,9 +415,9 @@ function reportModel(spec: ModelSpec, args: Args): ModelReport {
     let ppl: number, agree: number;
     let free = { divergence: -1 };
     try {
-      ppl = perplexity(model, plan, text, scored);
-      if (!dtype.startsWith('f32')) free = generate(model, plan, prompt, args.tokens, bos, reference);
-      agree = agreement(model, plan, ref.windows);
+      ppl = perplexity(run, plan, text, scored);
+      if (!dtype.startsWith('f32')) free = generate(run, plan, prompt, args.tokens, bos, reference);
+      agree = agreement(run, plan, ref.windows);
     } catch (err) {
       // A dtype this model's shape cannot use (or a kernel that refuses it): reported, not fatal.
       const reason = err instanceof Error ? err.message : String(err);
