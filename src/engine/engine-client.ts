@@ -128,12 +128,17 @@ class EngineClient implements RunningEngine {
       this.fail(`engine worker exited (exit code ${code})`);
       this.removeSwap();
     });
+    // Also when the process ends without shutting the engine down (an uncaught error, a write to a
+    // closed pipe during shutdown): only a SIGKILL leaves the directory behind.
+    if (info.swapDirectory !== null) process.once('exit', this.removeSwap);
   }
 
   /** A terminated worker runs no exit hooks: its swap files are removed from here. */
-  private removeSwap(): void {
-    if (this.info.swapDirectory !== null) rmSync(this.info.swapDirectory, { recursive: true, force: true });
-  }
+  private readonly removeSwap = (): void => {
+    if (this.info.swapDirectory === null) return;
+    process.off('exit', this.removeSwap);
+    rmSync(this.info.swapDirectory, { recursive: true, force: true });
+  };
 
   submit(req: GenerationRequest): GenerationHandle {
     if (this.down !== null) throw new EngineAdmissionError('not_ready', this.down);
