@@ -193,7 +193,11 @@ export function tokenUsage(g: GenerationLog): TokenUsage {
  */
 function firstOfPrompt(specs: readonly SequenceSpec[]): boolean[] {
   const seen = new Set<readonly number[]>();
-  return specs.map((s) => !seen.has(s.job.promptTokens) && seen.add(s.job.promptTokens) !== undefined);
+  return specs.map(({ job }) => {
+    const first = !seen.has(job.promptTokens);
+    seen.add(job.promptTokens);
+    return first;
+  });
 }
 
 async function* track(
