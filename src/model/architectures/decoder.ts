@@ -77,6 +77,8 @@ export class DecoderTransformer implements Model {
   private readonly finalNorm: Float32Array;
   private readonly layers: LayerWeights[];
   private readonly scratch: Scratch;
+  /** Rows of the last forward (lastHidden). */
+  private lastRows = 0;
 
   constructor(
     checkpoint: Checkpoint,
@@ -138,6 +140,7 @@ export class DecoderTransformer implements Model {
     this.checkBatch(batch, kv);
     const s = this.scratch;
     s.ensure(n);
+    this.lastRows = n;
     const hidden = s.hidden;
     const attentionParams = { numHeads: c.numHeads, scale: 1 / Math.sqrt(c.headDim), slidingWindow: this.options.slidingWindow };
 
@@ -168,6 +171,10 @@ export class DecoderTransformer implements Model {
       ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
     }
     return this.logits(batch.logitRows);
+  }
+
+  lastHidden(): Float32Array {
+    return this.scratch.hidden.subarray(0, this.lastRows * this.config.hiddenSize);
   }
 
   /** Final norm and lm_head on the requested rows only: lm_head is the largest matmul (vocab × hidden). */

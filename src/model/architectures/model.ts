@@ -21,6 +21,11 @@ export interface Model {
   readonly config: ModelConfig;
   /** Runs the step, writing each token's k/v into `kv` (one KvLayer per layer). Returns logits [logitRows.length, vocab]. */
   forward(batch: ForwardBatch, kv: KvLayer[]): Float32Array;
+  /**
+   * The final hidden state (after the last layer, before the final norm) of every row of the last
+   * forward, [rows, hiddenSize]: a view of scratch memory, valid until the next forward (MTP drafting).
+   */
+  lastHidden(): Float32Array;
 }
 
 /**
