@@ -43,6 +43,12 @@ export function checkCrossFlagRules(c: Config): RuleOutcome {
     return fail(`svc: --model-from-path: cannot be combined with a positional MODEL (got "${c.model}")`);
   // Spec: --dflash is declared as conflicting with --speculative, and that is enforced.
   if (c.dflash && c.speculative) return fail('svc: --dflash: cannot be combined with --speculative');
+  // DFlash drafts with a separate block-diffusion draft model; svc has no way to load or run one.
+  if (c.dflash)
+    return fail(
+      'svc: --dflash: DFlash drafting needs a DFlash draft model, which svc cannot run; ' +
+        'use --ngram-speculative, --self-speculative or --speculative (MTP weights) instead',
+    );
   if (c.rank >= c.worldSize) return fail(`svc: --rank: must be below --world-size (${c.worldSize}), got ${c.rank}`);
   // Spec: there is no accept-any-key mode, so auth without a key source cannot start.
   if (c.requireAuth && c.authToken === undefined && c.authTokensFile === undefined)

@@ -2,6 +2,7 @@
 // part of start-up (the HTTP app, the engine worker, the model's chat settings). serve() takes
 // only ServeOptions, so the server never sees the CLI's Config.
 import type { ServeOptions } from '../server/serve.js';
+import type { SpeculativeOptions } from '../engine/messages.js';
 import type { Config } from './config.js';
 
 export function toServeOptions(c: Config): ServeOptions {
@@ -30,6 +31,7 @@ export function toServeOptions(c: Config): ServeOptions {
       oomGuardMb: c.oomGuardMb,
       enablePrefixCaching: c.enablePrefixCaching,
       swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
+      speculative: speculativeOptions(c),
     },
     runtime: {
       toolCallParser: c.toolCallParser,
@@ -40,4 +42,11 @@ export function toServeOptions(c: Config): ServeOptions {
     // the key flags have no effect (checkCrossFlagRules warns).
     auth: c.requireAuth ? { tokens: c.authToken ?? [], tokensFile: c.authTokensFile } : null,
   };
+}
+
+/** The drafter asked for: several modes are not an error, the spec's precedence picks n-gram, then self, then MTP. */
+function speculativeOptions(c: Config): SpeculativeOptions | null {
+  const mode = c.ngramSpeculative ? 'ngram' : c.selfSpeculative ? 'self' : c.speculative ? 'mtp' : null;
+  if (mode === null) return null;
+  return { mode, numDrafts: c.numDrafts, mtpQuantization: c.mtpQuantization, mtpVocab: c.mtpVocab };
 }

@@ -20,6 +20,8 @@ export interface RunningEngine extends Engine {
    * background thread, when the first such job arrives, so no tokenizer file is read twice.
    */
   setTokenizer(tokenizer: Tokenizer): void;
+  /** Draft tokens per verify step from now on (MODEL.toml's default_num_drafts); no effect without a drafter. */
+  setNumDrafts(numDrafts: number): void;
 }
 
 /**
@@ -116,6 +118,9 @@ class EngineClient implements RunningEngine {
       kvBlocksCached: 0,
       prefixQueriedTokens: 0,
       prefixHitTokens: 0,
+      draftedTokens: 0,
+      acceptedDraftTokens: 0,
+      verifySteps: 0,
       preemptions: 0,
       swapOuts: 0,
       swapIns: 0,
@@ -170,6 +175,11 @@ class EngineClient implements RunningEngine {
     if (this.down !== null) return;
     const packed = packTokenizer(tokenizer);
     this.worker.postMessage({ type: 'tokenizer', packed } satisfies ToWorker, [packed.buffer]);
+  }
+
+  setNumDrafts(numDrafts: number): void {
+    if (this.down !== null) return;
+    this.worker.postMessage({ type: 'num-drafts', numDrafts } satisfies ToWorker);
   }
 
   stats(): WorkerStats {

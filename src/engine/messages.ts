@@ -1,6 +1,7 @@
 // What crosses the port between the main thread (engine-client.ts) and the engine worker
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
 import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
+import type { DraftMode } from './speculative/drafter.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
@@ -11,6 +12,18 @@ export interface WorkerStats extends EngineStats {
   /** Of those, the ones written to the swap space; and sequences read back from it. */
   swapOuts: number;
   swapIns: number;
+}
+
+/** Speculative decoding as the engine runs it (--ngram-speculative, --self-speculative, --speculative). */
+export interface SpeculativeOptions {
+  /** The one drafter, by the spec's precedence when several were asked for. */
+  mode: DraftMode;
+  /** Draft tokens per verify step (--num-drafts); the step verifies K = numDrafts + 1 rows. */
+  numDrafts: number;
+  /** --mtp-quantization: the MTP weights' precision, checked against the checkpoint. */
+  mtpQuantization: 'nvfp4' | 'fp8' | 'bf16';
+  /** --mtp-vocab: the MTP head scores the first N ids (clamped to the vocabulary); 0 = all. */
+  mtpVocab: number;
 }
 
 /** How to start an engine. Passed to the worker as its workerData. */
@@ -45,6 +58,8 @@ export interface EngineOptions {
   swapRoot?: string;
   /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
   memoryBytes?: number;
+  /** Speculative decoding; null or absent = off. */
+  speculative?: SpeculativeOptions | null;
 }
 
 /** What the engine reports once loaded (the lead logs it). */
@@ -69,6 +84,8 @@ export interface EngineInfo {
   kvPoolLimitedBy: 'memory' | 'max-seqs';
   /** The swap space's private directory (removed at shutdown); null without swap. */
   swapDirectory: string | null;
+  /** The speculative drafter running, or null. */
+  drafter: DraftMode | null;
   loadMs: number;
 }
 
@@ -78,7 +95,9 @@ export type ToWorker =
   | { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number }
   | { type: 'cancel'; id: number }
   /** The main thread's tokenizer (packTokenizer), once: tool-call grammars' vocabulary is worked out from it. */
-  | { type: 'tokenizer'; packed: Uint8Array };
+  | { type: 'tokenizer'; packed: Uint8Array }
+  /** Draft tokens per verify step from now on (MODEL.toml's default_num_drafts while --num-drafts is 1). */
+  | { type: 'num-drafts'; numDrafts: number };
 
 // worker → main
 

@@ -344,3 +344,41 @@ export function logprobsFor(logits: Float32Array, token: number, topN: number): 
   }
   return { id: token, logprob: logits[token] - logZ, top };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Speculative verification
+
+/**
+ * The token a sequence takes at a row where a drafter proposed `draft`, with the row's
+ * distribution unchanged: greedy takes the argmax (the draft is kept when it is that token). Else
+ * standard speculative sampling for a deterministic drafter (a point-mass proposal q): the draft
+ * is kept with probability p(draft) under the same filters and temperature as sampleToken, and
+ * when it is not, the token is drawn from the residual max(0, p − q), normalized — p without the
+ * draft. Overall P(token) = p(token), as when sampling. Draws one or two random numbers.
+ */
+export function verifyDraft(logits: Float32Array, p: SamplingParams, rng: Rng, draft: number): number {
+  if (isGreedy(p)) return argmax(logits);
+  const cand = candidates(logits, p);
+  let max = -Infinity;
+  for (let j = 0; j < cand.length; j++) max = Math.max(max, logits[cand[j]]);
+  const invT = 1 / p.temperature;
+  const w = weightScratch(cand.length);
+  let sum = 0;
+  let draftWeight = 0;
+  for (let j = 0; j < cand.length; j++) {
+    sum += w[j] = Math.exp((logits[cand[j]] - max) * invT);
+    if (cand[j] === draft) draftWeight = w[j];
+  }
+  if (rng.next() * sum < draftWeight) return draft;
+  const rest = sum - draftWeight;
+  let u = rng.next() * rest;
+  let last = -1;
+  for (let j = 0; j < cand.length; j++) {
+    if (cand[j] === draft) continue;
+    last = cand[j];
+    u -= w[j];
+    if (u < 0) return last;
+  }
+  // Rounding left u ≥ 0 at the very end; a draft that was the only candidate is always kept above.
+  return last >= 0 ? last : draft;
+}

@@ -33,13 +33,19 @@
 // completed go into the cache. A recompute after preemption finds its own blocks there unless
 // they were evicted meanwhile.
 //
-// After the forward pass, postprocess hands each sampling sequence its new tokens — one per step
-// today, several when a step verifies speculated tokens — and ends the sequences they finish.
-// Tokens a sequence took beyond the first are not in the KV cache yet: the next step runs them
+// Speculative decoding: with a drafter on (draftRoom > 0), a decoding sequence also gets KV blocks
+// for `room` more positions, when they are free (drafts never preempt anyone). The step loop fills
+// the chunk's draft and lengthens the chunk by it, so the draft is verified in the same forward
+// pass as everything else in the step; the draft does not draw on the prefill budget.
+//
+// After the forward pass, postprocess hands each sampling sequence its new tokens and ends the
+// sequences they finish. A verify chunk keeps the KV of the draft tokens that were taken (all
+// but the last new token, which was sampled); the slots of rejected ones are rolled back (blocks
+// past the kept KV go back to the pool, and the next chunk overwrites the rest). Tokens a plain
+// chunk's sequence took beyond the first are not in the KV cache yet: the next step runs them
 // through the model as one chunk (drawing on the prefill budget, like a recompute).
 import type { BlockManager } from './block-manager.js';
 import type { KvSwapSpace } from './kv-swap.js';
-import { acceptToken } from './logits/processor.js';
 import type { EngineFinishReason } from './types.js';
 import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
 
@@ -60,6 +66,13 @@ export interface ScheduledChunk {
   length: number;
   /** The chunk reaches the end of the sequence, so its last row's logits pick the next token. */
   sample: boolean;
+  /** KV positions reserved past the chunk for a draft (a decode with a drafter on); 0 = none. */
+  room: number;
+  /**
+   * Drafted tokens to follow the sequence's tokens, verified in this step (at most `room`; set by
+   * the step loop, which adds them to `length`). Each of their rows yields logits too.
+   */
+  draft: number[];
 }
 
 export interface ScheduledBatch {
@@ -86,6 +99,8 @@ export class Scheduler {
   /** Preemptions written to swap, and sequences read back from it (for stats and tests). */
   numSwapOuts = 0;
   numSwapIns = 0;
+  /** Most draft tokens per decode step (--num-drafts; 0 = no speculative decoding). */
+  draftRoom = 0;
 
   constructor(
     private readonly config: SchedulerConfig,
@@ -137,9 +152,12 @@ export class Scheduler {
         if (victim === seq) break;
       }
       if (seq.status !== 'running') break; // it was the newest and preempted itself
-      this.prepareWrite(seq, target);
+      // A decode's draft gets its KV positions only when blocks are free for them.
+      let room = uncached === 1 ? this.roomFor(seq) : 0;
+      if (room > 0 && !this.canWrite(seq, target + room)) room = 0;
+      this.prepareWrite(seq, target + room);
       if (uncached > 1) budget -= length;
-      chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length });
+      chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length, room, draft: [] });
     }
 
     // Admitting right after a preemption would only take the blocks back from the one preempted.
@@ -165,7 +183,7 @@ export class Scheduler {
       this.noteFirstAdmission(seq);
       this.prepareWrite(seq, target);
       budget -= length;
-      chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length });
+      chunks.push({ seq, start: seq.numCached, length, sample: target === seq.tokens.length, room: 0, draft: [] });
     }
 
     let numTokens = 0;
@@ -175,39 +193,58 @@ export class Scheduler {
 
   /**
    * Records a finished forward pass: chunks' tokens are now cached, and each sampling chunk's
-   * sequence takes its new tokens (`tokens[i]`, at least one, for the i-th sampling chunk). Each
-   * token in order: the sequence's logits processors accept it, it is appended, and a stop token
-   * or max tokens ends the sequence — the tokens after that one are dropped. Returns the
-   * sequences that ended; they are out of the queues and their blocks are back in the pool.
+   * sequence takes its new tokens (`tokens[i]`, at least one, for the i-th sampling chunk; the
+   * step loop has already moved the sequence's logits processors past them). Each token in order
+   * is appended, and a stop token or max tokens ends the sequence — the tokens after that one are
+   * dropped. A verify chunk keeps the KV of the draft tokens taken before the last new token.
+   * Returns the sequences that ended; they are out of the queues and their blocks are back in the pool.
    */
   postprocess(batch: ScheduledBatch, tokens: readonly (readonly number[])[]): Finished[] {
     const finished: Finished[] = [];
     let k = 0;
     for (const chunk of batch.chunks) {
       const seq = chunk.seq;
-      seq.numCached = chunk.start + chunk.length;
-      const full = Math.floor(seq.numCached / this.blocks.blockSize);
+      let cached = chunk.start + chunk.length;
+      let ended: Finished | null = null;
+      if (chunk.sample) {
+        const taken = tokens[k++];
+        let n = taken.length;
+        for (let i = 0; i < taken.length; i++) {
+          const token = taken[i];
+          seq.tokens.push(token);
+          let reason: EngineFinishReason | null = null;
+          if (seq.stopTokenIds.has(token)) reason = 'stop';
+          else if (numCompletionTokens(seq) >= seq.maxTokens) reason = 'length';
+          if (reason) {
+            ended = { seq, reason, taken: i + 1 };
+            n = i + 1;
+            break;
+          }
+        }
+        // Draft positions past the taken ones hold rejected tokens' KV: not cached.
+        cached -= chunk.draft.length - Math.min(chunk.draft.length, n - 1);
+      }
+      seq.numCached = cached;
+      const bs = this.blocks.blockSize;
+      const full = Math.floor(cached / bs);
       if (this.blocks.prefixCaching && full > seq.numRegistered) {
         this.blocks.register(seq.tokens, seq.blockTable, seq.numRegistered, full);
         seq.numRegistered = full;
       }
-      if (!chunk.sample) continue;
-      const taken = tokens[k++];
-      for (let i = 0; i < taken.length; i++) {
-        const token = taken[i];
-        acceptToken(seq.processors, token);
-        seq.tokens.push(token);
-        let reason: EngineFinishReason | null = null;
-        if (seq.stopTokenIds.has(token)) reason = 'stop';
-        else if (numCompletionTokens(seq) >= seq.maxTokens) reason = 'length';
-        if (reason) {
-          this.finish(seq, reason);
-          finished.push({ seq, reason, taken: i + 1 });
-          break;
-        }
+      // Blocks reserved for a draft beyond what was kept go back to the pool.
+      const needed = Math.ceil(cached / bs);
+      if (seq.blockTable.length > needed) this.blocks.release(seq.blockTable.splice(needed));
+      if (ended) {
+        this.finish(seq, ended.reason);
+        finished.push(ended);
       }
     }
     return finished;
+  }
+
+  /** Draft tokens a decoding sequence may verify this step: it takes at most room + 1 tokens. */
+  private roomFor(seq: Sequence): number {
+    return Math.max(0, Math.min(this.draftRoom, seq.maxTokens - numCompletionTokens(seq) - 1));
   }
 
   /** Ends a sequence wherever it is (cancel, timeout, error): out of its queue, blocks freed. */

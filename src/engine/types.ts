@@ -120,6 +120,10 @@ export interface EngineStats {
   /** Prompt tokens of admitted sequences looked up in the prefix cache, and those found (since start). */
   prefixQueriedTokens: number;
   prefixHitTokens: number;
+  /** Speculative decoding since start: tokens drafted, draft tokens the model agreed with, and verify steps. */
+  draftedTokens: number;
+  acceptedDraftTokens: number;
+  verifySteps: number;
 }
 
 export interface Engine {

@@ -1,6 +1,7 @@
 // The engine worker: loads the model, sizes and allocates the KV pool, and runs the step loop
-// (cancellations and timeouts → schedule → forward → per sampling row: logits processors → sample
-// → postprocess: processors accept, append, stop checks → post updates).
+// (cancellations and timeouts → schedule → draft → forward → per sampling row: logits processors →
+// sample or verify the draft token → processors accept → postprocess: append, stop checks,
+// KV rollback → post updates).
 // New jobs and cancellations arrive on the port and take effect between steps: each step is
 // one macrotask, so the port's messages are delivered in between.
 import { totalmem } from 'node:os';
@@ -17,10 +18,12 @@ import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import { createSequence, type Sequence } from './sequence.js';
-import { logprobsFor, sampleToken } from './sampler.js';
+import { createSequence, numCompletionTokens, type Sequence } from './sequence.js';
+import { logprobsFor, sampleToken, verifyDraft } from './sampler.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
-import { changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
+import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
+import { createDrafter } from './speculative/index.js';
+import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
 import type { EngineFinishReason } from './types.js';
@@ -49,16 +52,26 @@ class StepLoop {
   /** Scratch rows, one logits row long: grammar masks, and the raw row kept for log-probabilities. */
   private mask: Uint8Array | null = null;
   private raw: Float32Array | null = null;
+  /** Speculative decoding: tokens drafted, draft tokens taken, and verify steps (chunks with a draft), since start. */
+  private draftedTokens = 0;
+  private acceptedTokens = 0;
+  private verifySteps = 0;
 
   constructor(
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
+    /** null = no speculative decoding. */
+    private readonly drafter: Drafter | null,
   ) {}
 
   receive(msg: ToWorker): void {
     if (msg.type === 'tokenizer') {
       this.tokenizer = msg.packed;
+      return;
+    }
+    if (msg.type === 'num-drafts') {
+      if (this.drafter) this.scheduler.draftRoom = msg.numDrafts;
       return;
     }
     if (msg.type === 'submit') {
@@ -133,6 +146,7 @@ class StepLoop {
     const end = (seq: Sequence, reason: EngineFinishReason, message?: string) => {
       this.scheduler.finish(seq, reason);
       this.seqs.delete(seq.id);
+      this.drafter?.forget?.(seq.id);
       update(seq).done = {
         reason,
         ...(message !== undefined ? { message } : {}),
@@ -173,32 +187,38 @@ class StepLoop {
     update: (seq: Sequence) => JobUpdate,
     end: (seq: Sequence, r: EngineFinishReason) => void,
   ): void {
-    const logits = this.runner.run(batch);
+    if (this.drafter) this.draft(this.drafter, batch);
+    const { logits, forward } = this.runner.run(batch);
     const vocab = this.runner.vocabSize;
-    // Per sampling chunk, the tokens its sequence takes this step (its update's ids: one today).
+    // Per sampling chunk, the tokens its sequence takes this step (its update's ids).
     const taken: number[][] = [];
+    let rowIndex = 0;
     for (const chunk of batch.chunks) {
       if (!chunk.sample) continue;
-      const k = taken.length;
-      const row = logits.subarray(k * vocab, (k + 1) * vocab);
       const seq = chunk.seq;
-      const processors = seq.processors;
-      // Log-probabilities are of the model's raw distribution, before processors mask it (as vLLM).
-      let raw = row;
-      let token = forcedToken(processors);
-      if (token === null) {
-        if (seq.logprobs > 0 && changesLogits(processors)) {
-          raw = this.raw ??= new Float32Array(vocab);
-          raw.set(row);
-        }
-        processLogits(processors, row);
-        token = sampleToken(row, seq.sampling, seq.rng);
-      }
       const u = update(seq);
       // Its first token: say how much of the prompt came from the prefix cache (usage).
       if (seq.tokens.length === seq.numPromptTokens) u.cachedTokens = seq.cachedPromptTokens ?? 0;
-      u.ids.push(token);
-      if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
+      const ids: number[] = [];
+      const draft = chunk.draft;
+      // One row per draft token, then one past them: take tokens until one differs from the draft.
+      for (let i = 0; i <= draft.length; i++) {
+        const row = logits.subarray((rowIndex + i) * vocab, (rowIndex + i + 1) * vocab);
+        const proposed = i < draft.length ? draft[i] : -1;
+        const token = this.takeToken(row, seq, proposed, u);
+        // The next row's processors (grammar, penalties) must have seen this token.
+        acceptToken(seq.processors, token);
+        ids.push(token);
+        if (token !== proposed || seq.stopTokenIds.has(token) || numCompletionTokens(seq) + ids.length >= seq.maxTokens) break;
+      }
+      rowIndex += draft.length + 1;
+      if (draft.length > 0) {
+        this.verifySteps++;
+        // Every token but the last agreed with the draft; the last did too when a stop ended the step there.
+        const last = ids.length - 1;
+        this.acceptedTokens += last + (last < draft.length && ids[last] === draft[last] ? 1 : 0);
+      }
+      u.ids.push(...ids);
       taken.push(u.ids);
     }
     for (const { seq, reason, taken: n } of this.scheduler.postprocess(batch, taken)) {
@@ -209,6 +229,43 @@ class StepLoop {
       // postprocess already released it; end() records the done event (finish is idempotent).
       end(seq, reason);
     }
+    this.drafter?.observe?.({ batch, forward, hidden: this.runner.lastHidden() });
+  }
+
+  /** Asks the drafter for the decodes that have room, and puts its tokens into their chunks. */
+  private draft(drafter: Drafter, batch: ScheduledBatch): void {
+    const chunks = batch.chunks.filter((c) => c.room > 0);
+    if (chunks.length === 0) return;
+    const proposals = drafter.propose(chunks.map((c) => ({ seq: c.seq, room: c.room })));
+    chunks.forEach((chunk, i) => {
+      const draft = proposals[i].slice(0, chunk.room);
+      chunk.draft = draft;
+      chunk.length += draft.length;
+      batch.numTokens += draft.length;
+      this.draftedTokens += draft.length;
+    });
+  }
+
+  /**
+   * The token `seq` takes at one row: a processor's forced token, else one sampled from the
+   * processed row — or, where a draft token was proposed (≥ 0), the verdict on it. Reports its
+   * log-probability into `u` when asked.
+   */
+  private takeToken(row: Float32Array, seq: Sequence, proposed: number, u: JobUpdate): number {
+    const processors = seq.processors;
+    // Log-probabilities are of the model's raw distribution, before processors mask it (as vLLM).
+    let raw = row;
+    let token = forcedToken(processors);
+    if (token === null) {
+      if (seq.logprobs > 0 && changesLogits(processors)) {
+        raw = this.raw ??= new Float32Array(row.length);
+        raw.set(row);
+      }
+      processLogits(processors, row);
+      token = proposed >= 0 ? verifyDraft(row, seq.sampling, seq.rng, proposed) : sampleToken(row, seq.sampling, seq.rng);
+    }
+    if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
+    return token;
   }
 
   stats(): WorkerStats {
@@ -224,6 +281,9 @@ class StepLoop {
       prefixHitTokens: this.scheduler.prefixHitTokens,
       swapOuts: this.scheduler.numSwapOuts,
       swapIns: this.scheduler.numSwapIns,
+      draftedTokens: this.draftedTokens,
+      acceptedDraftTokens: this.acceptedTokens,
+      verifySteps: this.verifySteps,
     };
   }
 }
@@ -266,7 +326,9 @@ function start(options: EngineOptions): void {
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
+    const drafter = options.speculative ? createDrafter(options.speculative.mode) : null;
+    if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
+    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, drafter);
     info = {
       config,
       maxSeqLen,
@@ -282,6 +344,7 @@ function start(options: EngineOptions): void {
       kvPoolBytes: plan.poolBytes,
       kvPoolLimitedBy: plan.limitedBy,
       swapDirectory: swap.directory,
+      drafter: drafter?.mode ?? null,
       loadMs: Math.round(performance.now() - t0),
     };
   } catch (err) {

@@ -137,6 +137,34 @@ export class ServerMetrics {
         this.set(s !== null && s.prefixQueriedTokens > 0 ? s.prefixHitTokens / s.prefixQueriedTokens : 0);
       },
     });
+    // Speculative decoding: engine counters since start, read at scrape time.
+    const engineCounter = (name: string, help: string, read: (s: EngineStats) => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const s = stats();
+          this.reset();
+          this.inc(s === null ? 0 : read(s));
+        },
+      });
+    engineCounter('svc_spec_draft_tokens_total', 'Tokens proposed by the speculative drafter.', (s) => s.draftedTokens);
+    engineCounter(
+      'svc_spec_accepted_tokens_total',
+      'Drafted tokens the model agreed with (taken without a step of their own).',
+      (s) => s.acceptedDraftTokens,
+    );
+    engineCounter('svc_spec_verify_steps_total', 'Sequence steps that verified a draft.', (s) => s.verifySteps);
+    new Gauge({
+      name: 'svc_spec_acceptance_ratio',
+      help: 'Accepted divided by drafted tokens since start (0 before any draft).',
+      registers,
+      collect() {
+        const s = stats();
+        this.set(s !== null && s.draftedTokens > 0 ? s.acceptedDraftTokens / s.draftedTokens : 0);
+      },
+    });
     new Gauge({
       name: 'svc_prefix_cache_blocks',
       help: 'KV blocks held in the prefix cache (in use by a sequence or evictable).',

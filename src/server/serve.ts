@@ -169,6 +169,13 @@ export async function serve(options: ServeOptions): Promise<void> {
       );
     }
     if (modelToml) log.info(`MODEL.toml: ${modelToml.source}`);
+    const speculative = options.engine.speculative;
+    if (speculative && info.drafter) {
+      // Spec: while --num-drafts is still 1, the model's MODEL.toml default_num_drafts replaces it.
+      const fromToml = speculative.numDrafts === 1 ? (modelToml?.model.defaultNumDrafts ?? 1) : speculative.numDrafts;
+      if (fromToml !== speculative.numDrafts) engine.setNumDrafts(fromToml);
+      log.info(`Speculative decoding: ${info.drafter} drafter, ${fromToml} draft tokens per verify step (K = ${fromToml + 1})`);
+    }
     log.info(
       `Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`,
     );

@@ -10,4 +10,7 @@ export const IDLE_ENGINE_STATS: EngineStats = {
   kvBlocksCached: 0,
   prefixQueriedTokens: 0,
   prefixHitTokens: 0,
+  draftedTokens: 0,
+  acceptedDraftTokens: 0,
+  verifySteps: 0,
 };

@@ -210,6 +210,7 @@ test('usage errors from argv structure: unknown, missing value, value on a switc
 
 test('cross-flag rules', () => {
   assert.equal(error('serve', 'm', '--dflash', '--speculative'), 'svc: --dflash: cannot be combined with --speculative');
+  assert.match(error('serve', 'm', '--dflash'), /^svc: --dflash: DFlash drafting needs a DFlash draft model, which svc cannot run/);
   assert.match(error('serve', 'm', '--model-from-path', '/x'), /^svc: --model-from-path: cannot be combined/);
   assert.match(error('serve', 'm', '--rank', '1'), /^svc: --rank: must be below --world-size \(1\)/);
   assert.equal(config('serve', 'm', '--rank', '1', '--world-size', '2').rank, 1);
@@ -251,11 +252,12 @@ test('help: both forms list every flag, alias and group from the table', () => {
 
 test('checkImplemented: unbuilt flags at non-default values refuse to start', () => {
   assert.equal(checkImplemented(config('serve')), 'svc: not implemented yet: serve without a model (Library)');
-  assert.equal(checkImplemented(config('serve', 'm', '--speculative')), 'svc: not implemented yet: --speculative');
+  assert.equal(checkImplemented(config('serve', 'm', '--auto-swap')), 'svc: not implemented yet: --auto-swap');
   assert.equal(
-    checkImplemented(config('serve', 'm', '--num-drafts', '3', '--self-speculative')),
-    'svc: not implemented yet: --num-drafts 3, --self-speculative',
+    checkImplemented(config('serve', 'm', '--ssm-cache-slots', '3', '--world-size', '2')),
+    'svc: not implemented yet: --ssm-cache-slots 3, --world-size 2',
   );
+  assert.equal(checkImplemented(config('serve', 'm', '--num-drafts', '3', '--ngram-speculative')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'nvfp4')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'bf16')), undefined);
   // The default value of an unbuilt flag, spelled out, is fine.

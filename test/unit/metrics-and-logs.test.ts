@@ -223,7 +223,7 @@ test('every response is counted and logged once: generations, early 401/429/404/
   await app.close();
 });
 
-test('engine gauges: KV utilization, active sequences, queue depth from the engine stats; 0 without a model', async () => {
+test('engine gauges: KV utilization, active sequences, queue depth, speculative counters from the engine stats; 0 without a model', async () => {
   const { app, engine, lifecycle } = scriptedApp();
   engine.stats = () => ({
     running: 3,
@@ -234,9 +234,16 @@ test('engine gauges: KV utilization, active sequences, queue depth from the engi
     kvBlocksCached: 0,
     prefixQueriedTokens: 0,
     prefixHitTokens: 0,
+    draftedTokens: 40,
+    acceptedDraftTokens: 30,
+    verifySteps: 12,
   });
   let f = await scrape(app, null);
   assert.equal(v(f, 'svc_kv_pool_utilization_ratio'), 0.25);
+  assert.equal(v(f, 'svc_spec_draft_tokens_total'), 40);
+  assert.equal(v(f, 'svc_spec_accepted_tokens_total'), 30);
+  assert.equal(v(f, 'svc_spec_verify_steps_total'), 12);
+  assert.equal(v(f, 'svc_spec_acceptance_ratio'), 0.75);
   assert.equal(v(f, 'svc_active_sequences'), 3);
   assert.equal(v(f, 'svc_queue_depth'), 5);
   lifecycle.setNoModel();

@@ -38,6 +38,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       oomGuardMb: 4096,
       enablePrefixCaching: false,
       swapSpaceBytes: 3 * 1024 ** 3,
+      speculative: null,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
@@ -92,6 +93,7 @@ test("limits reach the engine (the context length the app serves is the engine's
     oomGuardMb: 0,
     enablePrefixCaching: true,
     swapSpaceBytes: 512 * 1024 ** 2,
+    speculative: null,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
@@ -172,4 +174,23 @@ test('auth: --require-auth gives every --auth-token in order and the tokens file
   });
   // Keys without --require-auth do nothing (the parser warns).
   assert.equal(toServeOptions(config('acme/tiny', '--auth-token', 'k1')).auth, null);
+});
+
+test('speculative decoding: the drafter by precedence (n-gram, self, MTP) with its draft count and MTP settings', () => {
+  const engine = (...flags: string[]) => toServeOptions(config('m', ...flags)).engine.speculative;
+  assert.equal(engine(), null);
+  assert.deepEqual(engine('--ngram-speculative', '--num-drafts', '4'), {
+    mode: 'ngram',
+    numDrafts: 4,
+    mtpQuantization: 'bf16',
+    mtpVocab: 100000,
+  });
+  assert.equal(engine('--speculative', '--self-speculative', '--ngram-speculative')?.mode, 'ngram');
+  assert.equal(engine('--speculative', '--self-speculative')?.mode, 'self');
+  assert.deepEqual(engine('--speculative', '--mtp-vocab', '0', '--mtp-quantization', 'fp8'), {
+    mode: 'mtp',
+    numDrafts: 1,
+    mtpQuantization: 'fp8',
+    mtpVocab: 0,
+  });
 });

@@ -21,7 +21,7 @@ export const SPECULATIVE_FLAGS = [
     value: integer(1),
     default: 1,
     help: "Draft tokens per verify step (K = num-drafts + 1); while 1, MODEL.toml's default_num_drafts replaces it.",
-    built: false,
+    built: true,
   }),
   flag({
     name: 'mtp-quantization',
@@ -57,7 +57,7 @@ export const SPECULATIVE_FLAGS = [
     value: switchFlag(true),
     default: false,
     help: 'CPU n-gram (prompt lookup) drafter. Precedence when several are on: n-gram, self, MTP.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'dflash',
@@ -66,7 +66,7 @@ export const SPECULATIVE_FLAGS = [
     value: switchFlag(true),
     default: false,
     defaultText: 'not set',
-    help: 'DFlash drafting; cannot be combined with --speculative.',
-    built: false,
+    help: 'DFlash drafting (needs a DFlash draft model, which svc cannot run: refused at start-up); conflicts with --speculative.',
+    built: true,
   }),
 ] as const;

@@ -1,0 +1,127 @@
+// Speculative decoding on the real engine (svc-tiny-chat) with the n-gram drafter: greedy output is
+// token for token the output without it — alone and batched with plain sequences, with stop tokens
+// and max_tokens landing inside a draft, with log-probabilities — and copy tasks accept drafts.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
+import type { GenerationHandle, GenerationRequest, SamplingParams, TokenLogprob } from '../../src/engine/types.js';
+import type { SpeculativeOptions } from '../../src/engine/messages.js';
+import { TINY_CHAT } from '../helpers/paths.js';
+
+const IM_END = 151645;
+const tokenizer = new Tokenizer(
+  JSON.parse(readFileSync(join(TINY_CHAT, 'tokenizer.json'), 'utf8')),
+  JSON.parse(readFileSync(join(TINY_CHAT, 'tokenizer_config.json'), 'utf8')),
+);
+const chat = (q: string) => tokenizer.encode(`<|im_start|>user\n${q}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n`).ids;
+const PROMPTS = [
+  chat('Repeat this sentence exactly: the quick brown fox jumps over the lazy dog near the river bank.'),
+  chat('Reverse this list: apple, banana, cherry, date, elderberry, fig, grape.'),
+  chat('Fix the misspelled keyword in this line: retrun x + y; retrun x + y; retrun x + y;'),
+  chat('What is the capital of France?'),
+  chat('Count from one to ten.'),
+  chat('Write upper case: hello world, hello world, hello world, hello world.'),
+];
+
+const GREEDY: SamplingParams = { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null };
+const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}): GenerationRequest => ({
+  promptTokens,
+  maxTokens,
+  sampling: GREEDY,
+  stopTokenIds: [IM_END],
+  timeoutMs: 0,
+  logprobs: 0,
+  ...extra,
+});
+
+async function collect(handle: GenerationHandle): Promise<{ ids: number[]; logprobs: TokenLogprob[]; reason: string }> {
+  const ids: number[] = [];
+  const logprobs: TokenLogprob[] = [];
+  let reason = '';
+  for await (const ev of handle.events) {
+    if (ev.type === 'tokens') {
+      ids.push(...ev.ids);
+      logprobs.push(...(ev.logprobs ?? []));
+    } else reason = ev.reason;
+  }
+  return { ids, logprobs, reason };
+}
+
+const engines: RunningEngine[] = [];
+after(async () => {
+  for (const e of engines) await e.shutdown();
+});
+async function start(speculative: SpeculativeOptions | null): Promise<RunningEngine> {
+  const options: EngineOptions = {
+    modelPath: TINY_CHAT,
+    fastLoad: true,
+    kvCacheDtype: 'bf16',
+    maxSeqLen: 512,
+    maxBatchSize: 8,
+    maxPrefillTokens: 64,
+    maxNumSeqs: 16,
+    gpuMemoryUtilization: 0.9,
+    oomGuardMb: 256,
+    blockSize: 16,
+    enablePrefixCaching: false,
+    swapSpaceBytes: 0,
+    speculative,
+  };
+  const engine = await startEngine(options);
+  engines.push(engine);
+  return engine;
+}
+
+const plain = start(null);
+const ngram = start({ mode: 'ngram', numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 });
+
+test('n-gram drafting: greedy output identical to plain decoding, one at a time and all at once', async () => {
+  const [a, b] = await Promise.all([plain, ngram]);
+  assert.equal(b.info.drafter, 'ngram');
+  for (const p of PROMPTS) {
+    assert.deepEqual((await collect(b.submit(job(p, 60)))).ids, (await collect(a.submit(job(p, 60)))).ids);
+  }
+  const together = await Promise.all(PROMPTS.map((p) => collect(b.submit(job(p, 60)))));
+  const alone = await Promise.all(PROMPTS.map((p) => collect(a.submit(job(p, 60)))));
+  assert.deepEqual(
+    together.map((r) => r.ids),
+    alone.map((r) => r.ids),
+  );
+  const s = b.stats();
+  assert.ok(s.draftedTokens > 0 && s.acceptedDraftTokens > 0, `drafted ${s.draftedTokens}, accepted ${s.acceptedDraftTokens}`);
+  assert.ok(s.verifySteps > 0 && s.acceptedDraftTokens <= s.draftedTokens);
+  assert.equal(s.kvBlocksUsed, 0, 'every block back in the pool (rejected drafts rolled back)');
+  assert.equal(a.stats().draftedTokens, 0);
+});
+
+test('n-gram drafting: max_tokens and stop tokens inside a draft end the output where plain decoding does', async () => {
+  const [a, b] = await Promise.all([plain, ngram]);
+  const reference = await collect(a.submit(job(PROMPTS[0], 60)));
+  for (const max of [1, 2, 3, 5, 8, 13]) {
+    const r = await collect(b.submit(job(PROMPTS[0], max)));
+    assert.deepEqual(r.ids, reference.ids.slice(0, max), `max_tokens ${max}`);
+  }
+  // A token in the middle of the copied text as a stop token.
+  const stop = reference.ids[Math.min(7, reference.ids.length - 1)];
+  const stopped = job(PROMPTS[0], 60, { stopTokenIds: [stop] });
+  const r = await collect(b.submit(stopped));
+  assert.deepEqual(r.ids, (await collect(a.submit(stopped))).ids);
+  assert.equal(r.ids.at(-1), stop);
+  assert.equal(r.reason, 'stop');
+});
+
+test('n-gram drafting: log-probabilities of every token, as without drafting', async () => {
+  const [a, b] = await Promise.all([plain, ngram]);
+  const req = job(PROMPTS[2], 40, { logprobs: 3 });
+  const x = await collect(a.submit(req));
+  const y = await collect(b.submit(req));
+  assert.deepEqual(y.ids, x.ids);
+  assert.equal(y.logprobs.length, y.ids.length);
+  y.logprobs.forEach((lp, i) => {
+    assert.equal(lp.id, x.logprobs[i].id);
+    assert.ok(Math.abs(lp.logprob - x.logprobs[i].logprob) < 1e-4, `token ${i}: ${lp.logprob} vs ${x.logprobs[i].logprob}`);
+  });
+});
