@@ -23,6 +23,7 @@ import { logprobsFor, sampleToken, verifyDraft } from './sampler.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import { createDrafter } from './speculative/index.js';
+import { createMtpDrafter, planMtp } from './speculative/mtp-setup.js';
 import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
@@ -299,7 +300,9 @@ function start(options: EngineOptions): void {
     const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
     // Per layer, K and V dtypes: --kv-cache-dtype, with --kv-high-precision-layers promoted to bf16.
     const kvDtypes = kvLayerPlan(options.kvCacheDtype, config.numLayers, options.kvHighPrecisionLayers ?? 0);
-    const bytesPerToken = kvBytesPerToken(config, kvDtypes);
+    // --speculative: checked before anything is sized; its MTP layer's KV counts in the pool.
+    const mtp = options.speculative?.mode === 'mtp' ? planMtp(checkpoint, options.speculative, kvDtypes) : null;
+    const bytesPerToken = kvBytesPerToken(config, kvDtypes) + (mtp?.kvBytesPerToken ?? 0);
     const memoryBytes = options.memoryBytes ?? totalmem();
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({
@@ -316,17 +319,20 @@ function start(options: EngineOptions): void {
     const ops = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
+    const mtpDrafter = mtp ? createMtpDrafter(checkpoint, ops, mtp, plan.numBlocks, options.blockSize) : null;
+    // Every layer a block holds: copied and swapped together.
+    const blockLayers = mtpDrafter ? [...kv, mtpDrafter.kv] : kv;
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
       prefixCaching: options.enablePrefixCaching,
-      copyBlock: (from, to) => copyKvBlock(kv, from, to),
+      copyBlock: (from, to) => copyKvBlock(blockLayers, from, to),
     });
-    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: kv });
+    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: blockLayers });
     const scheduler = new Scheduler(
       { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens },
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    const drafter = options.speculative ? createDrafter(options.speculative.mode) : null;
+    const drafter = mtpDrafter?.drafter ?? (options.speculative ? createDrafter(options.speculative.mode) : null);
     if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, drafter);
     info = {

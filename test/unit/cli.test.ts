@@ -283,7 +283,7 @@ test('bin/svc.js: --version prints the package version; a bad flag exits 2 with 
   assert.equal(bad.stdout, '');
   assert.equal(bad.stderr, 'svc: --port: expected an integer from 1 to 65535, got "abc"\n');
 
-  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--speculative'], { encoding: 'utf8' });
+  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--auto-swap'], { encoding: 'utf8' });
   assert.equal(unbuilt.status, 2);
-  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --speculative\n');
+  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --auto-swap\n');
 });

@@ -91,7 +91,7 @@ function rig(checkpoint: Checkpoint, ops: Ops, draftVocab = checkpoint.config.vo
 function prefill(r: Rig, seq: Sequence): Float32Array {
   const start = seq.numCached;
   const batch: ScheduledBatch = {
-    chunks: [{ seq, start, length: seq.tokens.length - start, sample: true }],
+    chunks: [{ seq, start, length: seq.tokens.length - start, sample: true, room: 0, draft: [] }],
     numTokens: seq.tokens.length - start,
   };
   const forward = r.runner.prepare(batch);
@@ -194,7 +194,7 @@ test('MTP drafter: observe + propose give the reference drafts (recursive beyond
   b.blockTable.forEach((_, i) => (b.blockTable[i] += 16));
   const hiddenA = prefill(r, a);
   // b: the first 12 tokens as a chunk that does not sample, then the rest.
-  const batch: ScheduledBatch = { chunks: [{ seq: b, start: 0, length: 12, sample: false }], numTokens: 12 };
+  const batch: ScheduledBatch = { chunks: [{ seq: b, start: 0, length: 12, sample: false, room: 0, draft: [] }], numTokens: 12 };
   const forward = r.runner.prepare(batch);
   r.model.forward(forward, r.kv);
   const hiddenB0 = r.model.lastHidden().slice();
