@@ -1,0 +1,105 @@
+// --ngram-speculative end to end with the official `openai` client: greedy chat completions are the
+// same with and without drafting — tool calls under a grammar (tool_choice required), stop strings,
+// streaming — and /metrics counts the drafts.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type OpenAI from 'openai';
+import { startTinyServer, type TinyServer } from '../helpers/tiny-server.js';
+
+let plain: TinyServer;
+let drafting: TinyServer;
+before(async () => {
+  plain = await startTinyServer({ disableThinking: true });
+  drafting = await startTinyServer(
+    { disableThinking: true },
+    {},
+    { speculative: { mode: 'ngram', numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 } },
+  );
+});
+after(async () => {
+  await plain.close();
+  await drafting.close();
+});
+
+const WEATHER: OpenAI.Chat.Completions.ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather for a city.',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+      required: ['city'],
+    },
+  },
+};
+
+type Body = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
+const REQUESTS: [string, Body][] = [
+  [
+    'copy task',
+    {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'Repeat this sentence exactly: the quick brown fox jumps over the lazy dog near the river bank.' },
+      ],
+      max_tokens: 48,
+      temperature: 0,
+    },
+  ],
+  [
+    'tool call under the grammar',
+    {
+      model: 'm',
+      messages: [{ role: 'user', content: 'What is the weather in Paris and in Lyon and in Nice?' }],
+      tools: [WEATHER],
+      tool_choice: 'required',
+      max_tokens: 96,
+      temperature: 0,
+    },
+  ],
+  [
+    'stop strings',
+    {
+      model: 'm',
+      messages: [{ role: 'user', content: 'Repeat this list: red, green, blue, red, green, blue, red, green, blue.' }],
+      max_tokens: 48,
+      temperature: 0,
+      stop: ['blue, red'],
+    },
+  ],
+];
+
+for (const [name, body] of REQUESTS) {
+  test(`greedy output with n-gram drafting equals plain decoding: ${name}`, async () => {
+    const a = await plain.client.chat.completions.create(body);
+    const b = await drafting.client.chat.completions.create(body);
+    // Tool-call ids are random per response.
+    const withoutIds = (m: OpenAI.Chat.Completions.ChatCompletionMessage) => ({
+      ...m,
+      tool_calls: m.tool_calls?.map((c) => ({ ...c, id: '' })),
+    });
+    assert.deepEqual(withoutIds(b.choices[0].message), withoutIds(a.choices[0].message));
+    assert.equal(b.choices[0].finish_reason, a.choices[0].finish_reason);
+    assert.deepEqual(b.usage, a.usage);
+    // Streamed, the text and the tool calls put back together are the same too.
+    const stream = await drafting.client.chat.completions.create({ ...body, stream: true });
+    let text = '';
+    let args = '';
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) args += call.function?.arguments ?? '';
+    }
+    assert.equal(text, a.choices[0].message.content ?? '');
+    assert.equal(args, (a.choices[0].message.tool_calls ?? []).map((c) => (c.type === 'function' ? c.function.arguments : '')).join(''));
+  });
+}
+
+test('/metrics counts drafted and accepted tokens', async () => {
+  const text = await (await fetch(`${drafting.base}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  assert.ok(value('svc_spec_draft_tokens_total') > 0, text);
+  assert.ok(value('svc_spec_accepted_tokens_total') > 0);
+  const ratio = value('svc_spec_acceptance_ratio');
+  assert.ok(ratio > 0 && ratio <= 1, `${ratio}`);
+});
