@@ -5,7 +5,8 @@
 // yield T tokens on average, the decode speedup is T ÷ (verify cost ÷ decode cost).
 //
 //   node dist/bench/verify-cost.js [--models qwen3,llama] [--formats q8_0,q4_k_m] [--ks 2,3,5,8]
-//                                   [--context 256] [--reps 15]
+//                                   [--context 256] [--reps 15] [--paths CKPT,…  (instead of the bench checkpoints)]
+import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { defaultOps } from '../src/kernels/index.js';
 import { loadCheckpoint } from '../src/model/loaders/index.js';
@@ -81,12 +82,13 @@ function main(): void {
   const reps = Number(arg('reps', '15'));
   console.log(`| checkpoint | K | step ms | × decode step |`);
   console.log(`|---|---|---|---|`);
-  for (const m of models) {
-    for (const f of formats) {
-      const artifact = ensureCheckpoint(`${m}-${f}`);
-      for (const row of measure(artifact.path, ks, context, reps))
-        console.log(`| ${artifact.id} | ${row.k} | ${row.ms.toFixed(1)} | ${row.ratio.toFixed(2)} |`);
-    }
+  const paths = arg('paths', '');
+  const checkpoints = paths
+    ? paths.split(',').map((path) => ({ id: basename(path), path }))
+    : models.flatMap((m) => formats.map((f) => ensureCheckpoint(`${m}-${f}`)));
+  for (const { id, path } of checkpoints) {
+    for (const row of measure(path, ks, context, reps))
+      console.log(`| ${id} | ${row.k} | ${row.ms.toFixed(2)} | ${row.ratio.toFixed(2)} |`);
   }
 }
 
