@@ -243,11 +243,11 @@ export async function buildChatPromptCompacting(
     }
   }
 
-  // 5. The summary itself, when it is what still does not fit.
-  if (!within(target)(prompt) && summary !== null) {
+  // 5. The summary itself, when without it the prompt fits the context and with it does not.
+  if (prompt === null && summary !== null) {
     const bare = c.candidate(recent, null, cap);
     const barePrompt = await c.measure(bare.messages);
-    if (barePrompt !== null && (prompt === null || barePrompt.tokens.length < prompt.tokens.length)) {
+    if (barePrompt !== null) {
       cand = bare;
       prompt = barePrompt;
       summary = null;
