@@ -28,6 +28,7 @@ import {
 } from './compaction.js';
 import { writeSummary } from './compaction-summary.js';
 import type { ModelRuntime } from './model-runtime.js';
+import { prefixKeys, summaryCacheOf, type CachedSummary, type SummaryCache } from './summary-cache.js';
 import { chatTemplateInput, measureChatPrompt, promptTooLong, type ChatPrompt } from './prompt.js';
 import type { ChatMessage, ChatRequest } from './request.js';
 
@@ -39,6 +40,8 @@ export const TARGET_SHARE = 0.75;
 export const SUMMARY_MAX_TOKENS = 512;
 /** Tool outputs are never cut below this many characters. */
 export const MIN_TOOL_OUTPUT_CHARS = 256;
+/** Cached summaries tried before writing a new one. */
+const REUSE_TRIES = 3;
 /** Rounds of tool-output elision, each cutting what the last count says is still over. */
 const TRUNCATE_ROUNDS = 4;
 /** About the length of an elision marker line (compaction.ts's elisionMarker). */
@@ -70,6 +73,8 @@ export interface CompactionReport {
   summarizedTurns: number;
   /** Tokens the model wrote for the summary. */
   summaryTokens: number;
+  /** The summary was written for an earlier request with the same oldest turns (summary-cache.ts). */
+  summaryReused: boolean;
   /** Why there is no summary where one was wanted. */
   summaryError: string | null;
   /** Messages left out without a summary. */
@@ -112,6 +117,10 @@ interface Summary {
   text: string;
   /** Messages it stands for. */
   covers: number;
+  /** Unpinned segments (turns) it stands for: the oldest ones. */
+  turns: number;
+  /** Written for an earlier request (summary-cache.ts). */
+  reused: boolean;
 }
 
 interface Candidate {
@@ -124,6 +133,8 @@ interface Candidate {
 class Compaction {
   /** Characters per token of the last prompt measured. */
   charsPerToken: number;
+  /** How many segments are not pinned. */
+  readonly unpinned: number;
 
   constructor(
     private readonly req: ChatRequest,
@@ -132,6 +143,15 @@ class Compaction {
     full: ChatPrompt | null,
   ) {
     this.charsPerToken = full ? full.text.length / full.tokens.length : DEFAULT_CHARS_PER_TOKEN;
+    this.unpinned = compactableCount(segments);
+  }
+
+  /** The messages of the oldest `turns` unpinned segments, less those of the oldest `skip`. */
+  oldest(turns: number, skip = 0): ChatMessage[] {
+    return this.segments
+      .filter((s) => !s.pinned)
+      .slice(skip, turns)
+      .flatMap((s) => s.messages);
   }
 
   /** The prompt of `messages` when it fits the context (with room for one token), else null. */
@@ -162,6 +182,93 @@ class Compaction {
   }
 }
 
+const within =
+  (limit: number) =>
+  (p: ChatPrompt | null): boolean =>
+    p !== null && p.tokens.length <= limit;
+
+/** Where a compaction stands: the turns kept, the summary, the tool-output cap, the candidate and its prompt. */
+interface State {
+  recent: number;
+  summary: Summary | null;
+  summaryTokens: number;
+  summaryError: string | null;
+  cap: number;
+  cand: Candidate;
+  prompt: ChatPrompt | null;
+}
+
+/** The cached summary of the most oldest turns, up to `most`; undefined when none is cached. */
+function latestCached(keys: readonly string[], cache: SummaryCache, most: number): { turns: number; summary: CachedSummary } | undefined {
+  for (let j = most; j >= 1; j--) {
+    const summary = cache.peek(keys[j - 1]!);
+    if (summary !== undefined) return { turns: j, summary };
+  }
+  return undefined;
+}
+
+/** Step 0: the state with a cached summary of the fewest oldest turns whose candidate fits `threshold`; null when none. */
+async function reuseSummary(
+  c: Compaction,
+  keys: readonly string[],
+  cache: SummaryCache,
+  most: number,
+  threshold: number,
+): Promise<State | null> {
+  let tries = 0;
+  for (let j = 1; j <= most && tries < REUSE_TRIES; j++) {
+    const cached = cache.peek(keys[j - 1]!);
+    if (cached === undefined) continue;
+    tries++;
+    const recent = c.unpinned - j;
+    const summary: Summary = { text: cached.text, covers: c.oldest(j).length, turns: j, reused: true };
+    const cand = c.candidate(recent, summary, Infinity);
+    const prompt = await c.measure(cand.messages);
+    if (within(threshold)(prompt)) {
+      cache.get(keys[j - 1]!);
+      return { recent, summary, summaryTokens: cached.tokens, summaryError: null, cap: Infinity, cand, prompt };
+    }
+  }
+  return null;
+}
+
+/** Steps 3-5: what still does not fit the target after the summary. */
+async function fit(c: Compaction, s: State, sizes: { target: number; minRecent: number; maxSeqLen: number }): Promise<void> {
+  const { target, minRecent, maxSeqLen } = sizes;
+  const remeasure = async (): Promise<void> => {
+    s.cand = c.candidate(s.recent, s.summary, s.cap);
+    s.prompt = await c.measure(s.cand.messages);
+  };
+  // 3. Tool outputs middle-elided, longest first, to what the count says is still over.
+  for (let round = 0; round < TRUNCATE_ROUNDS && !within(target)(s.prompt); round++) {
+    const lengths = toolOutputLengths(s.cand.messages);
+    const over = c.tokens(s.prompt, s.cand.messages) - target;
+    // Each elided output gains a marker line; the next round corrects what the estimate missed.
+    const cut = Math.ceil(over * c.charsPerToken) + ELISION_MARKER_CHARS * lengths.length;
+    const next = Math.max(MIN_TOOL_OUTPUT_CHARS, Math.min(s.cap - 1, capToCut(lengths, cut)));
+    if (!lengths.some((n) => n > next)) break;
+    s.cap = next;
+    await remeasure();
+  }
+  // 4. The oldest kept turns left out: as few as reach the target, else as few as fit the context.
+  if (!within(target)(s.prompt) && s.recent > minRecent) {
+    let k = await c.mostRecent(minRecent, s.recent - 1, s.summary, s.cap, within(target));
+    if (k < minRecent && s.prompt === null) k = await c.mostRecent(minRecent, s.recent - 1, s.summary, s.cap, within(maxSeqLen));
+    if (k >= minRecent || s.prompt === null) {
+      s.recent = Math.max(minRecent, k);
+      await remeasure();
+    }
+  }
+  // 5. The summary itself, when without it the prompt fits the context and with it does not.
+  if (s.prompt === null && s.summary !== null) {
+    const bare = c.candidate(s.recent, null, s.cap);
+    const prompt = await c.measure(bare.messages);
+    if (prompt !== null) {
+      Object.assign(s, { cand: bare, prompt, summary: null, summaryTokens: 0, summaryError: 'the summary did not fit' });
+    }
+  }
+}
+
 /**
  * The chat prompt of a request under --auto-compact: as the request has it when it is within the
  * threshold, else compacted (see the top of this file).
@@ -183,79 +290,49 @@ export async function buildChatPromptCompacting(
   const others = compactableCount(c.segments);
   const minRecent = Math.min(minimumRecent(c.segments), others);
   const summaryMaxTokens = Math.max(1, Math.min(SUMMARY_MAX_TOKENS, Math.floor(target / 4)));
-  const within = (limit: number) => (p: ChatPrompt | null) => p !== null && p.tokens.length <= limit;
   const checkClient = (): void => {
     if (settings.signal?.aborted) throw clientGone();
   };
+  const keys = prefixKeys(c.segments);
+  const cache = summaryCacheOf(runtime);
 
-  // 1. The newest turns that fit the target with room for the summary.
-  let recent = others;
-  if (others > minRecent) {
-    recent = Math.max(minRecent, await c.mostRecent(minRecent, others - 1, null, Infinity, within(target - summaryMaxTokens)));
-  }
-
-  // 2. The model's summary of the rest.
-  let summary: Summary | null = null;
-  let summaryTokens = 0;
-  let summaryError: string | null = null;
-  let summarizedTurns = 0;
-  const keep = keepRecent(c.segments, recent);
-  const removed = removedMessages(c.segments, keep);
-  if (removed.length > 0) {
-    const written = await writeSummary(runtime, removed, {
-      maxTokens: summaryMaxTokens,
-      charsPerToken: c.charsPerToken,
-      timeoutSec: settings.timeoutSec,
-      signal: settings.signal,
-    });
-    checkClient();
-    if ('text' in written) {
-      summary = { text: written.text, covers: removed.length };
-      summaryTokens = written.tokens;
-      summarizedTurns = keep.filter((k) => !k).length;
-    } else summaryError = written.error;
-  }
-  let cap = Infinity;
-  let cand = c.candidate(recent, summary, cap);
-  let prompt = await c.measure(cand.messages);
-
-  // 3. Tool outputs middle-elided, longest first, to what the count says is still over.
-  for (let round = 0; round < TRUNCATE_ROUNDS && !within(target)(prompt); round++) {
-    const lengths = toolOutputLengths(cand.messages);
-    const over = c.tokens(prompt, cand.messages) - target;
-    // Each elided output gains a marker line; the next round corrects what the estimate missed.
-    const cut = Math.ceil(over * c.charsPerToken) + ELISION_MARKER_CHARS * lengths.length;
-    const next = Math.max(MIN_TOOL_OUTPUT_CHARS, Math.min(cap - 1, capToCut(lengths, cut)));
-    if (!lengths.some((n) => n > next)) break;
-    cap = next;
-    cand = c.candidate(recent, summary, cap);
-    prompt = await c.measure(cand.messages);
-  }
-
-  // 4. The oldest kept turns left out: as few as reach the target, else as few as fit the context.
-  if (!within(target)(prompt) && recent > minRecent) {
-    let k = await c.mostRecent(minRecent, recent - 1, summary, cap, within(target));
-    if (k < minRecent && prompt === null) k = await c.mostRecent(minRecent, recent - 1, summary, cap, within(maxSeqLen));
-    if (k >= minRecent || prompt === null) {
-      recent = Math.max(minRecent, k);
-      cand = c.candidate(recent, summary, cap);
-      prompt = await c.measure(cand.messages);
+  // 0. A summary written for an earlier request with the same oldest turns, while the rest still
+  //    fits the threshold: the conversation grows by a quarter of it between summaries.
+  let state = await reuseSummary(c, keys, cache, others - minRecent, threshold);
+  if (state === null) {
+    // 1. The newest turns that fit the target with room for the summary.
+    let recent = others;
+    if (others > minRecent) {
+      recent = Math.max(minRecent, await c.mostRecent(minRecent, others - 1, null, Infinity, within(target - summaryMaxTokens)));
     }
-  }
-
-  // 5. The summary itself, when without it the prompt fits the context and with it does not.
-  if (prompt === null && summary !== null) {
-    const bare = c.candidate(recent, null, cap);
-    const barePrompt = await c.measure(bare.messages);
-    if (barePrompt !== null) {
-      cand = bare;
-      prompt = barePrompt;
-      summary = null;
-      summaryTokens = 0;
-      summarizedTurns = 0;
-      summaryError = 'the summary did not fit';
+    // 2. The model's summary of the rest (continuing the latest summary of fewer of them, if any).
+    const removedTurns = others - recent;
+    let summary: Summary | null = null;
+    let summaryTokens = 0;
+    let summaryError: string | null = null;
+    if (removedTurns > 0) {
+      const earlier = latestCached(keys, cache, removedTurns - 1);
+      const messages = c.oldest(removedTurns, earlier?.turns ?? 0);
+      if (earlier) messages.unshift({ role: 'system', content: `Summary of the conversation before: ${earlier.summary.text}` });
+      const written = await writeSummary(runtime, messages, {
+        maxTokens: summaryMaxTokens,
+        charsPerToken: c.charsPerToken,
+        timeoutSec: settings.timeoutSec,
+        signal: settings.signal,
+      });
+      checkClient();
+      if ('text' in written) {
+        summary = { text: written.text, covers: c.oldest(removedTurns).length, turns: removedTurns, reused: false };
+        summaryTokens = written.tokens;
+        cache.set(keys[removedTurns - 1]!, { text: written.text, tokens: written.tokens });
+      } else summaryError = written.error;
     }
+    const cand = c.candidate(recent, summary, Infinity);
+    state = { recent, summary, summaryTokens, summaryError, cap: Infinity, cand, prompt: await c.measure(cand.messages) };
+    // 3-5. Tool outputs elided, then older turns left out, then the summary, while over.
+    await fit(c, state, { target, minRecent, maxSeqLen });
   }
+  const { cand, prompt, summary } = state;
   checkClient();
 
   if (prompt === null) throw tooLong();
@@ -272,9 +349,10 @@ export async function buildChatPromptCompacting(
       threshold,
       target,
       summarizedMessages,
-      summarizedTurns,
-      summaryTokens,
-      summaryError,
+      summarizedTurns: summary?.turns ?? 0,
+      summaryTokens: state.summaryTokens,
+      summaryReused: summary?.reused ?? false,
+      summaryError: state.summaryError,
       omittedMessages: cand.removed - summarizedMessages,
       truncatedToolOutputs: cand.truncated,
     },

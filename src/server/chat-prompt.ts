@@ -62,6 +62,7 @@ export async function routeChatPrompt(
         summarizedTurns: r.summarizedTurns,
         summarizedMessages: r.summarizedMessages,
         summaryTokens: r.summaryTokens,
+        summaryReused: r.summaryReused,
         omittedMessages: r.omittedMessages,
         truncatedToolOutputs: r.truncatedToolOutputs,
         ...(r.summaryError !== null ? { summaryError: r.summaryError } : {}),

@@ -118,7 +118,7 @@ test('chat completions: a tool loop twice the context is compacted — 200, the 
   assert.equal(line.summaryError, undefined);
 });
 
-test('chat completions, streaming: the header comes with the stream, which ends with a finish reason', async () => {
+test('chat completions, streaming: the header comes with the stream, which ends with a finish reason; the summary is reused', async () => {
   const { data: stream, response } = await openai.chat.completions
     .create({ model: 'm', messages: chatMessages, tools: [READ_FILE], max_tokens: 24, temperature: 0, stream: true })
     .withResponse();
@@ -126,6 +126,8 @@ test('chat completions, streaming: the header comes with the stream, which ends 
   let finish: string | null = null;
   for await (const chunk of stream) finish = chunk.choices[0]?.finish_reason ?? finish;
   assert.ok(finish !== null);
+  // The same history as the test before: its summary is reused, not written again.
+  assert.equal(logLines().at(-1)!.summaryReused, true);
 });
 
 test('Anthropic Messages (official SDK): the same tool loop as tool_use / tool_result blocks is compacted', async () => {

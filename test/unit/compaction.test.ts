@@ -20,6 +20,7 @@ import {
   truncateToolOutputs,
 } from '../../src/chat/compaction.js';
 import { fitEntries, MIN_ENTRY_CHARS, transcriptEntry } from '../../src/chat/compaction-summary.js';
+import { prefixKeys, SummaryCache } from '../../src/chat/summary-cache.js';
 import type { ChatMessage, ChatRequest } from '../../src/chat/request.js';
 import { ApiError } from '../../src/common/api-error.js';
 import { EngineAdmissionError } from '../../src/engine/types.js';
@@ -342,6 +343,55 @@ test('a long tool loop: the oldest exchanges summarized by the model (greedy, no
   assert.doesNotMatch(summaryPrompt, /app11\.log/);
   assert.doesNotMatch(summaryPrompt, /<tools>/);
   assert.match(summaryPrompt, /<think>\s*<\/think>\s*$/);
+});
+
+test('summary cache: least recently used goes first; prefix keys stay the same as a conversation grows', () => {
+  const cache = new SummaryCache(2);
+  cache.set('a', { text: 'A', tokens: 1 });
+  cache.set('b', { text: 'B', tokens: 1 });
+  cache.get('a');
+  cache.set('c', { text: 'C', tokens: 1 });
+  assert.deepEqual([cache.peek('a')?.text, cache.peek('b'), cache.peek('c')?.text], ['A', undefined, 'C']);
+  const short = prefixKeys(segmentConversation(toolLoop(3)));
+  const long = prefixKeys(segmentConversation(toolLoop(5)));
+  assert.equal(short.length, 3);
+  assert.deepEqual(long.slice(0, 3), short);
+  assert.equal(new Set(long).size, long.length);
+  // A new user message: the old one becomes a compactable segment, and every key after it differs.
+  const moved = prefixKeys(segmentConversation([...toolLoop(3), { role: 'user', content: 'and now?' }]));
+  assert.equal(moved.length, 4);
+  assert.ok(!moved.some((k) => short.includes(k)));
+});
+
+test('an agent resending its history: the summary is reused while the rest fits the threshold (same prompt start), then continued', async () => {
+  const { runtime, engine } = compactingApp({ script: { ids: [...tinyTokenizer.encode('S1.'), 151645] } });
+  const messages = toolLoop(12);
+  const first = await buildChatPromptCompacting(chatRequest(messages), runtime, SETTINGS);
+  assert.equal(first.report!.summaryReused, false);
+  assert.equal(engine.jobs.length, 1);
+  // One more exchange: the same oldest turns, the same summary, no new job; the prompt starts the same.
+  const second = await buildChatPromptCompacting(chatRequest(toolLoop(13)), runtime, SETTINGS);
+  const r2 = second.report!;
+  assert.equal(r2.summaryReused, true);
+  assert.equal(r2.summarizedMessages, first.report!.summarizedMessages);
+  assert.equal(r2.summaryError, null);
+  assert.ok(r2.tokensAfter <= r2.threshold && r2.tokensAfter > first.report!.tokensAfter);
+  assert.equal(engine.jobs.length, 1);
+  assert.deepEqual(second.request.messages.slice(0, 2), first.request.messages.slice(0, 2));
+  assert.deepEqual(
+    second.prompt.tokens.slice(0, first.prompt.tokens.length - 200),
+    first.prompt.tokens.slice(0, first.prompt.tokens.length - 200),
+  );
+  // Grown past the threshold: a new summary, written from the last one and the turns after it.
+  let n = 14;
+  let third = await buildChatPromptCompacting(chatRequest(toolLoop(n)), runtime, SETTINGS);
+  while (third.report!.summaryReused && n < 30) third = await buildChatPromptCompacting(chatRequest(toolLoop(++n)), runtime, SETTINGS);
+  assert.equal(third.report!.summaryReused, false);
+  assert.ok(third.report!.summarizedMessages > first.report!.summarizedMessages);
+  assert.equal(engine.jobs.length, 2);
+  const continued = tinyTokenizer.decode(engine.jobs[1]!.req.promptTokens);
+  assert.match(continued, /System: Summary of the conversation before: S1\./);
+  assert.doesNotMatch(continued, /app0\.log/);
 });
 
 test('the engine refuses the summary job: the oldest exchanges are left out instead, with a note saying so', async () => {
