@@ -285,6 +285,11 @@ export async function buildChatPromptCompacting(
   if (full !== null && full.tokens.length <= threshold) return { request: req, prompt: full, report: null };
   const tokensBefore = full?.tokens.length ?? countLimit;
   const tooLong = (): ApiError => promptTooLong(maxSeqLen, tokensBefore, 'messages', full === null);
+  // A max_tokens that alone fills the context fails whatever the prompt: today's errors, no work.
+  if ((settings.reserveTokens ?? 0) >= maxSeqLen - 1) {
+    if (full === null) throw tooLong();
+    return { request: req, prompt: full, report: null };
+  }
 
   const c = new Compaction(req, runtime, segmentConversation(req.messages), full);
   const others = compactableCount(c.segments);

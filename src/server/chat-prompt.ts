@@ -55,7 +55,8 @@ export async function routeChatPrompt(
     reply.header(COMPACTED_HEADER, compactedHeaderValue(r));
     request.log.info(
       {
-        tokensBefore: r.exactBefore ? r.tokensBefore : `>=${r.tokensBefore}`,
+        tokensBefore: r.tokensBefore,
+        ...(r.exactBefore ? {} : { tokensBeforeAtLeast: true }),
         tokensAfter: r.tokensAfter,
         threshold: r.threshold,
         target: r.target,

@@ -305,6 +305,18 @@ test('under the threshold: the request as it is, no report, no summary job', asy
   assert.equal(engine.jobs.length, 0);
 });
 
+test("a strict max_tokens that fills the context alone: no compaction, today's errors", async () => {
+  const { runtime, engine } = compactingApp();
+  const settings = { ...SETTINGS, reserveTokens: CONTEXT };
+  // Countable: the request as it is (the route's max_tokens check then refuses it, as today).
+  const over = await buildChatPromptCompacting(chatRequest(toolLoop(12)), runtime, settings);
+  assert.equal(over.report, null);
+  assert.ok(over.prompt.tokens.length > CONTEXT);
+  // Longer than 8 × the context: the prompt's own 400.
+  await assert.rejects(buildChatPromptCompacting(chatRequest(toolLoop(60)), runtime, settings), /maximum context length is 1024 tokens/);
+  assert.equal(engine.jobs.length, 0);
+});
+
 test('a long tool loop: the oldest exchanges summarized by the model (greedy, no tools, thinking off), the newest kept whole, under the target', async () => {
   const { runtime, engine } = compactingApp({ script: { ids: [...tinyTokenizer.encode('Logs 0-5 were clean.'), 151645] } });
   const messages = toolLoop(12);
