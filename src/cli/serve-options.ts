@@ -15,6 +15,7 @@ export function toServeOptions(c: Config): ServeOptions {
       toolMaxTokens: c.toolMaxTokens,
       requestTimeoutSec: c.requestTimeout,
       disableThinking: c.disableThinking,
+      autoCompact: c.autoCompact ?? null,
       allowedHosts: c.allowedHosts ?? [],
       allowedOrigins: c.allowedOrigins ?? [],
     },

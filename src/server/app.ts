@@ -39,6 +39,8 @@ export interface AppOptions {
   requestTimeoutSec: number;
   /** --disable-thinking: chats are rendered with enable_thinking false. */
   disableThinking?: boolean;
+  /** --auto-compact: chat prompts past this fraction of the context are compacted (src/chat/auto-compact.ts); null or absent = off. */
+  autoCompact?: number | null;
   /** Connection limits and timeouts (SVC_* in the environment when not given). */
   http?: HttpLimits;
   /** --allowed-hosts: Host names accepted besides loopback ones when bound to loopback. */

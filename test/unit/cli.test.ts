@@ -259,6 +259,7 @@ test('checkImplemented: unbuilt flags at non-default values refuse to start', ()
   );
   assert.equal(checkImplemented(config('serve', 'm', '--num-drafts', '3', '--ngram-speculative')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'nvfp4')), undefined);
+  assert.equal(checkImplemented(config('serve', 'm', '--auto-compact', '0.85')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'bf16')), undefined);
   // The default value of an unbuilt flag, spelled out, is fine.
   assert.equal(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '100', '--scheduling-policy', 'fifo')), undefined);

@@ -22,6 +22,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       toolMaxTokens: 8192,
       requestTimeoutSec: 300,
       disableThinking: false,
+      autoCompact: null,
       allowedHosts: [],
       allowedOrigins: [],
     },
@@ -123,10 +124,16 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     toolMaxTokens: 100,
     requestTimeoutSec: 0,
     disableThinking: true,
+    autoCompact: null,
     allowedHosts: [],
     allowedOrigins: [],
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
+});
+
+test('--auto-compact: the fraction goes to the app (off: null)', () => {
+  assert.equal(toServeOptions(config('acme/tiny', '--auto-compact', '0.8')).app.autoCompact, 0.8);
+  assert.equal(toServeOptions(config('acme/tiny')).app.autoCompact, null);
 });
 
 test('--allowed-hosts and --allowed-origins: comma lists, repeatable, in order; malformed entries refused', () => {

@@ -58,6 +58,6 @@ export const SCHEDULING_FLAGS = [
     default: undefined,
     defaultText: 'off',
     help: 'Compress the context once it passes this fraction of --max-seq-len (e.g. 0.85).',
-    built: false,
+    built: true,
   }),
 ] as const;
