@@ -16,6 +16,7 @@ export function toServeOptions(c: Config): ServeOptions {
       disableThinking: c.disableThinking,
       allowedHosts: c.allowedHosts ?? [],
       allowedOrigins: c.allowedOrigins ?? [],
+      profile: c.profile,
     },
     engine: {
       fastLoad: c.fastLoad,
@@ -30,6 +31,8 @@ export function toServeOptions(c: Config): ServeOptions {
       oomGuardMb: c.oomGuardMb,
       enablePrefixCaching: c.enablePrefixCaching,
       swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
+      profile: c.profile,
+      adaptiveSampling: c.adaptiveSampling,
     },
     runtime: {
       toolCallParser: c.toolCallParser,
@@ -39,5 +42,7 @@ export function toServeOptions(c: Config): ServeOptions {
     // The tokens file is read by serve() at start-up (its errors exit 1); without --require-auth
     // the key flags have no effect (checkCrossFlagRules warns).
     auth: c.requireAuth ? { tokens: c.authToken ?? [], tokensFile: c.authTokensFile } : null,
+    // Process-level: serve opens it once, so it outlives model swaps.
+    dump: c.dump ?? null,
   };
 }

@@ -2,6 +2,7 @@
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
 import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
+import type { ProfileSnapshot } from './profile.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
@@ -45,6 +46,10 @@ export interface EngineOptions {
   swapRoot?: string;
   /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
   memoryBytes?: number;
+  /** --profile: time every op and the step loop's parts (src/engine/profile.ts). */
+  profile?: boolean;
+  /** --adaptive-sampling: take the argmax of confident sampling rows (src/engine/adaptive-sampling.ts). */
+  adaptiveSampling?: boolean;
 }
 
 /** What the engine reports once loaded (the lead logs it). */
@@ -80,6 +85,12 @@ export type ToWorker =
   /** The main thread's tokenizer (packTokenizer), once: tool-call grammars' vocabulary is worked out from it. */
   | { type: 'tokenizer'; packed: Uint8Array };
 
+/** --profile: send the timing table back (answered between steps, outside the step loop). */
+export interface ProfileRequest {
+  type: 'profile';
+  requestId: number;
+}
+
 // worker → main
 
 /** Everything one step produced for one job: new tokens and, when it ended, how. */
@@ -101,4 +112,6 @@ export type FromWorker =
   /** While loading: tensors taken by the model so far (throttled). */
   | { type: 'load-progress'; progress: LoadProgress }
   /** One message per step (or per batch of cancellations), with the stats after it. */
-  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats };
+  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats }
+  /** The answer to a 'profile' request; null when the engine was started without --profile. */
+  | { type: 'profile'; requestId: number; profile: ProfileSnapshot | null };

@@ -19,12 +19,14 @@ import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { createSequence, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
+import { tokenSampler, type TokenSampler } from './adaptive-sampling.js';
+import { OpProfile, timeMethod, withProfile } from './profile.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
 import type { EngineFinishReason } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ProfileRequest, ToWorker, WorkerStats } from './messages.js';
 
 const port = parentPort!;
 const post = (msg: FromWorker) => port.postMessage(msg);
@@ -54,6 +56,8 @@ class StepLoop {
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
+    /** sampleToken, behind --adaptive-sampling's gate when on, timed when --profile. */
+    private readonly sample: TokenSampler = sampleToken,
   ) {}
 
   receive(msg: ToWorker): void {
@@ -192,7 +196,7 @@ class StepLoop {
           raw.set(row);
         }
         processLogits(processors, row);
-        token = sampleToken(row, seq.sampling, seq.rng);
+        token = this.sample(row, seq.sampling, seq.rng);
       }
       const u = update(seq);
       // Its first token: say how much of the prompt came from the prefix cache (usage).
@@ -230,6 +234,7 @@ class StepLoop {
 
 function start(options: EngineOptions): void {
   const t0 = performance.now();
+  const profile = options.profile ? new OpProfile() : null;
   let loop: StepLoop;
   let info: EngineInfo;
   try {
@@ -253,7 +258,8 @@ function start(options: EngineOptions): void {
       maxNumSeqs: options.maxNumSeqs,
     });
     const calibration = options.fp8KvCalibrationTokens ?? 0;
-    const ops = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
+    const calibrated = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
+    const ops = profile ? withProfile(calibrated, profile) : calibrated;
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
@@ -266,7 +272,14 @@ function start(options: EngineOptions): void {
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
+    const runner = new ModelRunner(model, kv, options.blockSize);
+    const sample = tokenSampler(options.adaptiveSampling ?? false);
+    if (profile) {
+      timeMethod(profile, 'schedule', scheduler, 'schedule');
+      timeMethod(profile, 'forward', runner, 'run');
+      timeMethod(profile, 'postprocess', scheduler, 'postprocess');
+    }
+    loop = new StepLoop(scheduler, runner, blocks, profile ? profile.timed('step', 'sample', sample) : sample);
     info = {
       config,
       maxSeqLen,
@@ -288,7 +301,10 @@ function start(options: EngineOptions): void {
     post({ type: 'load-error', message: err instanceof Error ? err.message : String(err) });
     return;
   }
-  port.on('message', (msg: ToWorker) => loop.receive(msg));
+  port.on('message', (msg: ToWorker | ProfileRequest) => {
+    if (msg.type === 'profile') post({ type: 'profile', requestId: msg.requestId, profile: profile?.snapshot() ?? null });
+    else loop.receive(msg);
+  });
   post({ type: 'ready', info });
 }
 

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
-import type { Config } from '../../src/cli/config.js';
+import { checkImplemented, type Config } from '../../src/cli/config.js';
 import { toServeOptions } from '../../src/cli/serve-options.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 
@@ -24,6 +24,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       disableThinking: false,
       allowedHosts: [],
       allowedOrigins: [],
+      profile: false,
     },
     engine: {
       fastLoad: true,
@@ -38,9 +39,12 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       oomGuardMb: 4096,
       enablePrefixCaching: false,
       swapSpaceBytes: 3 * 1024 ** 3,
+      profile: false,
+      adaptiveSampling: false,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
+    dump: null,
   };
   assert.deepStrictEqual(toServeOptions(config('acme/tiny')), expected);
 });
@@ -92,6 +96,8 @@ test("limits reach the engine (the context length the app serves is the engine's
     oomGuardMb: 0,
     enablePrefixCaching: true,
     swapSpaceBytes: 512 * 1024 ** 2,
+    profile: false,
+    adaptiveSampling: false,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
@@ -123,6 +129,7 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     disableThinking: true,
     allowedHosts: [],
     allowedOrigins: [],
+    profile: false,
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
 });
@@ -172,4 +179,14 @@ test('auth: --require-auth gives every --auth-token in order and the tokens file
   });
   // Keys without --require-auth do nothing (the parser warns).
   assert.equal(toServeOptions(config('acme/tiny', '--auth-token', 'k1')).auth, null);
+});
+
+test('operations: --profile reaches the engine and the app (its route), --adaptive-sampling the engine, --dump the server', () => {
+  const o = toServeOptions(config('acme/tiny', '--profile', '--adaptive-sampling', '--dump', '/var/tmp/svc-dump'));
+  assert.equal(o.engine.profile, true);
+  assert.equal(o.app.profile, true);
+  assert.equal(o.engine.adaptiveSampling, true);
+  assert.equal(o.dump, '/var/tmp/svc-dump');
+  // Built: they start (no "not implemented yet").
+  assert.equal(checkImplemented(config('acme/tiny', '--profile', '--adaptive-sampling', '--dump', '/tmp/d')), undefined);
 });

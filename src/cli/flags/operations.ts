@@ -10,7 +10,7 @@ export const OPERATIONS_FLAGS = [
     value: switchFlag(true),
     default: false,
     help: 'Per-kernel sync and timing; disables graph capture (about 10% overhead).',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'adaptive-sampling',
@@ -18,8 +18,8 @@ export const OPERATIONS_FLAGS = [
     group: 'Experimental and operations',
     value: switchFlag(true),
     default: false,
-    help: 'Entropy-gated greedy sampling path.',
-    built: false,
+    help: 'Entropy-gated greedy: a sampling row whose entropy after temperature is below h(0.9) ≈ 0.325 nats (the top token holds over 90%) takes the argmax.',
+    built: true,
   }),
   flag({
     name: 'default-top-n-sigma',
@@ -139,7 +139,7 @@ export const OPERATIONS_FLAGS = [
     value: text('dir', 'directory'),
     default: undefined,
     defaultText: 'not set',
-    help: 'Directory to write every request and its response to, as JSON; process-level, survives model swaps.',
-    built: false,
+    help: 'Directory to write every request and its response (or stream) to, one JSON line each in svc-dump-<time>-<pid>.jsonl, API keys removed; process-level, survives model swaps.',
+    built: true,
   }),
 ] as const;
