@@ -120,8 +120,9 @@ export function sseEvents(text: string): DumpedEvent[] {
 }
 
 function recordOf(request: FastifyRequest, reply: FastifyReply, capture: Capture, time: string, aborted: boolean): DumpRecord {
-  const responseHeaders = without(reply.raw.getHeaders(), SECRET_RESPONSE_HEADERS);
-  const contentType = String(reply.raw.getHeader('content-type') ?? '');
+  // fastify's view: the headers it hands to writeHead are not on the raw response.
+  const responseHeaders = without(reply.getHeaders(), SECRET_RESPONSE_HEADERS);
+  const contentType = String(reply.getHeader('content-type') ?? '');
   const text = capture.text();
   const record: DumpRecord = {
     time,
