@@ -9,7 +9,7 @@ export const OPERATIONS_FLAGS = [
     group: 'Experimental and operations',
     value: switchFlag(true),
     default: false,
-    help: 'Per-kernel sync and timing; disables graph capture (about 10% overhead).',
+    help: "Time every kernel call (the CPU kernels are synchronous: no sync, no graph capture to disable) and the step loop's parts; the table is at GET /debug/profile and printed at shutdown. Overhead under 2% (about 150 ns per kernel call).",
     built: true,
   }),
   flag({
