@@ -18,6 +18,7 @@ export function toServeOptions(c: Config): ServeOptions {
       autoCompact: c.autoCompact ?? null,
       allowedHosts: c.allowedHosts ?? [],
       allowedOrigins: c.allowedOrigins ?? [],
+      profile: c.profile,
     },
     engine: {
       fastLoad: c.fastLoad,
@@ -33,6 +34,8 @@ export function toServeOptions(c: Config): ServeOptions {
       enablePrefixCaching: c.enablePrefixCaching,
       swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
       speculative: speculativeOptions(c),
+      profile: c.profile,
+      adaptiveSampling: c.adaptiveSampling,
     },
     runtime: {
       toolCallParser: c.toolCallParser,
@@ -42,6 +45,8 @@ export function toServeOptions(c: Config): ServeOptions {
     // The tokens file is read by serve() at start-up (its errors exit 1); without --require-auth
     // the key flags have no effect (checkCrossFlagRules warns).
     auth: c.requireAuth ? { tokens: c.authToken ?? [], tokensFile: c.authTokensFile } : null,
+    // Process-level: serve opens it once, so it outlives model swaps.
+    dump: c.dump ?? null,
   };
 }
 

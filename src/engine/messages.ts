@@ -3,6 +3,7 @@
 import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { DraftMode } from './speculative/drafter.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
+import type { ProfileSnapshot } from './profile.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
@@ -60,6 +61,10 @@ export interface EngineOptions {
   memoryBytes?: number;
   /** Speculative decoding; null or absent = off. */
   speculative?: SpeculativeOptions | null;
+  /** --profile: time every op and the step loop's parts (src/engine/profile.ts). */
+  profile?: boolean;
+  /** --adaptive-sampling: take the argmax of confident sampling rows (src/engine/adaptive-sampling.ts). */
+  adaptiveSampling?: boolean;
 }
 
 /** What the engine reports once loaded (the lead logs it). */
@@ -99,6 +104,12 @@ export type ToWorker =
   /** Draft tokens per verify step from now on (MODEL.toml's default_num_drafts while --num-drafts is 1). */
   | { type: 'num-drafts'; numDrafts: number };
 
+/** --profile: send the timing table back (answered between steps, outside the step loop). */
+export interface ProfileRequest {
+  type: 'profile';
+  requestId: number;
+}
+
 // worker → main
 
 /** Everything one step produced for one job: new tokens and, when it ended, how. */
@@ -120,4 +131,6 @@ export type FromWorker =
   /** While loading: tensors taken by the model so far (throttled). */
   | { type: 'load-progress'; progress: LoadProgress }
   /** One message per step (or per batch of cancellations), with the stats after it. */
-  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats };
+  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats }
+  /** The answer to a 'profile' request; null when the engine was started without --profile. */
+  | { type: 'profile'; requestId: number; profile: ProfileSnapshot | null };

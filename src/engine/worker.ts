@@ -19,7 +19,9 @@ import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { createSequence, numCompletionTokens, type Sequence } from './sequence.js';
-import { logprobsFor, sampleToken, verifyDraft } from './sampler.js';
+import { logprobsFor } from './sampler.js';
+import { plainSampleToken, tokenSampler, type TokenSampler } from './adaptive-sampling.js';
+import { OpProfile, timeMethod, withProfile } from './profile.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import { createDrafter } from './speculative/index.js';
@@ -28,7 +30,7 @@ import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
 import type { EngineFinishReason } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ProfileRequest, ToWorker, WorkerStats } from './messages.js';
 
 const port = parentPort!;
 const post = (msg: FromWorker) => port.postMessage(msg);
@@ -64,6 +66,8 @@ class StepLoop {
     private readonly blocks: BlockManager,
     /** null = no speculative decoding. */
     private readonly drafter: Drafter | null,
+    /** Draws and draft verdicts, behind --adaptive-sampling's gate when on, timed when --profile. */
+    private readonly sample: TokenSampler = plainSampleToken,
   ) {}
 
   receive(msg: ToWorker): void {
@@ -263,7 +267,7 @@ class StepLoop {
         raw.set(row);
       }
       processLogits(processors, row);
-      token = proposed >= 0 ? verifyDraft(row, seq.sampling, seq.rng, proposed) : sampleToken(row, seq.sampling, seq.rng);
+      token = this.sample(row, seq.sampling, seq.rng, proposed);
     }
     if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
     return token;
@@ -291,6 +295,7 @@ class StepLoop {
 
 function start(options: EngineOptions): void {
   const t0 = performance.now();
+  const profile = options.profile ? new OpProfile() : null;
   let loop: StepLoop;
   let info: EngineInfo;
   try {
@@ -316,7 +321,8 @@ function start(options: EngineOptions): void {
       maxNumSeqs: options.maxNumSeqs,
     });
     const calibration = options.fp8KvCalibrationTokens ?? 0;
-    const ops = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
+    const calibrated = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
+    const ops = profile ? withProfile(calibrated, profile) : calibrated;
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
     const mtpDrafter = mtp ? createMtpDrafter(checkpoint, ops, mtp, plan.numBlocks, options.blockSize) : null;
@@ -334,7 +340,15 @@ function start(options: EngineOptions): void {
     );
     const drafter = mtpDrafter?.drafter ?? (options.speculative ? createDrafter(options.speculative.mode) : null);
     if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, drafter);
+    const runner = new ModelRunner(model, kv, options.blockSize);
+    const sample = tokenSampler(options.adaptiveSampling ?? false);
+    if (profile) {
+      timeMethod(profile, 'schedule', scheduler, 'schedule');
+      timeMethod(profile, 'forward', runner, 'run');
+      timeMethod(profile, 'postprocess', scheduler, 'postprocess');
+      if (drafter) timeMethod(profile, 'draft', drafter, 'propose');
+    }
+    loop = new StepLoop(scheduler, runner, blocks, drafter, profile ? profile.timed('step', 'sample', sample) : sample);
     info = {
       config,
       maxSeqLen,
@@ -357,7 +371,10 @@ function start(options: EngineOptions): void {
     post({ type: 'load-error', message: err instanceof Error ? err.message : String(err) });
     return;
   }
-  port.on('message', (msg: ToWorker) => loop.receive(msg));
+  port.on('message', (msg: ToWorker | ProfileRequest) => {
+    if (msg.type === 'profile') post({ type: 'profile', requestId: msg.requestId, profile: profile?.snapshot() ?? null });
+    else loop.receive(msg);
+  });
   post({ type: 'ready', info });
 }
 

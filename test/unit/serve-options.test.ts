@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
-import type { Config } from '../../src/cli/config.js';
+import { checkImplemented, type Config } from '../../src/cli/config.js';
 import { toServeOptions } from '../../src/cli/serve-options.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 
@@ -25,6 +25,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       autoCompact: null,
       allowedHosts: [],
       allowedOrigins: [],
+      profile: false,
     },
     engine: {
       fastLoad: true,
@@ -40,9 +41,12 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       enablePrefixCaching: false,
       swapSpaceBytes: 3 * 1024 ** 3,
       speculative: null,
+      profile: false,
+      adaptiveSampling: false,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
+    dump: null,
   };
   assert.deepStrictEqual(toServeOptions(config('acme/tiny')), expected);
 });
@@ -95,6 +99,8 @@ test("limits reach the engine (the context length the app serves is the engine's
     enablePrefixCaching: true,
     swapSpaceBytes: 512 * 1024 ** 2,
     speculative: null,
+    profile: false,
+    adaptiveSampling: false,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
@@ -127,6 +133,7 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     autoCompact: null,
     allowedHosts: [],
     allowedOrigins: [],
+    profile: false,
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
 });
@@ -200,4 +207,14 @@ test('speculative decoding: the drafter by precedence (n-gram, self, MTP) with i
     mtpQuantization: 'fp8',
     mtpVocab: 0,
   });
+});
+
+test('operations: --profile reaches the engine and the app (its route), --adaptive-sampling the engine, --dump the server', () => {
+  const o = toServeOptions(config('acme/tiny', '--profile', '--adaptive-sampling', '--dump', '/var/tmp/svc-dump'));
+  assert.equal(o.engine.profile, true);
+  assert.equal(o.app.profile, true);
+  assert.equal(o.engine.adaptiveSampling, true);
+  assert.equal(o.dump, '/var/tmp/svc-dump');
+  // Built: they start (no "not implemented yet").
+  assert.equal(checkImplemented(config('acme/tiny', '--profile', '--adaptive-sampling', '--dump', '/tmp/d')), undefined);
 });
