@@ -1,0 +1,197 @@
+// An online model of one engine step's wall time (forward pass + sampling) from what is in it:
+//
+//   ms ≈ c0 + c1·tokens + c2·samples + c3·attention
+//
+// tokens: rows through the model (prefill tokens plus decode rows) — the weight matmuls;
+// samples: rows whose logits are taken and sampled (decode rows, prompts that end) — the output
+// projection over the vocabulary and the sampler; attention: Σ over the step's rows of the
+// positions each attends to (qLen·start + qLen(qLen+1)/2 per chunk), which grows with context.
+//
+// Fitted by exponentially forgotten least squares: the sufficient statistics XᵀX and Xᵀy decay
+// by `forgetting` per step, so the fit follows the machine (other load, a warm cache) within a
+// few dozen steps. Coefficients are kept non-negative (an active-set solve), which keeps every
+// prediction non-negative and monotone in each feature — what the prefill-budget search relies
+// on. A small ridge toward the prior keeps the solve defined before the features have varied.
+
+/** What a step holds, as the model sees it. */
+export interface StepShape {
+  tokens: number;
+  samples: number;
+  attention: number;
+}
+
+/** A chunk of a scheduled step, as far as its cost goes (ScheduledChunk fits). */
+export interface ChunkShape {
+  start: number;
+  length: number;
+  sample: boolean;
+}
+
+export interface StepTimePredictor {
+  /** Predicted wall time of a step of this shape, in ms (never negative). */
+  predict(shape: StepShape): number;
+  /** Enough steps seen for predictions to mean something. */
+  readonly ready: boolean;
+}
+
+export interface StepTimeModelOptions {
+  /** Weight kept by past steps per new step (0–1]; 0.98 ≈ the last 50 steps. */
+  forgetting?: number;
+  /** Steps before `ready`. */
+  minSamples?: number;
+  /** Prior coefficients [c0 ms, c1 ms/token, c2 ms/sample, c3 ms/attended position]. */
+  prior?: readonly [number, number, number, number];
+  /** Weight of the prior, in steps of the feature scale (tiny: data overrides it at once). */
+  priorWeight?: number;
+}
+
+/** Attention positions of a chunk: row i of [start, start + length) attends to start + i + 1 positions. */
+export function chunkAttention(start: number, length: number): number {
+  return length * start + (length * (length + 1)) / 2;
+}
+
+/** The shape of a step made of these chunks. */
+export function stepShape(chunks: readonly ChunkShape[]): StepShape {
+  const shape: StepShape = { tokens: 0, samples: 0, attention: 0 };
+  for (const c of chunks) addChunk(shape, c.start, c.length, c.sample);
+  return shape;
+}
+
+/** Adds a chunk to a shape in place (and returns it). */
+export function addChunk(shape: StepShape, start: number, length: number, sample: boolean): StepShape {
+  shape.tokens += length;
+  shape.samples += sample ? 1 : 0;
+  shape.attention += chunkAttention(start, length);
+  return shape;
+}
+
+const N = 4;
+// Features are divided by these before fitting, so the normal equations are well scaled
+// (tokens in the hundreds, attention in the millions).
+const SCALE = [1, 256, 8, 1 << 20];
+
+export class StepTimeModel implements StepTimePredictor {
+  private readonly forgetting: number;
+  private readonly minSamples: number;
+  private readonly prior: number[];
+  private readonly priorWeight: number;
+  /** Σ w·x·xᵀ and Σ w·x·y over scaled features (row-major N×N, and N). */
+  private readonly xtx = new Float64Array(N * N);
+  private readonly xty = new Float64Array(N);
+  private coef: number[] | null = null;
+  /** Steps observed since start. */
+  samples = 0;
+
+  constructor(options: StepTimeModelOptions = {}) {
+    this.forgetting = options.forgetting ?? 0.98;
+    this.minSamples = options.minSamples ?? 8;
+    // Scaled coefficients: c·scale.
+    this.prior = [...(options.prior ?? [0, 0, 0, 0])].map((c, i) => c * SCALE[i]);
+    this.priorWeight = options.priorWeight ?? 1e-3;
+  }
+
+  get ready(): boolean {
+    return this.samples >= this.minSamples;
+  }
+
+  /** Records a measured step. */
+  observe(shape: StepShape, ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) return;
+    const x = features(shape);
+    const f = this.forgetting;
+    for (let i = 0; i < N; i++) {
+      this.xty[i] = f * this.xty[i] + x[i] * ms;
+      for (let j = 0; j < N; j++) this.xtx[i * N + j] = f * this.xtx[i * N + j] + x[i] * x[j];
+    }
+    this.samples++;
+    this.coef = null;
+  }
+
+  predict(shape: StepShape): number {
+    const c = this.coefficients();
+    const x = features(shape);
+    let ms = 0;
+    for (let i = 0; i < N; i++) ms += c[i] * x[i];
+    return Math.max(0, ms);
+  }
+
+  /** [ms per step, per token, per sample, per attended position], unscaled (for stats and tests). */
+  costs(): number[] {
+    return this.coefficients().map((c, i) => c / SCALE[i]);
+  }
+
+  private coefficients(): number[] {
+    if (this.coef) return this.coef;
+    // Ridge toward the prior: (XᵀX + λI) c = Xᵀy + λ·prior.
+    const a = Float64Array.from(this.xtx);
+    const b = Float64Array.from(this.xty);
+    for (let i = 0; i < N; i++) {
+      a[i * N + i] += this.priorWeight;
+      b[i] += this.priorWeight * this.prior[i];
+    }
+    this.coef = solveNonNegative(a, b);
+    return this.coef;
+  }
+}
+
+function features(s: StepShape): number[] {
+  return [1, s.tokens / SCALE[1], s.samples / SCALE[2], s.attention / SCALE[3]];
+}
+
+/**
+ * Minimizes cᵀAc/2 − bᵀc over c ≥ 0 for a positive definite A (N×N): solve on the free set,
+ * drop the most negative coefficient, repeat; then bring back any dropped one whose gradient says
+ * it should grow. With four unknowns this takes a few tiny solves.
+ */
+function solveNonNegative(a: Float64Array, b: Float64Array): number[] {
+  const free = new Set<number>([...Array(N).keys()]);
+  for (let round = 0; round < 2 * N; round++) {
+    const c = solveOn(a, b, free);
+    let worst = -1;
+    for (const i of free) if (c[i] < 0 && (worst < 0 || c[i] < c[worst])) worst = i;
+    if (worst >= 0) {
+      free.delete(worst);
+      continue;
+    }
+    // Optimal unless a fixed coefficient would lower the objective by growing.
+    let grow = -1;
+    let best = 1e-12;
+    for (let i = 0; i < N; i++) {
+      if (free.has(i)) continue;
+      let g = b[i];
+      for (let j = 0; j < N; j++) g -= a[i * N + j] * c[j];
+      if (g > best) {
+        best = g;
+        grow = i;
+      }
+    }
+    if (grow < 0) return c;
+    free.add(grow);
+  }
+  return solveOn(a, b, free).map((v) => Math.max(0, v));
+}
+
+/** Solves A c = b restricted to the free indices (the others 0), by Gaussian elimination. */
+function solveOn(a: Float64Array, b: Float64Array, free: ReadonlySet<number>): number[] {
+  const idx = [...free];
+  const n = idx.length;
+  const m = idx.map((i) => [...idx.map((j) => a[i * N + j]), b[i]]);
+  for (let col = 0; col < n; col++) {
+    let pivot = col;
+    for (let r = col + 1; r < n; r++) if (Math.abs(m[r][col]) > Math.abs(m[pivot][col])) pivot = r;
+    [m[col], m[pivot]] = [m[pivot], m[col]];
+    const p = m[col][col];
+    if (Math.abs(p) < 1e-300) continue;
+    for (let r = 0; r < n; r++) {
+      if (r === col) continue;
+      const k = m[r][col] / p;
+      if (k !== 0) for (let k2 = col; k2 <= n; k2++) m[r][k2] -= k * m[col][k2];
+    }
+  }
+  const c = new Array<number>(N).fill(0);
+  idx.forEach((i, r) => {
+    const p = m[r][r];
+    c[i] = Math.abs(p) < 1e-300 ? 0 : m[r][n] / p;
+  });
+  return c;
+}
