@@ -30,6 +30,8 @@ export function toServeOptions(c: Config): ServeOptions {
       oomGuardMb: c.oomGuardMb,
       enablePrefixCaching: c.enablePrefixCaching,
       swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
+      schedulingPolicy: c.schedulingPolicy,
+      tbtDeadlineMs: c.tbtDeadlineMs,
     },
     runtime: {
       toolCallParser: c.toolCallParser,

@@ -1,6 +1,7 @@
 // What crosses the port between the main thread (engine-client.ts) and the engine worker
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
 import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
+import type { SchedulingPolicy } from './slo-policy.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
@@ -11,6 +12,18 @@ export interface WorkerStats extends EngineStats {
   /** Of those, the ones written to the swap space; and sequences read back from it. */
   swapOuts: number;
   swapIns: number;
+  /** The online step-time model and slai's decisions; absent until the worker's first stats. */
+  stepTime?: StepTimeStats;
+}
+
+export interface StepTimeStats {
+  /** Steps measured since start. */
+  steps: number;
+  /** The fitted costs: ms per step, per token, per sampled row, per attended position. */
+  costs: number[];
+  /** slai only: steps whose prefill was deferred, and steps whose budget the deadline cut. */
+  slaiDeferred: number;
+  slaiLimited: number;
 }
 
 /** How to start an engine. Passed to the worker as its workerData. */
@@ -45,6 +58,10 @@ export interface EngineOptions {
   swapRoot?: string;
   /** Device memory to budget against; default: os.totalmem() (the CPU backend's device memory). */
   memoryBytes?: number;
+  /** --scheduling-policy; default fifo. */
+  schedulingPolicy?: SchedulingPolicy;
+  /** --tbt-deadline-ms: the step-time deadline of slai; default 100. */
+  tbtDeadlineMs?: number;
 }
 
 /** What the engine reports once loaded (the lead logs it). */

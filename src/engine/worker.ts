@@ -17,6 +17,8 @@ import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import { SlaiPolicy } from './slo-policy.js';
+import { StepTimeModel, stepShape } from './step-time-model.js';
 import { createSequence, type Sequence } from './sequence.js';
 import { logprobsFor, sampleToken } from './sampler.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
@@ -54,6 +56,9 @@ class StepLoop {
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
+    /** Fed every step's measured time; slai sizes prefill from it. */
+    private readonly stepTime: StepTimeModel,
+    private readonly slai: SlaiPolicy | null,
   ) {}
 
   receive(msg: ToWorker): void {
@@ -155,7 +160,9 @@ class StepLoop {
     const batch = this.scheduler.schedule();
     if (batch.chunks.length > 0) {
       try {
+        const t0 = performance.now();
         this.runAndSample(batch, update, end);
+        this.stepTime.observe(stepShape(batch.chunks), performance.now() - t0);
       } catch (err) {
         // A failed forward pass ends the sequences that were in it; the engine keeps serving.
         const message = `engine step failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -224,6 +231,12 @@ class StepLoop {
       prefixHitTokens: this.scheduler.prefixHitTokens,
       swapOuts: this.scheduler.numSwapOuts,
       swapIns: this.scheduler.numSwapIns,
+      stepTime: {
+        steps: this.stepTime.samples,
+        costs: this.stepTime.costs(),
+        slaiDeferred: this.slai?.numDeferred ?? 0,
+        slaiLimited: this.slai?.numLimited ?? 0,
+      },
     };
   }
 }
@@ -261,12 +274,17 @@ function start(options: EngineOptions): void {
       copyBlock: (from, to) => copyKvBlock(kv, from, to),
     });
     const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: kv });
+    const stepTime = new StepTimeModel();
+    const slai =
+      options.schedulingPolicy === 'slai'
+        ? new SlaiPolicy(stepTime, { deadlineMs: options.tbtDeadlineMs ?? 100, maxPrefillTokens: options.maxPrefillTokens })
+        : null;
     const scheduler = new Scheduler(
-      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens },
+      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens, slai },
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks);
+    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, stepTime, slai);
     info = {
       config,
       maxSeqLen,

@@ -38,6 +38,8 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       oomGuardMb: 4096,
       enablePrefixCaching: false,
       swapSpaceBytes: 3 * 1024 ** 3,
+      schedulingPolicy: 'fifo',
+      tbtDeadlineMs: 100,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
@@ -77,6 +79,10 @@ test("limits reach the engine (the context length the app serves is the engine's
       '0.5',
       '--kv-high-precision-layers',
       'auto',
+      '--scheduling-policy',
+      'slai',
+      '--tbt-deadline-ms',
+      '40',
     ),
   );
   assert.deepStrictEqual(o.engine, {
@@ -92,6 +98,8 @@ test("limits reach the engine (the context length the app serves is the engine's
     oomGuardMb: 0,
     enablePrefixCaching: true,
     swapSpaceBytes: 512 * 1024 ** 2,
+    schedulingPolicy: 'slai',
+    tbtDeadlineMs: 40,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
