@@ -46,6 +46,7 @@ interface Run {
   slaiDeferred: number;
   slaiLimited: number;
   costs: number[];
+  margin: number;
 }
 
 const STREAM_PROMPT = 32;
@@ -165,6 +166,7 @@ async function runOnce(s: Settings, policy: 'fifo' | 'slai', deadlineMs: number)
       slaiDeferred: st?.slaiDeferred ?? 0,
       slaiLimited: st?.slaiLimited ?? 0,
       costs: st?.costs ?? [],
+      margin: st?.margin ?? 1,
     };
   } finally {
     await engine.shutdown();
@@ -199,7 +201,7 @@ async function main(): Promise<void> {
       console.error(
         `  rep ${r + 1} ${c.label}: TBT p50 ${percentile(run.tbtMs, 50).toFixed(1)} ms, p99 ${percentile(run.tbtMs, 99).toFixed(1)} ms, ` +
           `max ${Math.max(...run.tbtMs).toFixed(0)} ms; prompt TTFT ${mean(run.ttftMs).toFixed(0)} ms; ` +
-          `deferred ${run.slaiDeferred}, limited ${run.slaiLimited}; costs ${run.costs.map((x) => x.toPrecision(3)).join(' ')}`,
+          `deferred ${run.slaiDeferred}, limited ${run.slaiLimited}; costs ${run.costs.map((x) => x.toPrecision(3)).join(' ')}, margin ${run.margin.toFixed(2)}`,
       );
     }
   }

@@ -21,6 +21,8 @@ export interface StepTimeStats {
   steps: number;
   /** The fitted costs: ms per step, per token, per sampled row, per attended position. */
   costs: number[];
+  /** The factor predictions are planned with: the 90th percentile of measured / predicted time. */
+  margin: number;
   /** slai only: steps whose prefill was deferred, and steps whose budget the deadline cut. */
   slaiDeferred: number;
   slaiLimited: number;

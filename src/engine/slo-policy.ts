@@ -3,9 +3,12 @@
 //
 // When the step has running decodes (sequences with one token to run, which sample in it), the
 // budget is the largest number of prefill tokens whose predicted step time (step-time-model.ts,
-// fitted online from measured steps) stays within the deadline, up to --max-prefill-tokens. The
+// fitted online from measured steps), times the model's margin for noise (the 90th percentile of
+// measured / predicted), stays within the deadline, up to --max-prefill-tokens. The
 // prediction is pessimistic about attention: all those tokens are costed as one chunk starting
-// at the deepest context among the prefills that could run. A step without running decodes keeps
+// at the deepest context among the prefills that could run — and no bigger than the model has
+// seen steps of (StepTimeModel.covers: twice the largest), so the first prefills beside decodes
+// grow step by step while the model learns what they cost. A step without running decodes keeps
 // the whole budget: nobody waits on its length.
 //
 // Floor: a step with decodes still prefills at least SLAI_FLOOR_TOKENS (one KV block) whenever
@@ -79,13 +82,11 @@ export class SlaiPolicy {
     }
     if (!this.model.ready) return fifoBudget;
 
-    const fits = (n: number) =>
-      this.model.predict({
-        tokens: decodes.tokens + n,
-        samples: decodes.samples,
-        attention: decodes.attention + chunkAttention(deepest, n),
-      }) <= this.deadlineMs;
-    // Predictions are monotone in n (non-negative costs): the largest n that fits, by bisection.
+    const fits = (n: number) => {
+      const shape = { tokens: decodes.tokens + n, samples: decodes.samples, attention: decodes.attention + chunkAttention(deepest, n) };
+      return this.model.predict(shape) * this.model.margin <= this.deadlineMs && this.model.covers(shape);
+    };
+    // Both tests are monotone in n (costs are non-negative): the largest n that fits, by bisection.
     let fit = 0;
     if (fits(this.maxPrefillTokens)) fit = this.maxPrefillTokens;
     else {

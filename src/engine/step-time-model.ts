@@ -32,6 +32,10 @@ export interface StepTimePredictor {
   predict(shape: StepShape): number;
   /** Enough steps seen for predictions to mean something. */
   readonly ready: boolean;
+  /** Whether the shape is close enough to steps seen for its prediction to be trusted. */
+  covers(shape: StepShape): boolean;
+  /** What to multiply a prediction by for a time 90% of steps stay under (the noise of the machine). */
+  readonly margin: number;
 }
 
 export interface StepTimeModelOptions {
@@ -65,6 +69,12 @@ export function addChunk(shape: StepShape, start: number, length: number, sample
   return shape;
 }
 
+/** How far beyond the largest step seen (in tokens and in attention) a prediction is trusted. */
+export const TRUST_FACTOR = 2;
+/** The quantile of measured / predicted time that `margin` tracks, and its step size. */
+const MARGIN_QUANTILE = 0.9;
+const MARGIN_RATE = 0.05;
+
 const N = 4;
 // Features are divided by these before fitting, so the normal equations are well scaled
 // (tokens in the hundreds, attention in the millions).
@@ -81,6 +91,10 @@ export class StepTimeModel implements StepTimePredictor {
   private coef: number[] | null = null;
   /** Steps observed since start. */
   samples = 0;
+  /** The largest tokens and attention of any step observed. */
+  private maxTokens = 0;
+  private maxAttention = 0;
+  margin = 1;
 
   constructor(options: StepTimeModelOptions = {}) {
     this.forgetting = options.forgetting ?? 0.98;
@@ -97,6 +111,7 @@ export class StepTimeModel implements StepTimePredictor {
   /** Records a measured step. */
   observe(shape: StepShape, ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) return;
+    this.trackMargin(shape, ms);
     const x = features(shape);
     const f = this.forgetting;
     for (let i = 0; i < N; i++) {
@@ -105,6 +120,31 @@ export class StepTimeModel implements StepTimePredictor {
     }
     this.samples++;
     this.coef = null;
+    this.maxTokens = Math.max(this.maxTokens, shape.tokens);
+    this.maxAttention = Math.max(this.maxAttention, shape.attention);
+  }
+
+  /**
+   * A cost the steps seen never varied is fitted near 0 (a model fed only decode steps knows
+   * nothing of long prefill chunks), so a prediction is trusted only up to TRUST_FACTOR times the
+   * largest step seen: bigger steps are approached by doubling, each measured before the next.
+   */
+  covers(shape: StepShape): boolean {
+    return shape.tokens <= TRUST_FACTOR * this.maxTokens && shape.attention <= TRUST_FACTOR * this.maxAttention;
+  }
+
+  /**
+   * The fit is of the mean, so about half the steps planned right at a deadline would run over it.
+   * `margin` follows the 90th percentile of measured / predicted time (stochastic quantile steps:
+   * up by 0.9·rate when a step runs over it, down by 0.1·rate otherwise), so a busy machine's
+   * noise is planned for.
+   */
+  private trackMargin(shape: StepShape, ms: number): void {
+    if (!this.ready || !this.covers(shape)) return;
+    const predicted = this.predict(shape);
+    if (predicted <= 0) return;
+    const over = ms / predicted > this.margin ? 1 : 0;
+    this.margin = Math.min(4, Math.max(0.5, this.margin + MARGIN_RATE * (over - (1 - MARGIN_QUANTILE))));
   }
 
   predict(shape: StepShape): number {

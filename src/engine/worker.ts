@@ -234,6 +234,7 @@ class StepLoop {
       stepTime: {
         steps: this.stepTime.samples,
         costs: this.stepTime.costs(),
+        margin: this.stepTime.margin,
         slaiDeferred: this.slai?.numDeferred ?? 0,
         slaiLimited: this.slai?.numLimited ?? 0,
       },

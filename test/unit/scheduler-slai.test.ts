@@ -6,7 +6,7 @@ import { BlockManager } from '../../src/engine/block-manager.js';
 import { Scheduler, type ScheduledBatch } from '../../src/engine/scheduler.js';
 import { createSequence, type Sequence } from '../../src/engine/sequence.js';
 import { SLAI_FLOOR_TOKENS, SlaiPolicy } from '../../src/engine/slo-policy.js';
-import { stepShape, type StepShape, type StepTimePredictor } from '../../src/engine/step-time-model.js';
+import { StepTimeModel, chunkAttention, stepShape, type StepShape, type StepTimePredictor } from '../../src/engine/step-time-model.js';
 import type { GenerationRequest } from '../../src/engine/types.js';
 
 let nextId = 1;
@@ -33,7 +33,12 @@ function step(s: Scheduler): ScheduledBatch {
 
 /** ms = perStep + perToken·tokens + perSample·samples + perAttention·attention. */
 function fakeModel(perStep: number, perToken: number, perSample: number, perAttention = 0, ready = true): StepTimePredictor {
-  return { ready, predict: (s: StepShape) => perStep + perToken * s.tokens + perSample * s.samples + perAttention * s.attention };
+  return {
+    ready,
+    predict: (s: StepShape) => perStep + perToken * s.tokens + perSample * s.samples + perAttention * s.attention,
+    covers: () => true,
+    margin: 1,
+  };
 }
 
 function slaiScheduler(model: StepTimePredictor, deadlineMs: number, maxPrefillTokens = 256, maxBatchSize = 4) {
@@ -154,4 +159,23 @@ test('slai: a tight budget is shared among prefills, the oldest first, so none s
     [a.id, b.id, c.id, d.id],
   );
   assert.equal(batch.numTokens, 1 + 89);
+});
+
+test('slai: beside decodes, prefill grows from the largest step measured, not from costs never seen', () => {
+  // Decode steps and one 64-token prefill: the fitted cost of a long chunk's attention is ~0.
+  const model = new StepTimeModel();
+  for (let i = 0; i < 10; i++) model.observe({ tokens: 4, samples: 4, attention: 400 }, 20);
+  model.observe({ tokens: 64, samples: 0, attention: chunkAttention(0, 64) }, 30);
+  const { s } = slaiScheduler(model, 100, 2048);
+  decoding(s);
+  s.add(seq(1000, 1));
+  // Trusted up to twice the largest attention seen (2 × 2080): 5 + n(n+1)/2 ≤ 4160.
+  let batch = step(s);
+  assert.equal(batch.chunks[1].length, 90);
+  // Once that step is measured, the next may be up to twice as big.
+  const first = stepShape(batch.chunks);
+  model.observe(first, 40);
+  batch = step(s);
+  const second = stepShape(batch.chunks);
+  assert.ok(second.attention > 1.9 * first.attention && second.attention <= 2 * first.attention, JSON.stringify({ first, second }));
 });

@@ -85,3 +85,29 @@ test('adapts when the costs change (the machine got busier)', () => {
   }
   assert.ok(Math.abs(m.predict(probe) - cost(after, probe)) <= 0.05 * cost(after, probe), `${m.predict(probe)} vs ${cost(after, probe)}`);
 });
+
+test('predictions are trusted up to twice the largest step seen', () => {
+  const m = new StepTimeModel();
+  assert.equal(m.covers({ tokens: 1, samples: 1, attention: 1 }), false);
+  m.observe({ tokens: 100, samples: 1, attention: 5000 }, 10);
+  m.observe({ tokens: 4, samples: 4, attention: 9000 }, 10);
+  assert.equal(m.covers({ tokens: 200, samples: 8, attention: 18000 }), true);
+  assert.equal(m.covers({ tokens: 201, samples: 1, attention: 1 }), false);
+  assert.equal(m.covers({ tokens: 1, samples: 1, attention: 18001 }), false);
+});
+
+test('margin follows the 90th percentile of measured / predicted time', () => {
+  const truth = [2, 0.05, 0.8, 2e-5];
+  const m = new StepTimeModel();
+  const r = rng(3);
+  for (let i = 0; i < 600; i++) {
+    const s = randomShape(r);
+    m.observe(s, cost(truth, s) * (0.8 + 0.4 * r())); // ±20%, uniform: the 90th percentile is 1.16
+  }
+  assert.ok(m.margin > 1.08 && m.margin < 1.25, `${m.margin}`);
+  for (let i = 0; i < 600; i++) {
+    const s = randomShape(r);
+    m.observe(s, cost(truth, s));
+  }
+  assert.ok(m.margin > 0.95 && m.margin < 1.05, `${m.margin}`);
+});
