@@ -12,6 +12,8 @@
 // few dozen steps. Coefficients are kept non-negative (an active-set solve), which keeps every
 // prediction non-negative and monotone in each feature — what the prefill-budget search relies
 // on. A small ridge toward the prior keeps the solve defined before the features have varied.
+// Two guards for planning against a deadline: `margin` (the 90th percentile of measured /
+// predicted time) and `covers` (predictions are trusted only near the sizes measured).
 
 /** What a step holds, as the model sees it. */
 export interface StepShape {
@@ -42,7 +44,7 @@ export interface StepTimeModelOptions {
   /** Weight kept by past steps per new step (0–1]; 0.98 ≈ the last 50 steps. */
   forgetting?: number;
   /** Steps before `ready`. */
-  minSamples?: number;
+  minSteps?: number;
   /** Prior coefficients [c0 ms, c1 ms/token, c2 ms/sample, c3 ms/attended position]. */
   prior?: readonly [number, number, number, number];
   /** Weight of the prior, in steps of the feature scale (tiny: data overrides it at once). */
@@ -82,7 +84,7 @@ const SCALE = [1, 256, 8, 1 << 20];
 
 export class StepTimeModel implements StepTimePredictor {
   private readonly forgetting: number;
-  private readonly minSamples: number;
+  private readonly minSteps: number;
   private readonly prior: number[];
   private readonly priorWeight: number;
   /** Σ w·x·xᵀ and Σ w·x·y over scaled features (row-major N×N, and N). */
@@ -90,22 +92,26 @@ export class StepTimeModel implements StepTimePredictor {
   private readonly xty = new Float64Array(N);
   private coef: number[] | null = null;
   /** Steps observed since start. */
-  samples = 0;
+  steps = 0;
   /** The largest tokens and attention of any step observed. */
   private maxTokens = 0;
   private maxAttention = 0;
-  margin = 1;
+  private quantile = 1;
 
   constructor(options: StepTimeModelOptions = {}) {
     this.forgetting = options.forgetting ?? 0.98;
-    this.minSamples = options.minSamples ?? 8;
+    this.minSteps = options.minSteps ?? 8;
     // Scaled coefficients: c·scale.
     this.prior = [...(options.prior ?? [0, 0, 0, 0])].map((c, i) => c * SCALE[i]);
     this.priorWeight = options.priorWeight ?? 1e-3;
   }
 
+  get margin(): number {
+    return this.quantile;
+  }
+
   get ready(): boolean {
-    return this.samples >= this.minSamples;
+    return this.steps >= this.minSteps;
   }
 
   /** Records a measured step. */
@@ -118,7 +124,7 @@ export class StepTimeModel implements StepTimePredictor {
       this.xty[i] = f * this.xty[i] + x[i] * ms;
       for (let j = 0; j < N; j++) this.xtx[i * N + j] = f * this.xtx[i * N + j] + x[i] * x[j];
     }
-    this.samples++;
+    this.steps++;
     this.coef = null;
     this.maxTokens = Math.max(this.maxTokens, shape.tokens);
     this.maxAttention = Math.max(this.maxAttention, shape.attention);
@@ -143,8 +149,8 @@ export class StepTimeModel implements StepTimePredictor {
     if (!this.ready || !this.covers(shape)) return;
     const predicted = this.predict(shape);
     if (predicted <= 0) return;
-    const over = ms / predicted > this.margin ? 1 : 0;
-    this.margin = Math.min(4, Math.max(0.5, this.margin + MARGIN_RATE * (over - (1 - MARGIN_QUANTILE))));
+    const over = ms / predicted > this.quantile ? 1 : 0;
+    this.quantile = Math.min(4, Math.max(0.5, this.quantile + MARGIN_RATE * (over - (1 - MARGIN_QUANTILE))));
   }
 
   predict(shape: StepShape): number {

@@ -232,7 +232,7 @@ class StepLoop {
       swapOuts: this.scheduler.numSwapOuts,
       swapIns: this.scheduler.numSwapIns,
       stepTime: {
-        steps: this.stepTime.samples,
+        steps: this.stepTime.steps,
         costs: this.stepTime.costs(),
         margin: this.stepTime.margin,
         slaiDeferred: this.slai?.numDeferred ?? 0,

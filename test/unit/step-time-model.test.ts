@@ -38,8 +38,8 @@ test('step shape: tokens, sampled rows and attended positions of the chunks', ()
   );
 });
 
-test('not ready before minSamples; predictions are never negative', () => {
-  const m = new StepTimeModel({ minSamples: 3 });
+test('not ready before minSteps; predictions are never negative', () => {
+  const m = new StepTimeModel({ minSteps: 3 });
   assert.equal(m.ready, false);
   assert.equal(m.predict({ tokens: 100, samples: 1, attention: 1000 }), 0);
   // Costs that fall as the step grows would fit negative coefficients: they are clamped at 0.
