@@ -36,6 +36,8 @@ export function toServeOptions(c: Config): ServeOptions {
       speculative: speculativeOptions(c),
       profile: c.profile,
       adaptiveSampling: c.adaptiveSampling,
+      schedulingPolicy: c.schedulingPolicy,
+      tbtDeadlineMs: c.tbtDeadlineMs,
     },
     runtime: {
       toolCallParser: c.toolCallParser,

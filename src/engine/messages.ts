@@ -2,6 +2,7 @@
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
 import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { DraftMode } from './speculative/drafter.js';
+import type { SchedulingPolicy } from './slo-policy.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { ProfileSnapshot } from './profile.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
@@ -13,6 +14,20 @@ export interface WorkerStats extends EngineStats {
   /** Of those, the ones written to the swap space; and sequences read back from it. */
   swapOuts: number;
   swapIns: number;
+  /** The online step-time model and slai's decisions; absent until the worker's first stats. */
+  stepTime?: StepTimeStats;
+}
+
+export interface StepTimeStats {
+  /** Steps measured since start. */
+  steps: number;
+  /** The fitted costs: ms per step, per token, per sampled row, per attended position. */
+  costs: number[];
+  /** The factor predictions are planned with: the 90th percentile of measured / predicted time. */
+  margin: number;
+  /** slai only: steps whose prefill was deferred, and steps whose budget the deadline cut. */
+  slaiDeferred: number;
+  slaiLimited: number;
 }
 
 /** Speculative decoding as the engine runs it (--ngram-speculative, --self-speculative, --speculative). */
@@ -65,6 +80,10 @@ export interface EngineOptions {
   profile?: boolean;
   /** --adaptive-sampling: take the argmax of confident sampling rows (src/engine/adaptive-sampling.ts). */
   adaptiveSampling?: boolean;
+  /** --scheduling-policy; default fifo. */
+  schedulingPolicy?: SchedulingPolicy;
+  /** --tbt-deadline-ms: the step-time deadline of slai; default 100. */
+  tbtDeadlineMs?: number;
 }
 
 /** What the engine reports once loaded (the lead logs it). */

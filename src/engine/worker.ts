@@ -18,6 +18,8 @@ import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import { SlaiPolicy } from './slo-policy.js';
+import { StepTimeModel, stepShape } from './step-time-model.js';
 import { createSequence, numCompletionTokens, type Sequence } from './sequence.js';
 import { logprobsFor } from './sampler.js';
 import { plainSampleToken, tokenSampler, type TokenSampler } from './adaptive-sampling.js';
@@ -64,6 +66,9 @@ class StepLoop {
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
+    /** Fed every step's measured time; slai sizes prefill from it. */
+    private readonly stepTime: StepTimeModel,
+    private readonly slai: SlaiPolicy | null,
     /** null = no speculative decoding. */
     private readonly drafter: Drafter | null,
     /** Draws and draft verdicts, behind --adaptive-sampling's gate when on, timed when --profile. */
@@ -174,7 +179,9 @@ class StepLoop {
     const batch = this.scheduler.schedule();
     if (batch.chunks.length > 0) {
       try {
+        const t0 = performance.now();
         this.runAndSample(batch, update, end);
+        this.stepTime.observe(stepShape(batch.chunks), performance.now() - t0);
       } catch (err) {
         // A failed forward pass ends the sequences that were in it; the engine keeps serving.
         const message = `engine step failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -289,6 +296,13 @@ class StepLoop {
       draftedTokens: this.draftedTokens,
       acceptedDraftTokens: this.acceptedTokens,
       verifySteps: this.verifySteps,
+      stepTime: {
+        steps: this.stepTime.steps,
+        costs: this.stepTime.costs(),
+        margin: this.stepTime.margin,
+        slaiDeferred: this.slai?.numDeferred ?? 0,
+        slaiLimited: this.slai?.numLimited ?? 0,
+      },
     };
   }
 }
@@ -333,8 +347,13 @@ function start(options: EngineOptions): void {
       copyBlock: (from, to) => copyKvBlock(blockLayers, from, to),
     });
     const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: blockLayers });
+    const stepTime = new StepTimeModel();
+    const slai =
+      options.schedulingPolicy === 'slai'
+        ? new SlaiPolicy(stepTime, { deadlineMs: options.tbtDeadlineMs ?? 100, maxPrefillTokens: options.maxPrefillTokens })
+        : null;
     const scheduler = new Scheduler(
-      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens },
+      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens, slai },
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
@@ -348,7 +367,7 @@ function start(options: EngineOptions): void {
       timeMethod(profile, 'postprocess', scheduler, 'postprocess');
       if (drafter) timeMethod(profile, 'draft', drafter, 'propose');
     }
-    loop = new StepLoop(scheduler, runner, blocks, drafter, profile ? profile.timed('step', 'sample', sample) : sample);
+    loop = new StepLoop(scheduler, runner, blocks, stepTime, slai, drafter, profile ? profile.timed('step', 'sample', sample) : sample);
     info = {
       config,
       maxSeqLen,

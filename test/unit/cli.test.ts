@@ -262,8 +262,9 @@ test('checkImplemented: unbuilt flags at non-default values refuse to start', ()
   assert.equal(checkImplemented(config('serve', 'm', '--auto-compact', '0.85')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'bf16')), undefined);
   // The default value of an unbuilt flag, spelled out, is fine.
-  assert.equal(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '100', '--scheduling-policy', 'fifo')), undefined);
-  assert.match(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '50')) ?? '', /--tbt-deadline-ms 50/);
+  assert.equal(checkImplemented(config('serve', 'm', '--ssm-cache-slots', '16', '--rank', '0')), undefined);
+  assert.match(checkImplemented(config('serve', 'm', '--ssm-cache-slots', '50')) ?? '', /--ssm-cache-slots 50/);
+  assert.equal(checkImplemented(config('serve', 'm', '--scheduling-policy', 'slai', '--tbt-deadline-ms', '50')), undefined);
   assert.match(checkImplemented(config('serve', 'm', '--auto-swap')) ?? '', /--auto-swap$/);
   assert.equal(checkImplemented(config('serve', 'm', '--auto-swap', '--no-auto-swap')), undefined);
   assert.equal(

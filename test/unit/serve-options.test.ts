@@ -43,6 +43,8 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       speculative: null,
       profile: false,
       adaptiveSampling: false,
+      schedulingPolicy: 'fifo',
+      tbtDeadlineMs: 100,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
@@ -83,6 +85,10 @@ test("limits reach the engine (the context length the app serves is the engine's
       '0.5',
       '--kv-high-precision-layers',
       'auto',
+      '--scheduling-policy',
+      'slai',
+      '--tbt-deadline-ms',
+      '40',
     ),
   );
   assert.deepStrictEqual(o.engine, {
@@ -101,6 +107,8 @@ test("limits reach the engine (the context length the app serves is the engine's
     speculative: null,
     profile: false,
     adaptiveSampling: false,
+    schedulingPolicy: 'slai',
+    tbtDeadlineMs: 40,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
