@@ -1,11 +1,13 @@
 // Logits processors (src/engine/logits/): the thinking budget and the tool-call grammar, alone and
-// through Scheduler.postprocess when a step hands a sequence several tokens.
+// when a step hands a sequence several tokens (accepted one by one, as the step loop does, then
+// Scheduler.postprocess).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BlockManager } from '../../src/engine/block-manager.js';
 import { GrammarError, VocabIndex } from '../../src/engine/grammar/index.js';
 import { compileToolGrammar, toolGrammarConstraint } from '../helpers/tool-grammar.js';
 import {
+  acceptToken,
   forcedToken,
   GrammarProcessor,
   logitsProcessors,
@@ -109,7 +111,15 @@ function admitted(req: GenerationRequest): {
   const seq = createSequence(1, req, Date.now());
   seq.processors = logitsProcessors(req, req.constraint ? grammar : null, () => new Uint8Array(END + 1));
   s.add(seq);
-  return { s, seq, take: (tokens) => s.postprocess(s.schedule(), [tokens]) };
+  // The step loop moves the processors past each token it takes, up to one that stops the sequence.
+  const take = (tokens: number[]) => {
+    for (const t of tokens) {
+      acceptToken(seq.processors, t);
+      if (seq.stopTokenIds.has(t)) break;
+    }
+    return s.postprocess(s.schedule(), [tokens]);
+  };
+  return { s, seq, take };
 }
 
 test('several tokens in one step: the grammar advances through each of them', () => {
