@@ -10,7 +10,7 @@ import { mistral } from './mistral.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
 
-export type { ArchitectureModule, ForwardBatch, Model } from './model.js';
+export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
 
 export interface ArchitectureRow {
   /** ModelConfig.architecture: logs, and MODEL.toml `[match] architectures`. */
