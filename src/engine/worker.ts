@@ -23,6 +23,7 @@ import { logprobsFor, sampleToken, verifyDraft } from './sampler.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import { createDrafter } from './speculative/index.js';
+import { createSelfDrafter } from './speculative/self-speculative.js';
 import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
@@ -326,7 +327,10 @@ function start(options: EngineOptions): void {
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    const drafter = options.speculative ? createDrafter(options.speculative.mode) : null;
+    const spec = options.speculative;
+    // The self drafter runs the model: built here, with the model and the KV pool.
+    const self = spec?.mode === 'self' ? createSelfDrafter(model, kv, options.blockSize, spec.numDrafts) : null;
+    const drafter = spec ? (self?.drafter ?? createDrafter(spec.mode)) : null;
     if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
     loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, drafter);
     info = {
@@ -345,6 +349,7 @@ function start(options: EngineOptions): void {
       kvPoolLimitedBy: plan.limitedBy,
       swapDirectory: swap.directory,
       drafter: drafter?.mode ?? null,
+      ...(self ? { drafterDetail: self.description } : {}),
       loadMs: Math.round(performance.now() - t0),
     };
   } catch (err) {
