@@ -32,8 +32,10 @@ export function createSelfDrafter(
   const chosen = bestCandidate(cal, numDrafts);
   const L = model.config.numLayers;
   const fmt = (x: number) => x.toFixed(2);
+  const expected = expectedSpeedup(chosen, numDrafts);
   const description =
-    `skips layers ${chosen.skip.join(',')} of ${L} (expected ×${fmt(expectedSpeedup(chosen, numDrafts))} at ${numDrafts} drafts); ` +
+    `skips layers ${chosen.skip.join(',')} of ${L} (expected ×${fmt(expected)} at ${numDrafts} drafts` +
+    `${expected < 1 ? ': slower than plain decoding on this model' : ''}); ` +
     `layer input/output cosine ${cal.cosine.map(fmt).join(' ')}; ` +
     `argmax agreement skipping ${cal.candidates.map((c) => `[${c.skip.join(',')}] ${fmt(c.agreement)}`).join(', ')} ` +
     `on ${CALIBRATION_TOKENS} tokens of its own text; ` +
