@@ -55,7 +55,14 @@ class Decoder {
     const V = this.model.config.vocabSize;
     const seq = createSequence(
       1,
-      { promptTokens: prompt, maxTokens, sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null }, stopTokenIds: stop, timeoutMs: 0, logprobs: 0 },
+      {
+        promptTokens: prompt,
+        maxTokens,
+        sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null },
+        stopTokenIds: stop,
+        timeoutMs: 0,
+        logprobs: 0,
+      },
       0,
     );
     seq.blockTable.push(...this.table);
@@ -123,7 +130,10 @@ function candidates(L: number, calibrated: number[][], pick: number[]): Candidat
   };
   for (let l = 0; l < L; l++) add('one layer', [l]);
   for (let l = 0; l + 1 < L; l++) add('pair', [l, l + 1]);
-  add('alternate', Array.from({ length: L }, (_, i) => i).filter((l) => l % 2 === 1 && l < L - 1));
+  add(
+    'alternate',
+    Array.from({ length: L }, (_, i) => i).filter((l) => l % 2 === 1 && l < L - 1),
+  );
   // References: the pick scoring the whole vocabulary, and no layer skipped (the head alone).
   out.push({ source: 'pick, full head', skip: pick, fullHead: true }, { source: 'none skipped', skip: [] });
   return out;
@@ -167,7 +177,14 @@ function benchModel(spec: BenchModel, numDrafts: number[], confidences: number[]
   // Per-pass times at a context of ~100 tokens: a decode step, a verify of K + 1 rows, each candidate's draft pass.
   const probe = createSequence(
     0,
-    { promptTokens: Array.from({ length: 110 }, (_, i) => spec.prompts.prose[0][i % spec.prompts.prose[0].length]), maxTokens: 1, sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null }, stopTokenIds: [], timeoutMs: 0, logprobs: 0 },
+    {
+      promptTokens: Array.from({ length: 110 }, (_, i) => spec.prompts.prose[0][i % spec.prompts.prose[0].length]),
+      maxTokens: 1,
+      sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null },
+      stopTokenIds: [],
+      timeoutMs: 0,
+      logprobs: 0,
+    },
     0,
   );
   dec.forward(probe, 0, 100, false);
@@ -202,7 +219,8 @@ function benchModel(spec: BenchModel, numDrafts: number[], confidences: number[]
           let accepted = 0;
           prompts.forEach((p, i) => {
             const r = dec.generate(p, maxTokens, spec.stopTokenIds, drafter, k);
-            if (JSON.stringify(r.ids) !== JSON.stringify(plain[i])) throw new Error(`${spec.name} ${kind} [${c.skip}]: output differs from plain greedy`);
+            if (JSON.stringify(r.ids) !== JSON.stringify(plain[i]))
+              throw new Error(`${spec.name} ${kind} [${c.skip}]: output differs from plain greedy`);
             steps += r.steps;
             accepted += r.accepted;
           });

@@ -92,7 +92,12 @@ export interface RunResult {
 }
 
 /** Runs `prompts` one after another, greedy, and measures decode time and the drafter's counters. */
-export async function runPrompts(engine: RunningEngine, prompts: number[][], maxTokens: number, stopTokenIds: number[]): Promise<RunResult> {
+export async function runPrompts(
+  engine: RunningEngine,
+  prompts: number[][],
+  maxTokens: number,
+  stopTokenIds: number[],
+): Promise<RunResult> {
   const r: RunResult = { ids: [], decodeTokens: 0, decodeMs: 0, drafted: 0, accepted: 0, verifySteps: 0 };
   for (const promptTokens of prompts) {
     const req: GenerationRequest = {
@@ -180,7 +185,13 @@ async function main(): Promise<void> {
       { label: 'plain', drafter: 'none', numDrafts: 0, spec: null },
     ];
     for (const mode of drafters)
-      for (const k of numDrafts) configs.push({ label: `${mode} K${k}`, drafter: mode, numDrafts: k, spec: { mode, numDrafts: k, mtpQuantization: 'bf16', mtpVocab: 0 } });
+      for (const k of numDrafts)
+        configs.push({
+          label: `${mode} K${k}`,
+          drafter: mode,
+          numDrafts: k,
+          spec: { mode, numDrafts: k, mtpQuantization: 'bf16', mtpVocab: 0 },
+        });
     const engines: RunningEngine[] = [];
     for (const c of configs) {
       const engine = await startEngine(engineOptions(model.path, c.spec));
@@ -196,7 +207,9 @@ async function main(): Promise<void> {
           if (i > 0 && JSON.stringify(r.ids) !== JSON.stringify(results[0][0].ids))
             throw new Error(`${model.name} ${kind} ${configs[i].label}: output differs from plain decoding`);
           results[i].push(r);
-          process.stderr.write(`${model.name} ${kind} rep ${rep + 1} ${configs[i].label}: ${((1000 * r.decodeTokens) / r.decodeMs).toFixed(1)} tok/s\n`);
+          process.stderr.write(
+            `${model.name} ${kind} rep ${rep + 1} ${configs[i].label}: ${((1000 * r.decodeTokens) / r.decodeMs).toFixed(1)} tok/s\n`,
+          );
         }
       }
       const plainTokS = median(results[0].map((r) => (1000 * r.decodeTokens) / r.decodeMs));

@@ -2,9 +2,8 @@
 // drafts each sequence's next tokens greedily, all requesting sequences batched, one token per
 // forward pass; the full model verifies them. Skipped layers neither run nor write KV; kept layers
 // write KV only at the draft positions the scheduler reserved, which the verify rewrites.
-import type { KvLayer } from '../../kernels/ops.js';
+import type { AttentionSeq, KvLayer } from '../../kernels/ops.js';
 import type { ForwardBatch, Model, OutputHead } from '../../model/architectures/index.js';
-import type { AttentionSeq } from '../../kernels/ops.js';
 import { numCompletionTokens, type Sequence } from '../sequence.js';
 import type { DraftRequest, Drafter } from './drafter.js';
 
