@@ -78,11 +78,12 @@ class Decoder {
       seq.tokens.push(...draft);
       const logits = this.forward(seq, seq.numCached, seq.tokens.length, true);
       seq.tokens.length = base;
+      // As the engine counts: a draft token taken is accepted, also the one that ends the sequence.
       for (let i = 0; ; i++) {
         const t = argmax(logits, i * V, V);
         seq.tokens.push(t);
+        if (i < draft.length && t === draft[i]) accepted++;
         if (done() || i >= draft.length || t !== draft[i]) break;
-        accepted++;
       }
       seq.numCached = seq.tokens.length - 1;
       steps++;

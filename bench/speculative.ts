@@ -3,10 +3,10 @@
 // step, and tokens taken per step — and single-stream decode tok/s, against the same engine without
 // a drafter. Greedy, so every run must produce the plain engine's tokens (checked). Each rep runs
 // every configuration in turn (plain first), so load from other processes spreads over all of them;
-// figures are medians over reps.
+// tok/s are medians over reps, speed-ups medians of the per-rep ratios to plain.
 //
 //   npx tsc -p tsconfig.json && node dist/bench/speculative.js [--models a,b] [--drafters self,ngram]
-//       [--num-drafts 2,4] [--reps 3] [--max-tokens 96] [--out FILE]
+//       [--num-drafts 2,4] [--reps 5] [--max-tokens 96] [--out FILE]
 //
 // --models: svc-tiny-chat, stories260k-wide-q8_0 (default both, from ../shared/models).
 // --drafters: draft modes (DRAFT_MODES; default self). Drafter-specific start-up notes come from
@@ -175,7 +175,7 @@ async function main(): Promise<void> {
   const drafters = arg('drafters', 'self').split(',') as DraftMode[];
   for (const d of drafters) if (!DRAFT_MODES.includes(d)) throw new Error(`unknown drafter ${d}`);
   const numDrafts = arg('num-drafts', '2,4').split(',').map(Number);
-  const reps = Number(arg('reps', '3'));
+  const reps = Number(arg('reps', '5'));
   const maxTokens = Number(arg('max-tokens', '96'));
   const out = arg('out', resolve(REPO_ROOT, 'bench', 'results', 'speculative.json'));
   const rows: Row[] = [];
@@ -212,10 +212,11 @@ async function main(): Promise<void> {
           );
         }
       }
-      const plainTokS = median(results[0].map((r) => (1000 * r.decodeTokens) / r.decodeMs));
+      const tokSOf = (r: RunResult) => (1000 * r.decodeTokens) / r.decodeMs;
+      const plainTokS = median(results[0].map(tokSOf));
       configs.forEach((c, i) => {
         const r0 = results[i][0]; // counts are identical across reps (greedy, deterministic drafts)
-        const tokS = median(results[i].map((r) => (1000 * r.decodeTokens) / r.decodeMs));
+        const tokS = median(results[i].map(tokSOf));
         rows.push({
           model: model.name,
           kind,
@@ -225,7 +226,8 @@ async function main(): Promise<void> {
           tokensPerStep: r0.verifySteps > 0 ? (r0.accepted + r0.verifySteps) / r0.verifySteps : 1,
           decodeTokS: tokS,
           plainTokS,
-          speedup: tokS / plainTokS,
+          // Against plain decoding in the same rep (neighbouring runs share the machine's load).
+          speedup: median(results[i].map((r, rep) => tokSOf(r) / tokSOf(results[0][rep]))),
           reps,
         });
       });
