@@ -21,9 +21,66 @@ import { SelfDrafter } from '../src/engine/speculative/self-drafter.js';
 import { bestCandidate, calibrateSkipSets } from '../src/engine/speculative/skip-calibration.js';
 import { createModel, type ForwardBatch, type ForwardOptions, type Model, type OutputHead } from '../src/model/architectures/index.js';
 import { loadCheckpoint } from '../src/model/loaders/index.js';
-import { benchModels, type BenchModel, type PromptKind } from './speculative.js';
+import { loadGgufTokenizer } from '../src/model/gguf-tokenizer.js';
+import { loadTokenizer, type Tokenizer } from '../src/model/tokenizer.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MODELS_DIR = resolve(REPO_ROOT, '..', 'shared', 'models');
+type PromptKind = 'copy' | 'prose';
+
+interface BenchModel {
+  readonly name: string;
+  readonly path: string;
+  /** Prompt token ids per kind. */
+  readonly prompts: Record<PromptKind, number[][]>;
+  readonly stopTokenIds: number[];
+}
+
+const chatTurn = (tok: Tokenizer, question: string, thinking: boolean) =>
+  tok.encode(`<|im_start|>user\n${question}<|im_end|>\n<|im_start|>assistant\n${thinking ? '' : '<think>\n\n</think>\n\n'}`);
+
+/** The models and their prompts: copy/edit tasks (the answer repeats the prompt) and open text. */
+function benchModels(): BenchModel[] {
+  const chatDir = resolve(MODELS_DIR, 'svc-tiny-chat');
+  const chat = loadTokenizer(chatDir);
+  const storiesPath = resolve(MODELS_DIR, 'quant-zoo', 'stories260k-wide-q8_0.gguf');
+  const stories = loadGgufTokenizer(storiesPath);
+  const story = (text: string) => stories.encode(text, { addSpecialTokens: true });
+  return [
+    {
+      name: 'svc-tiny-chat',
+      path: chatDir,
+      stopTokenIds: [151645],
+      prompts: {
+        copy: [
+          chatTurn(chat, 'Repeat this sentence exactly: the quick brown fox jumps over the lazy dog near the river bank.', false),
+          chatTurn(chat, 'Write upper case: hello world, hello world, hello world, hello world.', false),
+          chatTurn(chat, 'Fix the misspelled keyword in this line: retrun x + y; retrun x + y; retrun x + y;', false),
+          chatTurn(chat, 'Reverse this list: apple, banana, cherry, date, elderberry, fig, grape.', false),
+        ],
+        prose: [
+          chatTurn(chat, 'What is the capital of France?', true),
+          chatTurn(chat, 'What sound does a cow make?', true),
+          chatTurn(chat, 'Give me a JSON object with name Alice and age 30', true),
+          chatTurn(chat, 'Count from one to ten.', true),
+        ],
+      },
+    },
+    {
+      name: 'stories260k-wide-q8_0',
+      path: storiesPath,
+      stopTokenIds: [2],
+      prompts: {
+        copy: [
+          story('Lily saw a big red ball in the park. She wanted to play with it. Lily saw a big red ball in the park. She'),
+          story('Tom had a little dog. The dog liked to run and jump. Tom had a little dog. The dog'),
+        ],
+        prose: [story('Once upon a time'), story('Tom and his dog went to the park'), story('One day, Tom and his mom')],
+      },
+    },
+  ];
+}
+
 const BLOCK = 16;
 const BLOCKS = 64;
 

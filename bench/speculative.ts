@@ -1,257 +1,255 @@
-// Speculative decoding through the real engine (worker, scheduler, verify), per model, prompt kind
-// (copy/edit, open prose), drafter and --num-drafts: acceptance — accepted draft tokens per verify
-// step, and tokens taken per step — and single-stream decode tok/s, against the same engine without
-// a drafter. Greedy, so every run must produce the plain engine's tokens (checked). Each rep runs
-// every configuration in turn (plain first), so load from other processes spreads over all of them;
-// tok/s are medians over reps, speed-ups medians of the per-rep ratios to plain.
+// Speculative decoding, measured end to end: for each drafter (none, n-gram, self-speculative) a
+// real `svc serve` runs the same greedy requests — copy/edit tasks, where drafting shines, and
+// open prose — one at a time; reported per task kind: acceptance (accepted ÷ drafted), tokens per
+// verify step (1 + accepted ÷ verify steps), and decode tok/s (streamed: the tokens after the
+// first over the time from the first to the last) against no drafter (median of --reps, runs of
+// the drafters alternating). Models: svc-tiny-chat (chat completions) and the
+// quant-zoo stories model (completions).
 //
-//   npx tsc -p tsconfig.json && node dist/bench/speculative.js [--models a,b] [--drafters self,ngram]
-//       [--num-drafts 2,4] [--reps 5] [--max-tokens 96] [--out FILE]
+// These tiny models are not memory-bound (the stories model is 1 MB), so their wall-clock gain is
+// not what a real model gets: the estimated speedup applies the measured acceptance to the cost of
+// a verify step of that many rows on a bench checkpoint (verify-cost.ts, --cost-checkpoint):
+// tokens ÷ (plain steps + Σ verify steps × cost(K)).
 //
-// --models: svc-tiny-chat, stories260k-wide-q8_0 (default both, from ../shared/models).
-// --drafters: draft modes (DRAFT_MODES; default self). Drafter-specific start-up notes come from
-// EngineInfo.drafterDetail; nothing below knows one drafter from another.
-// Decode tok/s: (tokens − 1) / (time of the last token − time of the first), summed over a kind's
-// prompts: the prefill and the first token are left out.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startEngine, type EngineOptions, type RunningEngine } from '../src/engine/engine-client.js';
-import type { SpeculativeOptions } from '../src/engine/messages.js';
-import { DRAFT_MODES, type DraftMode } from '../src/engine/speculative/drafter.js';
-import type { GenerationRequest } from '../src/engine/types.js';
-import { loadGgufTokenizer } from '../src/model/gguf-tokenizer.js';
-import { loadTokenizer, type Tokenizer } from '../src/model/tokenizer.js';
+//   node dist/bench/speculative.js [--drafters none,ngram,self] [--num-drafts 4] [--reps 3]
+//                                   [--max-tokens 96] [--models tiny-chat,stories]
+//                                   [--cost-checkpoint qwen3-q8_0]
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startSvcServer } from './svc.js';
+import { stopServer } from './server-process.js';
+import { median } from './measure.js';
+import { forEachSseData } from './sse.js';
+import { measure as measureVerifyCost } from './verify-cost.js';
+import { ensureCheckpoint } from './gen-checkpoints.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MODELS_DIR = resolve(REPO_ROOT, '..', 'shared', 'models');
 
-export type PromptKind = 'copy' | 'prose';
+const DRAFTER_FLAGS: Record<string, string[]> = {
+  none: [],
+  ngram: ['--ngram-speculative'],
+  self: ['--self-speculative'],
+  mtp: ['--speculative'],
+};
 
-export interface BenchModel {
-  readonly name: string;
-  readonly path: string;
-  /** Prompt token ids per kind. */
-  readonly prompts: Record<PromptKind, number[][]>;
-  readonly stopTokenIds: number[];
+interface Task {
+  kind: 'copy/edit' | 'prose';
+  /** Chat models get a user message; completion models a text prompt. */
+  text: string;
 }
 
-const chatTurn = (tok: Tokenizer, question: string, thinking: boolean) =>
-  tok.encode(`<|im_start|>user\n${question}<|im_end|>\n<|im_start|>assistant\n${thinking ? '' : '<think>\n\n</think>\n\n'}`);
-
-/** The models and their prompts: copy/edit tasks (the answer repeats the prompt) and open text. */
-export function benchModels(): BenchModel[] {
-  const chatDir = resolve(MODELS_DIR, 'svc-tiny-chat');
-  const chat = loadTokenizer(chatDir);
-  const storiesPath = resolve(MODELS_DIR, 'quant-zoo', 'stories260k-wide-q8_0.gguf');
-  const stories = loadGgufTokenizer(storiesPath);
-  const story = (text: string) => stories.encode(text, { addSpecialTokens: true });
-  return [
-    {
-      name: 'svc-tiny-chat',
-      path: chatDir,
-      stopTokenIds: [151645],
-      prompts: {
-        copy: [
-          chatTurn(chat, 'Repeat this sentence exactly: the quick brown fox jumps over the lazy dog near the river bank.', false),
-          chatTurn(chat, 'Write upper case: hello world, hello world, hello world, hello world.', false),
-          chatTurn(chat, 'Fix the misspelled keyword in this line: retrun x + y; retrun x + y; retrun x + y;', false),
-          chatTurn(chat, 'Reverse this list: apple, banana, cherry, date, elderberry, fig, grape.', false),
-        ],
-        prose: [
-          chatTurn(chat, 'What is the capital of France?', true),
-          chatTurn(chat, 'What sound does a cow make?', true),
-          chatTurn(chat, 'Give me a JSON object with name Alice and age 30', true),
-          chatTurn(chat, 'Count from one to ten.', true),
-        ],
-      },
-    },
-    {
-      name: 'stories260k-wide-q8_0',
-      path: storiesPath,
-      stopTokenIds: [2],
-      prompts: {
-        copy: [
-          story('Lily saw a big red ball in the park. She wanted to play with it. Lily saw a big red ball in the park. She'),
-          story('Tom had a little dog. The dog liked to run and jump. Tom had a little dog. The dog'),
-        ],
-        prose: [story('Once upon a time'), story('Tom and his dog went to the park'), story('One day, Tom and his mom')],
-      },
-    },
-  ];
+interface BenchModel {
+  name: string;
+  path: string;
+  endpoint: 'chat' | 'completions';
+  tasks: Task[];
 }
 
-export interface RunResult {
-  ids: number[][];
-  /** Summed over the prompts: tokens after the first, and ms from the first token to the last. */
-  decodeTokens: number;
-  decodeMs: number;
+const STORY =
+  'Once upon a time, there was a little girl named Lily. She loved to play in the park with her red ball. ' +
+  'One day, she saw a big dog near the tree. The dog was friendly and wanted to play too.';
+
+const MODELS: Record<string, BenchModel> = {
+  'tiny-chat': {
+    name: 'svc-tiny-chat',
+    path: join(MODELS_DIR, 'svc-tiny-chat'),
+    endpoint: 'chat',
+    tasks: [
+      { kind: 'copy/edit', text: 'Repeat this sentence exactly: the quick brown fox jumps over the lazy dog near the river bank.' },
+      { kind: 'copy/edit', text: 'Fix the misspelled keyword in this line of code: retrun total + count; retrun total + count;' },
+      { kind: 'copy/edit', text: 'Write this in upper case: meet me at the station at noon, bring the map and the tickets.' },
+      { kind: 'copy/edit', text: 'Sort this list: pear, apple, fig, banana, cherry, grape, date, kiwi, lemon, mango.' },
+      { kind: 'prose', text: 'What is the capital of France?' },
+      { kind: 'prose', text: 'Tell me about the weather in spring.' },
+      { kind: 'prose', text: 'What sound does a cow make, and why?' },
+    ],
+  },
+  stories: {
+    name: 'stories260k-wide-q8_0',
+    path: join(MODELS_DIR, 'quant-zoo', 'stories260k-wide-q8_0.gguf'),
+    endpoint: 'completions',
+    tasks: [
+      // The story told twice, then a third time from its start: the continuation can copy.
+      { kind: 'copy/edit', text: `${STORY}\n\n${STORY}\n\nOnce upon a time, there was a little girl` },
+      { kind: 'copy/edit', text: `${STORY} ${STORY} Once upon a time` },
+      { kind: 'prose', text: 'Once upon a time' },
+      { kind: 'prose', text: 'Lily went to the park' },
+      { kind: 'prose', text: 'The little dog' },
+    ],
+  },
+};
+
+function arg(name: string, fallback: string): string {
+  const at = process.argv.indexOf(`--${name}`);
+  return at >= 0 && at + 1 < process.argv.length ? process.argv[at + 1] : fallback;
+}
+
+interface SpecCounters {
   drafted: number;
   accepted: number;
-  verifySteps: number;
+  verifies: number;
 }
 
-/** Runs `prompts` one after another, greedy, and measures decode time and the drafter's counters. */
-export async function runPrompts(
-  engine: RunningEngine,
-  prompts: number[][],
-  maxTokens: number,
-  stopTokenIds: number[],
-): Promise<RunResult> {
-  const r: RunResult = { ids: [], decodeTokens: 0, decodeMs: 0, drafted: 0, accepted: 0, verifySteps: 0 };
-  for (const promptTokens of prompts) {
-    const req: GenerationRequest = {
-      promptTokens,
-      maxTokens,
-      sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null },
-      stopTokenIds,
-      timeoutMs: 0,
-      logprobs: 0,
-    };
-    const before = engine.stats();
-    const ids: number[] = [];
-    let first = 0;
-    let last = 0;
-    for await (const ev of engine.submit(req).events) {
-      if (ev.type !== 'tokens') continue;
-      last = performance.now();
-      if (ids.length === 0) first = last;
-      ids.push(...ev.ids);
-    }
-    const after = engine.stats();
-    r.ids.push(ids);
-    r.decodeTokens += ids.length - 1;
-    r.decodeMs += last - first;
-    r.drafted += after.draftedTokens - before.draftedTokens;
-    r.accepted += after.acceptedDraftTokens - before.acceptedDraftTokens;
-    r.verifySteps += after.verifySteps - before.verifySteps;
-  }
-  return r;
-}
-
-export function engineOptions(path: string, speculative: SpeculativeOptions | null): EngineOptions {
+async function counters(url: string): Promise<SpecCounters> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   return {
-    modelPath: path,
-    fastLoad: true,
-    kvCacheDtype: 'bf16',
-    maxSeqLen: 512,
-    maxBatchSize: 8,
-    maxPrefillTokens: 256,
-    maxNumSeqs: 8,
-    gpuMemoryUtilization: 0.9,
-    oomGuardMb: 256,
-    blockSize: 16,
-    enablePrefixCaching: false,
-    swapSpaceBytes: 0,
-    speculative,
+    drafted: value('svc_spec_draft_tokens_total'),
+    accepted: value('svc_spec_accepted_tokens_total'),
+    verifies: value('svc_spec_verify_steps_total'),
   };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+/** One greedy streamed request: its completion tokens and the time from its first token to its last. */
+async function run(url: string, model: BenchModel, task: Task, maxTokens: number): Promise<{ tokens: number; ms: number }> {
+  // Chat turns end at the model's own end of turn; the base model runs to max_tokens.
+  const body =
+    model.endpoint === 'chat'
+      ? { messages: [{ role: 'user', content: task.text }], chat_template_kwargs: { enable_thinking: false } }
+      : { prompt: task.text, ignore_eos: true };
+  const res = await fetch(`${url}/v1/${model.endpoint === 'chat' ? 'chat/completions' : 'completions'}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ...body,
+      model: 'm',
+      max_tokens: maxTokens,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
+  });
+  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  let first = NaN;
+  let last = NaN;
+  let tokens = 0;
+  await forEachSseData(res.body as AsyncIterable<Uint8Array>, (data) => {
+    if (data === '[DONE]') return;
+    const frame = JSON.parse(data) as {
+      choices?: { delta?: { content?: string }; text?: string }[];
+      usage?: { completion_tokens: number };
+    };
+    const text = frame.choices?.[0]?.delta?.content ?? frame.choices?.[0]?.text ?? '';
+    if (text) {
+      last = performance.now();
+      if (Number.isNaN(first)) first = last;
+    }
+    if (frame.usage) tokens = frame.usage.completion_tokens;
+  });
+  return { tokens: Math.max(0, tokens - 1), ms: last - first };
+}
 
 interface Row {
   model: string;
-  kind: PromptKind;
   drafter: string;
-  numDrafts: number;
-  acceptedPerVerify: number;
-  tokensPerStep: number;
-  decodeTokS: number;
-  plainTokS: number;
-  speedup: number;
-  reps: number;
+  kind: string;
+  tokPerSec: number;
+  /** Generated tokens after the first, and the counters' growth over the same requests. */
+  tokens: number;
+  drafted: number;
+  accepted: number;
+  verifies: number;
 }
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+/** Cost of a verify step of k rows in decode steps, linear between the measured ks. */
+function costAt(costs: { k: number; ratio: number }[], k: number): number {
+  const below = [...costs].reverse().find((c) => c.k <= k) ?? costs[0];
+  const above = costs.find((c) => c.k >= k) ?? costs[costs.length - 1];
+  if (above.k === below.k) return below.ratio;
+  return below.ratio + ((above.ratio - below.ratio) * (k - below.k)) / (above.k - below.k);
 }
 
 async function main(): Promise<void> {
-  const models = arg('models', 'svc-tiny-chat,stories260k-wide-q8_0').split(',');
-  const drafters = arg('drafters', 'self').split(',') as DraftMode[];
-  for (const d of drafters) if (!DRAFT_MODES.includes(d)) throw new Error(`unknown drafter ${d}`);
-  const numDrafts = arg('num-drafts', '2,4').split(',').map(Number);
-  const reps = Number(arg('reps', '5'));
+  const drafters = arg('drafters', 'none,ngram').split(',');
+  const numDrafts = arg('num-drafts', '4');
+  const reps = Number(arg('reps', '3'));
   const maxTokens = Number(arg('max-tokens', '96'));
-  const out = arg('out', resolve(REPO_ROOT, 'bench', 'results', 'speculative.json'));
+  const log = (line: string) => process.stderr.write(`${line}\n`);
   const rows: Row[] = [];
-  const notes: string[] = [];
-  for (const model of benchModels().filter((m) => models.includes(m.name))) {
-    const configs: { label: string; drafter: string; numDrafts: number; spec: SpeculativeOptions | null }[] = [
-      { label: 'plain', drafter: 'none', numDrafts: 0, spec: null },
-    ];
-    for (const mode of drafters)
-      for (const k of numDrafts)
-        configs.push({
-          label: `${mode} K${k}`,
-          drafter: mode,
-          numDrafts: k,
-          spec: { mode, numDrafts: k, mtpQuantization: 'bf16', mtpVocab: 0 },
-        });
-    const engines: RunningEngine[] = [];
-    for (const c of configs) {
-      const engine = await startEngine(engineOptions(model.path, c.spec));
-      engines.push(engine);
-      if (engine.info.drafterDetail) notes.push(`${model.name}, ${c.label}: ${engine.info.drafterDetail}`);
+  for (const key of arg('models', 'tiny-chat,stories').split(',')) {
+    const model = MODELS[key];
+    if (!model) throw new Error(`unknown model ${key} (known: ${Object.keys(MODELS).join(', ')})`);
+    const servers = new Map<string, { url: string; stop: () => Promise<void> }>();
+    for (const d of drafters) {
+      const flags = DRAFTER_FLAGS[d];
+      if (!flags) throw new Error(`unknown drafter ${d}`);
+      const extraArgs = d === 'none' ? [] : [...flags, '--num-drafts', numDrafts];
+      const { child, url } = await startSvcServer(model.path, {
+        repoRoot: REPO_ROOT,
+        threads: 2,
+        maxSeqLen: 2048,
+        maxBatchSize: 1,
+        extraArgs,
+        startupTimeoutMs: 120_000,
+        log,
+      });
+      servers.set(d, { url, stop: () => stopServer(child) });
     }
-    for (const kind of ['copy', 'prose'] as const) {
-      const results: RunResult[][] = configs.map(() => []);
-      for (let rep = 0; rep < reps; rep++) {
-        for (let i = 0; i < configs.length; i++) {
-          const r = await runPrompts(engines[i], model.prompts[kind], maxTokens, model.stopTokenIds);
-          // Greedy speculative decoding is exact: any difference from plain decoding is a bug.
-          if (i > 0 && JSON.stringify(r.ids) !== JSON.stringify(results[0][0].ids))
-            throw new Error(`${model.name} ${kind} ${configs[i].label}: output differs from plain decoding`);
-          results[i].push(r);
-          process.stderr.write(
-            `${model.name} ${kind} rep ${rep + 1} ${configs[i].label}: ${((1000 * r.decodeTokens) / r.decodeMs).toFixed(1)} tok/s\n`,
-          );
+    try {
+      for (const kind of ['copy/edit', 'prose'] as const) {
+        const tasks = model.tasks.filter((t) => t.kind === kind);
+        const samples = new Map<string, { tokPerSec: number[]; tokens: number; before: SpecCounters; after: SpecCounters }>();
+        for (const d of drafters) {
+          const c = await counters(servers.get(d)!.url);
+          samples.set(d, { tokPerSec: [], tokens: 0, before: c, after: c });
+        }
+        for (let r = 0; r < reps; r++) {
+          for (const d of drafters) {
+            let tokens = 0;
+            let ms = 0;
+            for (const task of tasks) {
+              const res = await run(servers.get(d)!.url, model, task, maxTokens);
+              tokens += res.tokens;
+              ms += res.ms;
+            }
+            samples.get(d)!.tokPerSec.push((tokens / ms) * 1000);
+            samples.get(d)!.tokens += tokens;
+          }
+        }
+        for (const d of drafters) {
+          const s = samples.get(d)!;
+          s.after = await counters(servers.get(d)!.url);
+          rows.push({
+            model: model.name,
+            drafter: d,
+            kind,
+            tokPerSec: median(s.tokPerSec),
+            tokens: s.tokens,
+            drafted: s.after.drafted - s.before.drafted,
+            accepted: s.after.accepted - s.before.accepted,
+            verifies: s.after.verifies - s.before.verifies,
+          });
         }
       }
-      const tokSOf = (r: RunResult) => (1000 * r.decodeTokens) / r.decodeMs;
-      const plainTokS = median(results[0].map(tokSOf));
-      configs.forEach((c, i) => {
-        const r0 = results[i][0]; // counts are identical across reps (greedy, deterministic drafts)
-        const tokS = median(results[i].map(tokSOf));
-        rows.push({
-          model: model.name,
-          kind,
-          drafter: c.drafter,
-          numDrafts: c.numDrafts,
-          acceptedPerVerify: r0.verifySteps > 0 ? r0.accepted / r0.verifySteps : 0,
-          tokensPerStep: r0.verifySteps > 0 ? (r0.accepted + r0.verifySteps) / r0.verifySteps : 1,
-          decodeTokS: tokS,
-          plainTokS,
-          // Against plain decoding in the same rep (neighbouring runs share the machine's load).
-          speedup: median(results[i].map((r, rep) => tokSOf(r) / tokSOf(results[0][rep]))),
-          reps,
-        });
-      });
+    } finally {
+      for (const s of servers.values()) await s.stop();
     }
-    for (const e of engines) await e.shutdown();
   }
-  const table = [
-    '| model | prompts | drafter | drafts | accepted / verify | tokens / step | decode tok/s | plain tok/s | speed-up |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.model} | ${r.kind} | ${r.drafter} | ${r.numDrafts || '–'} | ${r.acceptedPerVerify.toFixed(2)} | ${r.tokensPerStep.toFixed(2)} | ` +
-        `${r.decodeTokS.toFixed(1)} | ${r.plainTokS.toFixed(1)} | ×${r.speedup.toFixed(2)} |`,
-    ),
-  ].join('\n');
-  console.log(table);
-  for (const n of notes) console.log(`\n- ${n}`);
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), reps, maxTokens, rows, notes }, null, 2) + '\n');
+  const costId = arg('cost-checkpoint', 'qwen3-q8_0');
+  const ks = Array.from({ length: Number(numDrafts) + 1 }, (_, i) => i + 1).filter((k) => k > 1);
+  const costs = measureVerifyCost(ensureCheckpoint(costId).path, ks, 256, 9);
+  console.log(`num-drafts ${numDrafts}, max_tokens ${maxTokens}, greedy, one request at a time, median of ${reps}`);
+  console.log(`verify step cost on ${costId}: ${costs.map((c) => `K=${c.k} ${c.ratio.toFixed(2)}×`).join(', ')}`);
+  console.log(
+    '| model | tasks | drafter | accepted / drafted | tokens per verify step | tokens per step | est. speedup | tok/s | × none |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const base = rows.find((b) => b.model === r.model && b.kind === r.kind && b.drafter === 'none');
+    const measured = base ? (r.tokPerSec / base.tokPerSec).toFixed(2) : '';
+    const drafting = r.verifies > 0;
+    const pct = drafting ? `${((r.accepted / r.drafted) * 100).toFixed(0)}%` : '–';
+    const perVerify = drafting ? (1 + r.accepted / r.verifies).toFixed(2) : '–';
+    // Every step yields one token of its own plus the draft tokens accepted in it.
+    const steps = r.tokens - r.accepted;
+    const perStep = steps > 0 ? (r.tokens / steps).toFixed(2) : '–';
+    const cost = drafting ? steps - r.verifies + r.verifies * costAt(costs, 1 + r.drafted / r.verifies) : steps;
+    const estimate = steps > 0 ? (r.tokens / cost).toFixed(2) : '–';
+    console.log(
+      `| ${r.model} | ${r.kind} | ${r.drafter} | ${pct} | ${perVerify} | ${perStep} | ${estimate} | ${r.tokPerSec.toFixed(1)} | ${measured} |`,
+    );
+  }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -106,9 +106,12 @@ export class PromptWorkers {
     if (maxSeqLen !== null) this.setMaxSeqLen(maxSeqLen);
   }
 
-  /** Renders and encodes a chat prompt in a worker. */
-  async chat(input: ChatTemplateInput): Promise<ChatPrompt> {
-    const r = await this.run({ kind: 'chat', input });
+  /**
+   * Renders and encodes a chat prompt in a worker. `limit` replaces the context length as its bound
+   * (auto-compaction counts prompts longer than the context: src/chat/auto-compact.ts).
+   */
+  async chat(input: ChatTemplateInput, limit?: number): Promise<ChatPrompt> {
+    const r = await this.run({ kind: 'chat', input }, limit);
     return { tokens: Array.from(r.tokens), text: r.text! };
   }
 
@@ -155,10 +158,10 @@ export class PromptWorkers {
     );
   }
 
-  private run(task: PromptJob): Promise<PromptReply & { ok: true }> {
+  private run(task: PromptJob, limit?: number): Promise<PromptReply & { ok: true }> {
     if (this.closed) return Promise.reject(new Error('the prompt workers are closed'));
-    const maxSeqLen = this.maxSeqLen;
-    if (maxSeqLen === null) return Promise.reject(new Error('the prompt workers have no context length yet'));
+    if (this.maxSeqLen === null) return Promise.reject(new Error('the prompt workers have no context length yet'));
+    const maxSeqLen = limit ?? this.maxSeqLen;
     const live = this.threads.filter((t) => !t.retiring);
     const thread = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.nextId++;

@@ -139,6 +139,21 @@ export async function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): 
   return runtime.prompts ? runtime.prompts.chat(input) : renderChatPrompt(runtime, input);
 }
 
+/**
+ * The chat prompt of `input` when it has fewer than `limit` tokens (which may exceed the context),
+ * else null; other errors are thrown as buildChatPrompt throws them. Auto-compaction measures the
+ * request and its candidate compactions this way (src/chat/auto-compact.ts).
+ */
+export async function measureChatPrompt(input: ChatTemplateInput, runtime: ModelRuntime, limit: number): Promise<ChatPrompt | null> {
+  try {
+    if (runtime.prompts) return await runtime.prompts.chat(input, limit);
+    return renderChatPrompt({ tokenizer: runtime.tokenizer, chatTemplate: runtime.chatTemplate, maxSeqLen: limit }, input);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'context_length_exceeded') return null;
+    throw err;
+  }
+}
+
 export interface TextPrompt {
   tokens: number[];
   /** The prompt as text (what `echo` returns). */

@@ -15,8 +15,10 @@ export function toServeOptions(c: Config): ServeOptions {
       toolMaxTokens: c.toolMaxTokens,
       requestTimeoutSec: c.requestTimeout,
       disableThinking: c.disableThinking,
+      autoCompact: c.autoCompact ?? null,
       allowedHosts: c.allowedHosts ?? [],
       allowedOrigins: c.allowedOrigins ?? [],
+      profile: c.profile,
     },
     engine: {
       fastLoad: c.fastLoad,
@@ -32,6 +34,10 @@ export function toServeOptions(c: Config): ServeOptions {
       enablePrefixCaching: c.enablePrefixCaching,
       swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
       speculative: speculativeOptions(c),
+      profile: c.profile,
+      adaptiveSampling: c.adaptiveSampling,
+      schedulingPolicy: c.schedulingPolicy,
+      tbtDeadlineMs: c.tbtDeadlineMs,
     },
     runtime: {
       toolCallParser: c.toolCallParser,
@@ -41,6 +47,8 @@ export function toServeOptions(c: Config): ServeOptions {
     // The tokens file is read by serve() at start-up (its errors exit 1); without --require-auth
     // the key flags have no effect (checkCrossFlagRules warns).
     auth: c.requireAuth ? { tokens: c.authToken ?? [], tokensFile: c.authTokensFile } : null,
+    // Process-level: serve opens it once, so it outlives model swaps.
+    dump: c.dump ?? null,
   };
 }
 

@@ -6,7 +6,8 @@ import type { Tokenizer } from '../model/tokenizer.js';
 import type { LoadProgress } from '../model/types.js';
 import { packTokenizer } from './grammar/index.js';
 import { EngineAdmissionError, type Engine, type EngineEvent, type GenerationHandle, type GenerationRequest } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ProfileRequest, ToWorker, WorkerStats } from './messages.js';
+import type { ProfileSnapshot } from './profile.js';
 
 export type { EngineInfo, EngineOptions, WorkerStats } from './messages.js';
 
@@ -22,6 +23,8 @@ export interface RunningEngine extends Engine {
   setTokenizer(tokenizer: Tokenizer): void;
   /** Draft tokens per verify step from now on (MODEL.toml's default_num_drafts); no effect without a drafter. */
   setNumDrafts(numDrafts: number): void;
+  /** --profile's timing table, fetched from the worker between steps; null when started without it. */
+  profile(): Promise<ProfileSnapshot | null>;
 }
 
 /**
@@ -96,6 +99,9 @@ class EngineClient implements RunningEngine {
   /** Jobs queued or running in the worker (admission counts these). */
   private readonly jobs = new Map<number, EventQueue>();
   private readonly cancelled = new Set<number>();
+  /** Profile requests awaiting the worker's answer, by request id. */
+  private readonly profileWaiters = new Map<number, { resolve: (p: ProfileSnapshot | null) => void; reject: (err: Error) => void }>();
+  private nextProfileRequest = 1;
   private snapshot: WorkerStats;
   /** Why the engine can take no more work (worker died, shut down); null while healthy. */
   private down: string | null = null;
@@ -127,6 +133,10 @@ class EngineClient implements RunningEngine {
     };
     worker.on('message', (msg: FromWorker) => {
       if (msg.type === 'updates') this.apply(msg.updates, msg.stats);
+      else if (msg.type === 'profile') {
+        this.profileWaiters.get(msg.requestId)?.resolve(msg.profile);
+        this.profileWaiters.delete(msg.requestId);
+      }
     });
     worker.on('error', (err) => this.fail(`engine worker crashed: ${err.message}`));
     worker.on('exit', (code) => {
@@ -182,6 +192,16 @@ class EngineClient implements RunningEngine {
     this.worker.postMessage({ type: 'num-drafts', numDrafts } satisfies ToWorker);
   }
 
+  profile(): Promise<ProfileSnapshot | null> {
+    if (!this.options.profile) return Promise.resolve(null);
+    if (this.down !== null) return Promise.reject(new Error(this.down));
+    const requestId = this.nextProfileRequest++;
+    return new Promise((resolve, reject) => {
+      this.profileWaiters.set(requestId, { resolve, reject });
+      this.worker.postMessage({ type: 'profile', requestId } satisfies ProfileRequest);
+    });
+  }
+
   stats(): WorkerStats {
     // Jobs the worker has not reported as running (including ones it has not seen yet) are waiting.
     return { ...this.snapshot, waiting: Math.max(0, this.jobs.size - this.snapshot.running) };
@@ -234,6 +254,8 @@ class EngineClient implements RunningEngine {
     }
     this.jobs.clear();
     this.cancelled.clear();
+    for (const waiter of this.profileWaiters.values()) waiter.reject(new Error(message));
+    this.profileWaiters.clear();
     this.snapshot = { ...this.snapshot, running: 0, waiting: 0, kvBlocksUsed: 0 };
   }
 }

@@ -2,7 +2,9 @@
 // (worker.ts). Everything here is structured-clone friendly: plain objects, arrays, numbers.
 import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { DraftMode } from './speculative/drafter.js';
+import type { SchedulingPolicy } from './slo-policy.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
+import type { ProfileSnapshot } from './profile.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
@@ -12,6 +14,20 @@ export interface WorkerStats extends EngineStats {
   /** Of those, the ones written to the swap space; and sequences read back from it. */
   swapOuts: number;
   swapIns: number;
+  /** The online step-time model and slai's decisions; absent until the worker's first stats. */
+  stepTime?: StepTimeStats;
+}
+
+export interface StepTimeStats {
+  /** Steps measured since start. */
+  steps: number;
+  /** The fitted costs: ms per step, per token, per sampled row, per attended position. */
+  costs: number[];
+  /** The factor predictions are planned with: the 90th percentile of measured / predicted time. */
+  margin: number;
+  /** slai only: steps whose prefill was deferred, and steps whose budget the deadline cut. */
+  slaiDeferred: number;
+  slaiLimited: number;
 }
 
 /** Speculative decoding as the engine runs it (--ngram-speculative, --self-speculative, --speculative). */
@@ -60,6 +76,14 @@ export interface EngineOptions {
   memoryBytes?: number;
   /** Speculative decoding; null or absent = off. */
   speculative?: SpeculativeOptions | null;
+  /** --profile: time every op and the step loop's parts (src/engine/profile.ts). */
+  profile?: boolean;
+  /** --adaptive-sampling: take the argmax of confident sampling rows (src/engine/adaptive-sampling.ts). */
+  adaptiveSampling?: boolean;
+  /** --scheduling-policy; default fifo. */
+  schedulingPolicy?: SchedulingPolicy;
+  /** --tbt-deadline-ms: the step-time deadline of slai; default 100. */
+  tbtDeadlineMs?: number;
 }
 
 /** What the engine reports once loaded (the lead logs it). */
@@ -101,6 +125,12 @@ export type ToWorker =
   /** Draft tokens per verify step from now on (MODEL.toml's default_num_drafts while --num-drafts is 1). */
   | { type: 'num-drafts'; numDrafts: number };
 
+/** --profile: send the timing table back (answered between steps, outside the step loop). */
+export interface ProfileRequest {
+  type: 'profile';
+  requestId: number;
+}
+
 // worker → main
 
 /** Everything one step produced for one job: new tokens and, when it ended, how. */
@@ -122,4 +152,6 @@ export type FromWorker =
   /** While loading: tensors taken by the model so far (throttled). */
   | { type: 'load-progress'; progress: LoadProgress }
   /** One message per step (or per batch of cancellations), with the stats after it. */
-  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats };
+  | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats }
+  /** The answer to a 'profile' request; null when the engine was started without --profile. */
+  | { type: 'profile'; requestId: number; profile: ProfileSnapshot | null };

@@ -17,6 +17,8 @@
 // and a full chunk deep into a long prompt takes seconds (attention grows with the context), so a
 // new arrival would wait a whole chunk for its first token and the decodes beside it would crawl
 // at one token per chunk. The long prefill pays a few more, smaller steps only while others run.
+// With --scheduling-policy slai, a step with decodes takes its budget from slo-policy.ts instead
+// (sized from measured step times to keep the step under --tbt-deadline-ms).
 // When a running sequence needs a block and none is free, the newest running sequence is
 // preempted: its KV is written to the swap space (--swap-space-gb) when there is room there, its
 // blocks go back to the pool, and it waits at the head of the queue — to be read back into fresh
@@ -48,6 +50,7 @@ import type { BlockManager } from './block-manager.js';
 import type { KvSwapSpace } from './kv-swap.js';
 import type { EngineFinishReason } from './types.js';
 import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
+import type { SlaiPolicy } from './slo-policy.js';
 
 /** A step that prefills beside a sampling sequence prefills at most maxPrefillTokens / this (2048 of the default 8192). */
 export const SHARED_STEP_PREFILL_DIVISOR = 4;
@@ -57,6 +60,8 @@ export interface SchedulerConfig {
   maxBatchSize: number;
   /** Most prompt tokens prefilled per step, over all sequences. */
   maxPrefillTokens: number;
+  /** --scheduling-policy slai: sizes the prefill budget of steps with decodes; absent = fifo. */
+  slai?: SlaiPolicy | null;
 }
 
 /** One sequence's share of a step: tokens [start, start + length) go through the model. */
@@ -123,7 +128,8 @@ export class Scheduler {
     let preempted = false;
     // The share promised to each prefill of this step, and what is promised to those not yet planned.
     const share = Math.max(1, Math.floor(this.config.maxPrefillTokens / this.config.maxBatchSize));
-    const promise = (seq: Sequence): number => Math.min(numUncached(seq), share);
+    let promised = share; // (slai may lower it to fit its budget)
+    const promise = (seq: Sequence): number => Math.min(numUncached(seq), promised);
     let promisedLater = 0;
     for (const seq of this.running) if (numUncached(seq) > 1) promisedLater += promise(seq);
     const slots = this.config.maxBatchSize - this.running.length;
@@ -136,6 +142,18 @@ export class Scheduler {
       (this.running.some(samples) || this.waiting.slice(0, slots).some(samples));
     const sharedBudget = Math.max(Math.floor(this.config.maxPrefillTokens / SHARED_STEP_PREFILL_DIVISOR), promisedLater);
     let budget = shared ? Math.min(this.config.maxPrefillTokens, sharedBudget) : this.config.maxPrefillTokens;
+    const slai = this.config.slai;
+    if (slai) {
+      const admissible = this.waiting.slice(0, slots);
+      budget = slai.prefillBudget(this.running, admissible, budget, this.draftRoom);
+      // Shares beyond the deadline's budget shrink alike (to 0 when it cannot cover one token
+      // each), so the oldest prefill still gets what is left over: none is starved by newer ones.
+      if (promisedLater > budget) {
+        const prefills = [...this.running.filter((seq) => numUncached(seq) > 1), ...admissible];
+        promised = Math.floor(budget / prefills.length);
+        promisedLater = prefills.reduce((sum, seq) => sum + promise(seq), 0);
+      }
+    }
 
     for (let i = 0; i < this.running.length; i++) {
       const seq = this.running[i];

@@ -1,6 +1,7 @@
 // The engine's face toward the main thread: what a generation job is and what comes back.
 // The engine itself (model, KV pool, scheduler, step loop) runs in a worker thread.
 import type { GrammarConstraint } from './grammar/index.js';
+import type { ProfileSnapshot } from './profile.js';
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -133,4 +134,6 @@ export interface Engine {
   submit(req: GenerationRequest): GenerationHandle;
   stats(): EngineStats;
   shutdown(): Promise<void>;
+  /** --profile's timing table (src/engine/profile.ts); null, or absent, when not profiling. */
+  profile?(): Promise<ProfileSnapshot | null>;
 }

@@ -18,17 +18,22 @@ import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import { SlaiPolicy } from './slo-policy.js';
+import { StepTimeModel, stepShape } from './step-time-model.js';
 import { createSequence, numCompletionTokens, type Sequence } from './sequence.js';
-import { logprobsFor, sampleToken, verifyDraft } from './sampler.js';
+import { logprobsFor } from './sampler.js';
+import { plainSampleToken, tokenSampler, type TokenSampler } from './adaptive-sampling.js';
+import { OpProfile, timeMethod, withProfile } from './profile.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import { createDrafter } from './speculative/index.js';
+import { createMtpDrafter, planMtp } from './speculative/mtp-setup.js';
 import { createSelfDrafter } from './speculative/self-speculative.js';
 import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
 import type { EngineFinishReason } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ToWorker, WorkerStats } from './messages.js';
+import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ProfileRequest, ToWorker, WorkerStats } from './messages.js';
 
 const port = parentPort!;
 const post = (msg: FromWorker) => port.postMessage(msg);
@@ -62,8 +67,13 @@ class StepLoop {
     private readonly scheduler: Scheduler,
     private readonly runner: ModelRunner,
     private readonly blocks: BlockManager,
+    /** Fed every step's measured time; slai sizes prefill from it. */
+    private readonly stepTime: StepTimeModel,
+    private readonly slai: SlaiPolicy | null,
     /** null = no speculative decoding. */
     private readonly drafter: Drafter | null,
+    /** Draws and draft verdicts, behind --adaptive-sampling's gate when on, timed when --profile. */
+    private readonly sample: TokenSampler = plainSampleToken,
   ) {}
 
   receive(msg: ToWorker): void {
@@ -170,7 +180,9 @@ class StepLoop {
     const batch = this.scheduler.schedule();
     if (batch.chunks.length > 0) {
       try {
+        const t0 = performance.now();
         this.runAndSample(batch, update, end);
+        this.stepTime.observe(stepShape(batch.chunks), performance.now() - t0);
       } catch (err) {
         // A failed forward pass ends the sequences that were in it; the engine keeps serving.
         const message = `engine step failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -263,7 +275,7 @@ class StepLoop {
         raw.set(row);
       }
       processLogits(processors, row);
-      token = proposed >= 0 ? verifyDraft(row, seq.sampling, seq.rng, proposed) : sampleToken(row, seq.sampling, seq.rng);
+      token = this.sample(row, seq.sampling, seq.rng, proposed);
     }
     if (seq.logprobs > 0) (u.logprobs ??= []).push(logprobsFor(raw, token, seq.logprobs));
     return token;
@@ -285,12 +297,20 @@ class StepLoop {
       draftedTokens: this.draftedTokens,
       acceptedDraftTokens: this.acceptedTokens,
       verifySteps: this.verifySteps,
+      stepTime: {
+        steps: this.stepTime.steps,
+        costs: this.stepTime.costs(),
+        margin: this.stepTime.margin,
+        slaiDeferred: this.slai?.numDeferred ?? 0,
+        slaiLimited: this.slai?.numLimited ?? 0,
+      },
     };
   }
 }
 
 function start(options: EngineOptions): void {
   const t0 = performance.now();
+  const profile = options.profile ? new OpProfile() : null;
   let loop: StepLoop;
   let info: EngineInfo;
   try {
@@ -300,7 +320,9 @@ function start(options: EngineOptions): void {
     const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
     // Per layer, K and V dtypes: --kv-cache-dtype, with --kv-high-precision-layers promoted to bf16.
     const kvDtypes = kvLayerPlan(options.kvCacheDtype, config.numLayers, options.kvHighPrecisionLayers ?? 0);
-    const bytesPerToken = kvBytesPerToken(config, kvDtypes);
+    // --speculative: checked before anything is sized; its MTP layer's KV counts in the pool.
+    const mtp = options.speculative?.mode === 'mtp' ? planMtp(checkpoint, options.speculative, kvDtypes) : null;
+    const bytesPerToken = kvBytesPerToken(config, kvDtypes) + (mtp?.kvBytesPerToken ?? 0);
     const memoryBytes = options.memoryBytes ?? totalmem();
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({
@@ -314,25 +336,42 @@ function start(options: EngineOptions): void {
       maxNumSeqs: options.maxNumSeqs,
     });
     const calibration = options.fp8KvCalibrationTokens ?? 0;
-    const ops = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
+    const calibrated = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
+    const ops = profile ? withProfile(calibrated, profile) : calibrated;
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
+    const mtpDrafter = mtp ? createMtpDrafter(checkpoint, ops, mtp, plan.numBlocks, options.blockSize) : null;
+    // Every layer a block holds: copied and swapped together.
+    const blockLayers = mtpDrafter ? [...kv, mtpDrafter.kv] : kv;
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
       prefixCaching: options.enablePrefixCaching,
-      copyBlock: (from, to) => copyKvBlock(kv, from, to),
+      copyBlock: (from, to) => copyKvBlock(blockLayers, from, to),
     });
-    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: kv });
+    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: blockLayers });
+    const stepTime = new StepTimeModel();
+    const slai =
+      options.schedulingPolicy === 'slai'
+        ? new SlaiPolicy(stepTime, { deadlineMs: options.tbtDeadlineMs ?? 100, maxPrefillTokens: options.maxPrefillTokens })
+        : null;
     const scheduler = new Scheduler(
-      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens },
+      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens, slai },
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
     const spec = options.speculative;
     // The self drafter runs the model: built here, with the model and the KV pool.
     const self = spec?.mode === 'self' ? createSelfDrafter(model, kv, options.blockSize, spec.numDrafts) : null;
-    const drafter = spec ? (self?.drafter ?? createDrafter(spec.mode)) : null;
+    const drafter = mtpDrafter?.drafter ?? self?.drafter ?? (spec ? createDrafter(spec.mode) : null);
     if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
-    loop = new StepLoop(scheduler, new ModelRunner(model, kv, options.blockSize), blocks, drafter);
+    const runner = new ModelRunner(model, kv, options.blockSize);
+    const sample = tokenSampler(options.adaptiveSampling ?? false);
+    if (profile) {
+      timeMethod(profile, 'schedule', scheduler, 'schedule');
+      timeMethod(profile, 'forward', runner, 'run');
+      timeMethod(profile, 'postprocess', scheduler, 'postprocess');
+      if (drafter) timeMethod(profile, 'draft', drafter, 'propose');
+    }
+    loop = new StepLoop(scheduler, runner, blocks, stepTime, slai, drafter, profile ? profile.timed('step', 'sample', sample) : sample);
     info = {
       config,
       maxSeqLen,
@@ -356,7 +395,10 @@ function start(options: EngineOptions): void {
     post({ type: 'load-error', message: err instanceof Error ? err.message : String(err) });
     return;
   }
-  port.on('message', (msg: ToWorker) => loop.receive(msg));
+  port.on('message', (msg: ToWorker | ProfileRequest) => {
+    if (msg.type === 'profile') post({ type: 'profile', requestId: msg.requestId, profile: profile?.snapshot() ?? null });
+    else loop.receive(msg);
+  });
   post({ type: 'ready', info });
 }
 

@@ -48,6 +48,7 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
   const slidingWindow = windowRule === 'always' || (windowRule === 'use_sliding_window' && raw.use_sliding_window === true) ? window : null;
 
   const bos = tokenIdOf(raw.bos_token_id) ?? tokenIdOf(gen?.bos_token_id);
+  const mtpLayers = num('num_nextn_predict_layers', 0);
   return {
     architecture: arch.name,
     hiddenSize,
@@ -67,6 +68,8 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
     bosTokenId: bos,
     eosTokenIds: unionIds(tokenIdsOf(raw.eos_token_id), tokenIdsOf(gen?.eos_token_id)),
     nameOrPath,
+    // Only when set, so configs without multi-token prediction read exactly as before.
+    ...(mtpLayers > 0 ? { numMtpLayers: mtpLayers } : {}),
   };
 }
 

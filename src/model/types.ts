@@ -40,6 +40,11 @@ export interface ModelConfig {
   eosTokenIds: number[];
   /** config `_name_or_path` (or GGUF general.name) when present. */
   nameOrPath: string | null;
+  /**
+   * config `num_nextn_predict_layers` (DeepSeek-V3 / GLM-4.5 style): multi-token-prediction layers
+   * stored after the main ones, as model.layers.{numLayers + i}.*; absent when the config has none.
+   */
+  numMtpLayers?: number;
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */

@@ -7,6 +7,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { registerAuth, type ApiKeys } from '../ops/auth.js';
+import { registerDump } from '../ops/dump.js';
+import type { DumpFile } from '../ops/dump-file.js';
 import { ServerMetrics } from '../ops/metrics.js';
 import { registerRequestOutcome, requestLogSink } from '../ops/request-log.js';
 import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
@@ -16,6 +18,7 @@ import type { Lifecycle } from './lifecycle.js';
 import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
 import { registerRequestGuards } from './request-guards.js';
 import { anthropicRoutes } from './routes/anthropic/index.js';
+import { debugRoutes } from './routes/debug.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openAiRoutes } from './routes/openai/index.js';
@@ -39,6 +42,8 @@ export interface AppOptions {
   requestTimeoutSec: number;
   /** --disable-thinking: chats are rendered with enable_thinking false. */
   disableThinking?: boolean;
+  /** --auto-compact: chat prompts past this fraction of the context are compacted (src/chat/auto-compact.ts); null or absent = off. */
+  autoCompact?: number | null;
   /** Connection limits and timeouts (SVC_* in the environment when not given). */
   http?: HttpLimits;
   /** --allowed-hosts: Host names accepted besides loopback ones when bound to loopback. */
@@ -49,6 +54,8 @@ export interface AppOptions {
   storeMaxRecords?: number;
   /** Bytes of stored items kept (SVC_RESPONSES_STORE_MAX_BYTES); default DEFAULT_STORE_MAX_BYTES. */
   storeMaxBytes?: number;
+  /** --profile: GET /debug/profile serves the engine's timing table (404 without it). */
+  profile?: boolean;
 }
 
 export interface AppDeps {
@@ -63,6 +70,8 @@ export interface AppDeps {
   rateLimiter?: RateLimiter | null;
   /** Stored responses and conversations; default: a new store of `options.storeMaxRecords`. */
   store?: RecordStore;
+  /** --dump's file (process-level: opened once by serve); default: nothing dumped. */
+  dump?: DumpFile | null;
 }
 
 /** What route plugins get. */
@@ -109,6 +118,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // line and the request metrics per request, when its response closes (src/ops/request-log.ts).
   const metrics = new ServerMetrics({ model: options.modelName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
   registerRequestOutcome(app, [requestLogSink(options.modelName), metrics.record]);
+  // --dump: every exchange, refused ones included, as a line of the dump file (src/ops/dump.ts).
+  registerDump(app, deps.dump ?? null);
 
   // The Host check first, then CORS (preflights need no key), JSON-only bodies with a body-idle
   // timeout, and the body parser (UTF-8, JSON, nesting depth): request-guards.ts.
@@ -138,6 +149,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   void app.register(healthRoutes, routeDeps);
   void app.register(metricsRoutes, { metrics });
   void app.register(tokenizeRoutes, routeDeps);
+  // The loaded model's engine answers; 503 model_not_loaded while there is none.
+  const profile = () => lifecycle.require().engine.profile?.() ?? Promise.resolve(null);
+  void app.register(debugRoutes, { profile: options.profile ? profile : null });
   for (const protocol of PROTOCOLS) registerProtocol(app, protocol, routeDeps);
   return app;
 }

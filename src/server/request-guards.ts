@@ -18,6 +18,7 @@ import { ApiError } from '../common/api-error.js';
 import { checkBodyDepth } from '../protocols/json-limits.js';
 import { invalidJson } from './framework-errors.js';
 import { clientTimeout } from './http-server.js';
+import { COMPACTED_HEADER } from './chat-prompt.js';
 
 // ---------------------------------------------------------------------------------------------
 // Host check
@@ -200,6 +201,8 @@ export function registerRequestGuards(app: FastifyInstance, opts: GuardOptions):
         origin: opts.allowedOrigins.includes('*') ? '*' : [...opts.allowedOrigins],
         methods: ['GET', 'POST', 'DELETE'],
         allowedHeaders: ['Authorization', 'Content-Type', 'x-api-key', 'anthropic-version', 'anthropic-beta'],
+        // Browser clients may read that their context was compacted (--auto-compact).
+        exposedHeaders: [COMPACTED_HEADER],
         // A preflight without the headers gets the plain answer, not a text/plain 400.
         strictPreflight: false,
         maxAge: 600,

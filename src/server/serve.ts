@@ -10,8 +10,10 @@ import { resolveModelSource } from '../model/hub-cache.js';
 import { planChatOutput } from '../chat/output-plan.js';
 import { readGgufHeader } from '../model/loaders/gguf-header.js';
 import { loadApiKeys, type AuthSettings } from '../ops/auth.js';
+import { DumpFile } from '../ops/dump-file.js';
 import { createLogger } from '../ops/logger.js';
 import { loadProgressReporter } from '../ops/load-progress.js';
+import { formatProfileTable } from '../ops/profile-table.js';
 import { describeRateLimits, rateLimitsFromEnv, RateLimiter } from '../ops/rate-limiter.js';
 import { buildApp, type AppOptions } from './app.js';
 import { httpLimitsFromEnv } from './http-server.js';
@@ -49,6 +51,8 @@ export interface ServeOptions {
   readonly runtime: Readonly<RuntimeSettings>;
   /** Where the API keys come from when --require-auth is on; null: no key needed. */
   readonly auth: AuthSettings | null;
+  /** --dump: the directory every exchange is written to (src/ops/dump.ts); null: none. */
+  readonly dump: string | null;
 }
 
 /** Tokens per KV block. */
@@ -56,6 +60,19 @@ const KV_BLOCK_SIZE = 16;
 
 /** Exit with a one-line message: start-up problems are the operator's to fix, not stack traces. */
 class StartupError extends Error {}
+
+/** How long shutdown waits for the engine's --profile table (it answers between steps). */
+const PROFILE_WAIT_MS = 5000;
+
+/** --profile: the engine's table, printed to stderr at shutdown (whatever the log level: it was asked for). */
+async function printProfile(engine: RunningEngine | null): Promise<void> {
+  if (engine === null) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), PROFILE_WAIT_MS)));
+  const table = await Promise.race([engine.profile().catch(() => null), late]);
+  clearTimeout(timer);
+  if (table !== null) process.stderr.write(formatProfileTable(table));
+}
 
 /** `_name_or_path` of a directory's config.json, or `general.name` of a GGUF file. */
 function checkpointName(source: string): string | null {
@@ -80,6 +97,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const stopLoading = new AbortController();
   // The tokenizer and the prompt workers, built while the engine worker loads the weights.
   let started: StartedPromptSide | null = null;
+  let dump: DumpFile | null = null;
   try {
     // An invalid SVC_LOG_LEVEL, SVC_MAX_BODY_BYTES or SVC_RATE_LIMIT_* is a one-line start-up
     // error (EnvError), and so is an unreadable or empty --auth-tokens-file (AuthConfigError).
@@ -109,6 +127,14 @@ export async function serve(options: ServeOptions): Promise<void> {
     started = startPromptSide(source);
     const modelName = options.model.servedName ?? checkpointName(source) ?? options.model.id ?? options.model.path ?? source;
 
+    // Process-level: opened once here, so a model swap keeps writing to the same file.
+    if (options.dump !== null) {
+      const dir = options.dump;
+      dump = await DumpFile.open(dir, (message) => log.warn(message)).catch((err: NodeJS.ErrnoException) => {
+        throw new StartupError(`--dump ${dir}: cannot create the dump file (${err.code ?? err.message})`);
+      });
+    }
+
     const lifecycle = new Lifecycle('starting');
     const app = buildApp({
       options: {
@@ -125,6 +151,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       apiKeys,
       // Built once per process: buckets outlive a model swap.
       rateLimiter: rateLimits === null ? null : new RateLimiter(rateLimits),
+      dump,
     });
     try {
       // Bound now so /health answers 503 while the model loads; ready only at "Listening on".
@@ -184,6 +211,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     // How many keys, never which.
     log.info(apiKeys === null ? 'Authentication: off' : `Authentication: on (${apiKeys.size} API ${apiKeys.size === 1 ? 'key' : 'keys'})`);
     if (rateLimits !== null) log.info(describeRateLimits(rateLimits));
+    if (dump !== null) log.info(`Dump: every request and its response are written to ${dump.path}`);
+    if (options.engine.profile) log.info('Profile: per-op timings at GET /debug/profile, and printed at shutdown');
+    if (options.engine.adaptiveSampling) log.info('Adaptive sampling: confident rows take the argmax');
     if (apiKeys === null && (host === '0.0.0.0' || host === '::')) {
       log.warn(
         `the server is exposed on all interfaces (${host}) without authentication: anyone on the network can use it; ` +
@@ -202,6 +232,8 @@ export async function serve(options: ServeOptions): Promise<void> {
         log.info(`${signal}: shutting down`);
         void app
           .close()
+          .then(() => printProfile(engine))
+          .then(() => dump?.close())
           .then(() => closeModelRuntime(runtime))
           .then(() => engine?.shutdown())
           .finally(resolve);
@@ -211,6 +243,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     });
   } catch (err) {
     await started?.prompts.close();
+    await dump?.close().catch(() => undefined);
     if (engine) await engine.shutdown().catch(() => undefined);
     else stopLoading.abort();
     if (err instanceof StartupError || (err instanceof Error && !(err instanceof TypeError) && !(err instanceof RangeError))) {

@@ -1,10 +1,15 @@
 // --ngram-speculative end to end with the official `openai` client: greedy chat completions are the
 // same with and without drafting — tool calls under a grammar (tool_choice required), stop strings,
-// streaming — and /metrics counts the drafts.
+// streaming — /metrics counts the drafts, and MODEL.toml's default_num_drafts applies.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type OpenAI from 'openai';
+import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startTinyServer, type TinyServer } from '../helpers/tiny-server.js';
+import { freePort, runSvc } from '../helpers/svc-cli.js';
+import { TINY_CHAT } from '../helpers/paths.js';
 
 let plain: TinyServer;
 let drafting: TinyServer;
@@ -102,4 +107,28 @@ test('/metrics counts drafted and accepted tokens', async () => {
   assert.ok(value('svc_spec_accepted_tokens_total') > 0);
   const ratio = value('svc_spec_acceptance_ratio');
   assert.ok(ratio > 0 && ratio <= 1, `${ratio}`);
+});
+
+test('svc serve: MODEL.toml default_num_drafts replaces --num-drafts while it is 1; an explicit value wins', async () => {
+  // The checkpoint's files beside a MODEL.toml of its own (looked up beside the checkpoint first).
+  const dir = mkdtempSync(join(tmpdir(), 'svc-spec-toml-'));
+  try {
+    for (const f of readdirSync(TINY_CHAT)) symlinkSync(join(TINY_CHAT, f), join(dir, f));
+    writeFileSync(
+      join(dir, 'MODEL.toml'),
+      '[model]\nfamily = "qwen3"\ntool_call_parser = "hermes"\nreasoning = true\ndefault_num_drafts = 3\n',
+    );
+    const line = async (...flags: string[]) => {
+      const port = await freePort();
+      const svc = runSvc(['serve', '--model-from-path', dir, '--port', String(port), ...flags], /Listening on|Error|error/);
+      await svc.ready;
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+      return /Speculative decoding: .*/.exec(svc.output().stderr)?.[0] ?? svc.output().stderr;
+    };
+    assert.match(await line('--ngram-speculative'), /ngram drafter, 3 draft tokens per verify step \(K = 4\)/);
+    assert.match(await line('--ngram-speculative', '--num-drafts', '2'), /ngram drafter, 2 draft tokens per verify step/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

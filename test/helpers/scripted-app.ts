@@ -92,6 +92,8 @@ export interface ScriptedAppSetup {
   options?: Partial<AppOptions>;
   /** Stored responses and conversations; default: a new store. */
   store?: AppDeps['store'];
+  /** --dump's file; default: none. */
+  dump?: AppDeps['dump'];
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
@@ -124,6 +126,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
     rateLimiter: setup.rateLimiter,
     chatOutput: setup.chatOutput,
     store: setup.store,
+    dump: setup.dump,
   });
   return { app, engine, lines, lifecycle, runtime };
 }

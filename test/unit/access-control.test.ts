@@ -38,8 +38,11 @@ const BODIES: Record<string, unknown> = {
   '/v1/conversations/x/items': { items: [] },
 };
 
-/** Status of a served request: stored records under a placeholder id (`x`) are a 404 past auth. */
-const served = (url: string): number => (/^\/v1\/(responses|conversations)\/x/.test(url) ? 404 : 200);
+/**
+ * Status of a served request: stored records under a placeholder id (`x`) are a 404 past auth, and
+ * so is /debug/profile without --profile.
+ */
+const served = (url: string): number => (/^\/v1\/(responses|conversations)\/x/.test(url) || url === '/debug/profile' ? 404 : 200);
 
 type App = ReturnType<typeof scriptedApp>['app'];
 

@@ -259,10 +259,12 @@ test('checkImplemented: unbuilt flags at non-default values refuse to start', ()
   );
   assert.equal(checkImplemented(config('serve', 'm', '--num-drafts', '3', '--ngram-speculative')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'nvfp4')), undefined);
+  assert.equal(checkImplemented(config('serve', 'm', '--auto-compact', '0.85')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'bf16')), undefined);
   // The default value of an unbuilt flag, spelled out, is fine.
-  assert.equal(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '100', '--scheduling-policy', 'fifo')), undefined);
-  assert.match(checkImplemented(config('serve', 'm', '--tbt-deadline-ms', '50')) ?? '', /--tbt-deadline-ms 50/);
+  assert.equal(checkImplemented(config('serve', 'm', '--ssm-cache-slots', '16', '--rank', '0')), undefined);
+  assert.match(checkImplemented(config('serve', 'm', '--ssm-cache-slots', '50')) ?? '', /--ssm-cache-slots 50/);
+  assert.equal(checkImplemented(config('serve', 'm', '--scheduling-policy', 'slai', '--tbt-deadline-ms', '50')), undefined);
   assert.match(checkImplemented(config('serve', 'm', '--auto-swap')) ?? '', /--auto-swap$/);
   assert.equal(checkImplemented(config('serve', 'm', '--auto-swap', '--no-auto-swap')), undefined);
   assert.equal(
@@ -283,7 +285,7 @@ test('bin/svc.js: --version prints the package version; a bad flag exits 2 with 
   assert.equal(bad.stdout, '');
   assert.equal(bad.stderr, 'svc: --port: expected an integer from 1 to 65535, got "abc"\n');
 
-  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--speculative'], { encoding: 'utf8' });
+  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--auto-swap'], { encoding: 'utf8' });
   assert.equal(unbuilt.status, 2);
-  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --speculative\n');
+  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --auto-swap\n');
 });

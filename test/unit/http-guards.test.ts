@@ -217,6 +217,8 @@ test('--allowed-origins: listed origins get CORS headers, preflights are answere
     );
     assert.equal(ok.status, 200, ok.body);
     assert.equal(ok.headers['access-control-allow-origin'], 'http://ui.example');
+    // Pages may read the --auto-compact header.
+    assert.match(String(ok.headers['access-control-expose-headers']), /x-svc-context-compacted/);
     // Still no key, no answer: CORS opens the browser's door, not the server's.
     assert.equal((await send(port, 'GET', '/v1/models', { origin: 'http://ui.example' })).status, 401);
     const other = await send(port, 'GET', '/v1/models', { origin: 'https://attacker.example', authorization: `Bearer ${KEY}` });

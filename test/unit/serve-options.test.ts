@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
-import type { Config } from '../../src/cli/config.js';
+import { checkImplemented, type Config } from '../../src/cli/config.js';
 import { toServeOptions } from '../../src/cli/serve-options.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 
@@ -22,8 +22,10 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       toolMaxTokens: 8192,
       requestTimeoutSec: 300,
       disableThinking: false,
+      autoCompact: null,
       allowedHosts: [],
       allowedOrigins: [],
+      profile: false,
     },
     engine: {
       fastLoad: true,
@@ -39,9 +41,14 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       enablePrefixCaching: false,
       swapSpaceBytes: 3 * 1024 ** 3,
       speculative: null,
+      profile: false,
+      adaptiveSampling: false,
+      schedulingPolicy: 'fifo',
+      tbtDeadlineMs: 100,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
+    dump: null,
   };
   assert.deepStrictEqual(toServeOptions(config('acme/tiny')), expected);
 });
@@ -78,6 +85,10 @@ test("limits reach the engine (the context length the app serves is the engine's
       '0.5',
       '--kv-high-precision-layers',
       'auto',
+      '--scheduling-policy',
+      'slai',
+      '--tbt-deadline-ms',
+      '40',
     ),
   );
   assert.deepStrictEqual(o.engine, {
@@ -94,6 +105,10 @@ test("limits reach the engine (the context length the app serves is the engine's
     enablePrefixCaching: true,
     swapSpaceBytes: 512 * 1024 ** 2,
     speculative: null,
+    profile: false,
+    adaptiveSampling: false,
+    schedulingPolicy: 'slai',
+    tbtDeadlineMs: 40,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
@@ -123,10 +138,17 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     toolMaxTokens: 100,
     requestTimeoutSec: 0,
     disableThinking: true,
+    autoCompact: null,
     allowedHosts: [],
     allowedOrigins: [],
+    profile: false,
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
+});
+
+test('--auto-compact: the fraction goes to the app (off: null)', () => {
+  assert.equal(toServeOptions(config('acme/tiny', '--auto-compact', '0.8')).app.autoCompact, 0.8);
+  assert.equal(toServeOptions(config('acme/tiny')).app.autoCompact, null);
 });
 
 test('--allowed-hosts and --allowed-origins: comma lists, repeatable, in order; malformed entries refused', () => {
@@ -193,4 +215,14 @@ test('speculative decoding: the drafter by precedence (n-gram, self, MTP) with i
     mtpQuantization: 'fp8',
     mtpVocab: 0,
   });
+});
+
+test('operations: --profile reaches the engine and the app (its route), --adaptive-sampling the engine, --dump the server', () => {
+  const o = toServeOptions(config('acme/tiny', '--profile', '--adaptive-sampling', '--dump', '/var/tmp/svc-dump'));
+  assert.equal(o.engine.profile, true);
+  assert.equal(o.app.profile, true);
+  assert.equal(o.engine.adaptiveSampling, true);
+  assert.equal(o.dump, '/var/tmp/svc-dump');
+  // Built: they start (no "not implemented yet").
+  assert.equal(checkImplemented(config('acme/tiny', '--profile', '--adaptive-sampling', '--dump', '/tmp/d')), undefined);
 });

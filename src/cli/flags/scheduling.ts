@@ -39,7 +39,7 @@ export const SCHEDULING_FLAGS = [
     value: choice(SCHEDULING_POLICIES, 'policy'),
     default: 'fifo',
     help: 'fifo, or slai (SLO-aware: keeps each decode step under --tbt-deadline-ms).',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'tbt-deadline-ms',
@@ -48,7 +48,7 @@ export const SCHEDULING_FLAGS = [
     value: integer(1, undefined, 'ms'),
     default: 100,
     help: 'Decode-step deadline in milliseconds for --scheduling-policy slai.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'auto-compact',
@@ -58,6 +58,6 @@ export const SCHEDULING_FLAGS = [
     default: undefined,
     defaultText: 'off',
     help: 'Compress the context once it passes this fraction of --max-seq-len (e.g. 0.85).',
-    built: false,
+    built: true,
   }),
 ] as const;

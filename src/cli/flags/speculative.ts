@@ -12,7 +12,7 @@ export const SPECULATIVE_FLAGS = [
     value: switchFlag(true),
     default: false,
     help: 'Multi-token-prediction drafting; needs the prediction weights in the checkpoint.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'num-drafts',
@@ -30,7 +30,7 @@ export const SPECULATIVE_FLAGS = [
     value: choice(MTP_QUANTIZATIONS, 'dtype'),
     default: 'bf16',
     help: 'Precision of the prediction heads; must match the main checkpoint.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'mtp-vocab',
@@ -39,7 +39,7 @@ export const SPECULATIVE_FLAGS = [
     value: integer(0),
     default: 100000,
     help: 'The draft head scores only the first N token ids (clamped to the vocabulary); 0 means all.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'self-speculative',

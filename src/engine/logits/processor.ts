@@ -1,9 +1,9 @@
 // The logits-processor seam: everything that shapes a sequence's next token beyond plain sampling
-// (the tool-call grammar's mask, the thinking budget, penalties, logit bias, min_tokens, bad words;
-// later adaptive sampling, speculative verification) is a processor over that sequence's logits, holding its own
-// per-token state. A sequence carries its processors (built at admission); per sampling row the
-// step loop asks them, in order, for a forced token, else lets each process the row, samples, and
-// then every processor accepts the token the sequence took (Scheduler.postprocess).
+// (the tool-call grammar's mask, the thinking budget, penalties, logit bias, min_tokens, bad words)
+// is a processor over that sequence's logits, holding its own per-token state. A sequence carries
+// its processors (built at admission); per sampling row the step loop asks them, in order, for a
+// forced token, else lets each process the row, samples (or verifies a draft token), and then
+// every processor accepts the token the sequence took — before the next row of a verify chunk.
 
 export interface LogitsProcessor {
   /**

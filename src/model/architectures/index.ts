@@ -9,8 +9,10 @@ import { llama } from './llama.js';
 import { mistral } from './mistral.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
+import { MtpLayer } from './mtp.js';
 
 export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
+export { findMtpWeights, MtpLayer, type MtpPresence, type MtpRows } from './mtp.js';
 
 export interface ArchitectureRow {
   /** ModelConfig.architecture: logs, and MODEL.toml `[match] architectures`. */
@@ -57,4 +59,14 @@ export function createModel(checkpoint: Checkpoint, ops: Ops): Model {
   const row = architectureNamed(checkpoint.config.architecture);
   if (!row) throw new Error(`unsupported architecture ${String(checkpoint.config.architecture)}`);
   return row.module.create(checkpoint, ops);
+}
+
+/**
+ * The checkpoint's multi-token-prediction layer (mtp.ts), run as its architecture runs a decoder
+ * layer; its head scores token ids [0, draftVocab). Throws when the checkpoint has none.
+ */
+export function createMtpLayer(checkpoint: Checkpoint, ops: Ops, draftVocab: number): MtpLayer {
+  const row = architectureNamed(checkpoint.config.architecture);
+  if (!row) throw new Error(`unsupported architecture ${String(checkpoint.config.architecture)}`);
+  return new MtpLayer(checkpoint, ops, row.module.decoderOptions(checkpoint.config), draftVocab);
 }

@@ -7,11 +7,11 @@ export const llama: ArchitectureModule = {
   hfSlidingWindow: 'never',
   alwaysQkvBias: false,
   ggufQkPermuted: true,
-  create: (checkpoint, ops) =>
-    new DecoderTransformer(checkpoint, ops, {
-      qkvBias: checkpoint.config.attentionBias ? 'required' : 'if-present',
-      oBiasIfPresent: true,
-      qkNorm: false,
-      slidingWindow: null,
-    }),
+  decoderOptions: (config) => ({
+    qkvBias: config.attentionBias ? 'required' : 'if-present',
+    oBiasIfPresent: true,
+    qkNorm: false,
+    slidingWindow: null,
+  }),
+  create: (checkpoint, ops) => new DecoderTransformer(checkpoint, ops, llama.decoderOptions(checkpoint.config)),
 };

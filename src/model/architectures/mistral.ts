@@ -7,11 +7,11 @@ export const mistral: ArchitectureModule = {
   hfSlidingWindow: 'always',
   alwaysQkvBias: false,
   ggufQkPermuted: false,
-  create: (checkpoint, ops) =>
-    new DecoderTransformer(checkpoint, ops, {
-      qkvBias: 'none',
-      oBiasIfPresent: false,
-      qkNorm: false,
-      slidingWindow: checkpoint.config.slidingWindow,
-    }),
+  decoderOptions: (config) => ({
+    qkvBias: 'none',
+    oBiasIfPresent: false,
+    qkNorm: false,
+    slidingWindow: config.slidingWindow,
+  }),
+  create: (checkpoint, ops) => new DecoderTransformer(checkpoint, ops, mistral.decoderOptions(checkpoint.config)),
 };

@@ -2,6 +2,7 @@
 // and what an architecture module tells the loaders and builds.
 import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
+import type { DecoderOptions } from './decoder-layer.js';
 
 /** One engine step: the new tokens of every scheduled sequence, laid out sequence after sequence. */
 export interface ForwardBatch {
@@ -70,6 +71,8 @@ export interface ArchitectureModule {
   readonly alwaysQkvBias: boolean;
   /** llama.cpp's converter interleaved its GGUF Q/K rows ("normal" RoPE); the GGUF loader undoes it. */
   readonly ggufQkPermuted: boolean;
+  /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */
+  decoderOptions(config: ModelConfig): DecoderOptions;
   /** Builds the model for `checkpoint`, preparing its weights for `ops` once. */
   create(checkpoint: Checkpoint, ops: Ops): Model;
 }

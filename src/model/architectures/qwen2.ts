@@ -8,11 +8,11 @@ export const qwen2: ArchitectureModule = {
   hfSlidingWindow: 'use_sliding_window',
   alwaysQkvBias: true,
   ggufQkPermuted: false,
-  create: (checkpoint, ops) =>
-    new DecoderTransformer(checkpoint, ops, {
-      qkvBias: 'required',
-      oBiasIfPresent: false,
-      qkNorm: false,
-      slidingWindow: checkpoint.config.slidingWindow,
-    }),
+  decoderOptions: (config) => ({
+    qkvBias: 'required',
+    oBiasIfPresent: false,
+    qkNorm: false,
+    slidingWindow: config.slidingWindow,
+  }),
+  create: (checkpoint, ops) => new DecoderTransformer(checkpoint, ops, qwen2.decoderOptions(checkpoint.config)),
 };

@@ -7,13 +7,11 @@ export const qwen3: ArchitectureModule = {
   hfSlidingWindow: 'use_sliding_window',
   alwaysQkvBias: false,
   ggufQkPermuted: false,
-  create: (checkpoint, ops) => {
-    const bias = checkpoint.config.attentionBias;
-    return new DecoderTransformer(checkpoint, ops, {
-      qkvBias: bias ? 'required' : 'none',
-      oBiasIfPresent: bias,
-      qkNorm: true,
-      slidingWindow: checkpoint.config.slidingWindow,
-    });
-  },
+  decoderOptions: (config) => ({
+    qkvBias: config.attentionBias ? 'required' : 'none',
+    oBiasIfPresent: config.attentionBias,
+    qkNorm: true,
+    slidingWindow: config.slidingWindow,
+  }),
+  create: (checkpoint, ops) => new DecoderTransformer(checkpoint, ops, qwen3.decoderOptions(checkpoint.config)),
 };

@@ -1,6 +1,6 @@
 // Turns a checkpoint's tensors into what the kernels take: prepared weight matrices and f32 vectors.
 import type { Ops, WeightMatrix } from '../../kernels/ops.js';
-import { dequantize } from '../../kernels/dtypes.js';
+import { bytesPerRow, dequantize } from '../../kernels/dtypes.js';
 import type { Checkpoint, Tensor } from '../types.js';
 
 export class CheckpointWeights {
@@ -33,6 +33,26 @@ export class CheckpointWeights {
     const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data });
     this.checkpoint.residency?.taken(t, w.data.buffer === data.buffer);
     return w;
+  }
+
+  /**
+   * The first `take` rows of the 2-D weight `name` [rows, cols], prepared as a matrix of their own:
+   * a head that scores only the leading token ids costs take/rows of the full matmul. A second
+   * weight over a tensor the model already took, so the loader is not told of it again.
+   */
+  leadingRows(name: string, rows: number, cols: number, take: number): WeightMatrix {
+    const t = this.tensor(name);
+    if (t.shape.length !== 2 || t.shape[0] !== rows || t.shape[1] !== cols) {
+      throw new Error(`${name}: expected shape [${rows}, ${cols}], got [${t.shape.join(', ')}]`);
+    }
+    if (!Number.isInteger(take) || take < 1 || take > rows) throw new RangeError(`${name}: cannot take ${take} of its ${rows} rows`);
+    const data = t.data.subarray(0, take * bytesPerRow(t.dtype, cols));
+    return this.ops.prepareWeight({ dtype: t.dtype, rows: take, cols, data });
+  }
+
+  /** The storage dtype of tensor `name`. */
+  dtype(name: string): Tensor['dtype'] {
+    return this.tensor(name).dtype;
   }
 
   /** A 1-D tensor (norm weight, bias) as f32, converted once here so the forward pass never re-decodes it. */

@@ -3,7 +3,7 @@
 // output pipeline → `message` body, or Anthropic's named events over SSE; count_tokens stops at
 // the prompt. Paths are relative to the protocol's prefix, /v1/messages.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { buildChatPrompt, type ChatPrompt } from '../../../chat/prompt.js';
+import { buildChatPrompt } from '../../../chat/prompt.js';
 import type { ChatRequest } from '../../../chat/request.js';
 import { generationError } from '../../../common/api-error.js';
 import {
@@ -15,6 +15,7 @@ import {
 } from '../../../protocols/anthropic/messages.js';
 import { MessageStreamEncoder } from '../../../protocols/anthropic/stream.js';
 import type { AppOptions, RouteDeps } from '../../app.js';
+import { routeChatPrompt } from '../../chat-prompt.js';
 import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
@@ -126,21 +127,18 @@ const bodyProperties = {
 const messagesSchema = { type: 'object', required: ['model', 'max_tokens', 'messages'], properties: bodyProperties };
 const countTokensSchema = { type: 'object', required: ['model', 'messages'], properties: bodyProperties };
 
-/** The request as ChatRequest and its prompt: the one place both routes build it. */
-async function chatPrompt(
-  request: FastifyRequest<{ Body: CountTokensBody }>,
-  options: AppOptions,
-): Promise<{ chat: ChatRequest; prompt: ChatPrompt }> {
-  const runtime = request.runtime!;
-  const { chat, warnings } = decodeMessagesRequest(request.body, { ...options, model: runtime.samplingDefaults });
+/** The request as ChatRequest: the one place both routes decode it. */
+function decodeChat(request: FastifyRequest<{ Body: CountTokensBody }>, options: AppOptions): ChatRequest {
+  const { chat, warnings } = decodeMessagesRequest(request.body, { ...options, model: request.runtime!.samplingDefaults });
   for (const warning of warnings) request.log.warn(warning);
-  return { chat, prompt: await buildChatPrompt(chat, runtime) };
+  return chat;
 }
 
 export const messagesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options, chatOutput }) => {
   app.post<{ Body: MessagesBody }>('/', { schema: { body: messagesSchema }, config: { needsModel: true } }, async (request, reply) => {
     const runtime = request.runtime!;
-    const { chat, prompt } = await chatPrompt(request, options);
+    // max_tokens is a ceiling (below): compaction reserves nothing for it.
+    const { chat, prompt } = await routeChatPrompt(decodeChat(request, options), runtime, options, request, reply, null);
     const promptTokens = prompt.tokens.length;
     // max_tokens is a ceiling (clients such as Claude Code ask for more than a small context
     // holds): the completion gets the smaller of it and the room the context has left.
@@ -166,6 +164,7 @@ export const messagesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { optio
   app.post<{ Body: CountTokensBody }>(
     '/count_tokens',
     { schema: { body: countTokensSchema }, config: { needsModel: true } },
-    async (request) => ({ input_tokens: (await chatPrompt(request, options)).prompt.tokens.length }),
+    // The request's own size: never compacted.
+    async (request) => ({ input_tokens: (await buildChatPrompt(decodeChat(request, options), request.runtime!)).tokens.length }),
   );
 };

@@ -1,7 +1,6 @@
 // POST /v1/chat/completions: schema → ChatRequest → prompt tokens → n engine sequences → output
 // pipeline → chat.completion body, or chunks over SSE.
 import type { FastifyPluginAsync } from 'fastify';
-import { buildChatPrompt } from '../../../chat/prompt.js';
 import { generationError } from '../../../common/api-error.js';
 import {
   ChatChunkEncoder,
@@ -13,6 +12,7 @@ import {
 import { structuredOutputProperties } from '../../../protocols/openai/structured.js';
 import { REASONING_EFFORTS } from '../../../chat/reasoning-effort.js';
 import type { RouteDeps } from '../../app.js';
+import { routeChatPrompt } from '../../chat-prompt.js';
 import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
@@ -169,8 +169,13 @@ export const chatCompletionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, 
     { schema: { body: chatCompletionSchema }, config: { needsModel: true } },
     async (request, reply) => {
       const runtime = request.runtime!;
-      const chat = decodeChatRequest(request.body, { ...options, model: runtime.samplingDefaults, vocabSize: runtime.tokenizer.vocabSize });
-      const chatPrompt = await buildChatPrompt(chat, runtime);
+      const decoded = decodeChatRequest(request.body, {
+        ...options,
+        model: runtime.samplingDefaults,
+        vocabSize: runtime.tokenizer.vocabSize,
+      });
+      // max_tokens is strict here (more than the room left is a 400): compaction leaves room for it.
+      const { chat, prompt: chatPrompt } = await routeChatPrompt(decoded, runtime, options, request, reply, decoded.maxTokens);
       const prompt = chatPrompt.tokens;
       const cap = chat.tools.length > 0 ? options.toolMaxTokens : null;
       const maxTokens = resolveMaxTokens(prompt.length, chat.maxTokens, runtime.maxSeqLen, cap);

@@ -6,7 +6,6 @@
 // GET / DELETE /v1/responses/{id} and GET /v1/responses/{id}/input_items read the store only.
 import type { FastifyPluginAsync } from 'fastify';
 import type { IndexedStep } from '../../generate.js';
-import { buildChatPrompt } from '../../../chat/prompt.js';
 import { generationError, invalidParam } from '../../../common/api-error.js';
 import {
   newId,
@@ -31,6 +30,7 @@ import {
 import { conversationId, decodeResponsesRequest, type ResponsesBody } from '../../../protocols/responses/request.js';
 import { ResponseStreamEncoder } from '../../../protocols/responses/stream.js';
 import type { RouteDeps } from '../../app.js';
+import { routeChatPrompt } from '../../chat-prompt.js';
 import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 import type { StoredConversation, StoredResponse } from '../../store.js';
@@ -68,12 +68,11 @@ export const responsesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { opti
       conversation = store.conversation(convId, 'conversation');
       context = [...conversation.items];
     }
-    const { chat, toolChoice, tools, warnings } = decodeResponsesRequest(body, context, input, {
-      ...options,
-      model: runtime.samplingDefaults,
-    });
-    for (const warning of warnings) request.log.warn(warning);
-    const prompt = await buildChatPrompt(chat, runtime);
+    const decoded = decodeResponsesRequest(body, context, input, { ...options, model: runtime.samplingDefaults });
+    const { toolChoice, tools } = decoded;
+    for (const warning of decoded.warnings) request.log.warn(warning);
+    // max_output_tokens is a ceiling (below): compaction reserves nothing for it. The store keeps the items as sent.
+    const { chat, prompt } = await routeChatPrompt(decoded.chat, runtime, options, request, reply, null);
     const promptTokens = prompt.tokens.length;
     // max_output_tokens is a ceiling: the completion gets the smaller of it and the room left.
     const room = resolveMaxTokens(promptTokens, null, runtime.maxSeqLen, chat.tools.length > 0 ? options.toolMaxTokens : null);

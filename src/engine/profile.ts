@@ -1,0 +1,127 @@
+// --profile: per-op timing in the engine worker. The native ops are synchronous (a call returns
+// once the addon's threads have finished its work), so performance.now() around a call is the
+// op's own wall time and no device synchronization is needed; the reference ops are plain
+// TypeScript. Three groups are kept, per name: calls, total and longest time.
+//   op      every Ops method (withProfile), prepareWeight included (model load);
+//   matmul  matmul again, by weight dtype and by the activation rows n (n = 1 is a lone decode);
+//   step    the step loop's parts that are not ops (timeMethod, timed): schedule, forward (the
+//           whole pass: its ops and the JavaScript between them), sample, postprocess.
+import type { Ops } from '../kernels/ops.js';
+
+export interface ProfileRow {
+  name: string;
+  calls: number;
+  totalMs: number;
+  maxMs: number;
+}
+
+/** The table as the engine returns it (structured-clone friendly), rows by total time, longest first. */
+export interface ProfileSnapshot {
+  /** Wall-clock ms since profiling started (the engine's start). */
+  wallMs: number;
+  ops: ProfileRow[];
+  matmul: ProfileRow[];
+  step: ProfileRow[];
+}
+
+export type ProfileGroup = 'ops' | 'matmul' | 'step';
+
+class Stat {
+  calls = 0;
+  totalMs = 0;
+  maxMs = 0;
+
+  add(ms: number): void {
+    this.calls++;
+    this.totalMs += ms;
+    if (ms > this.maxMs) this.maxMs = ms;
+  }
+}
+
+/** Upper bounds of the activation-row buckets of the matmul breakdown (the last one is open). */
+const ROW_BUCKETS = [1, 8, 64, 512];
+const ROW_LABELS = ['n=1', 'n=2-8', 'n=9-64', 'n=65-512', 'n>512'];
+
+function rowBucket(n: number): number {
+  let b = 0;
+  while (b < ROW_BUCKETS.length && n > ROW_BUCKETS[b]!) b++;
+  return b;
+}
+
+export class OpProfile {
+  private readonly started = performance.now();
+  private readonly groups: Record<ProfileGroup, Map<string, Stat>> = { ops: new Map(), matmul: new Map(), step: new Map() };
+  /** The matmul breakdown's stats per weight dtype, one per row bucket: no string is built per call. */
+  private readonly byDtype = new Map<string, Stat[]>();
+
+  stat(group: ProfileGroup, name: string): Stat {
+    const stats = this.groups[group];
+    let s = stats.get(name);
+    if (!s) stats.set(name, (s = new Stat()));
+    return s;
+  }
+
+  matmulStat(dtype: string, n: number): Stat {
+    let stats = this.byDtype.get(dtype);
+    if (!stats) {
+      stats = ROW_LABELS.map((label) => this.stat('matmul', `${dtype} ${label}`));
+      this.byDtype.set(dtype, stats);
+    }
+    return stats[rowBucket(n)]!;
+  }
+
+  /** fn, timed into `group` / `name` on every call. */
+  timed<A extends unknown[], R>(group: ProfileGroup, name: string, fn: (...args: A) => R): (...args: A) => R {
+    const stat = this.stat(group, name);
+    return (...args: A): R => {
+      const t0 = performance.now();
+      const result = fn(...args);
+      stat.add(performance.now() - t0);
+      return result;
+    };
+  }
+
+  snapshot(): ProfileSnapshot {
+    const rows = (group: ProfileGroup): ProfileRow[] =>
+      [...this.groups[group]]
+        .filter(([, s]) => s.calls > 0)
+        .map(([name, s]) => ({ name, calls: s.calls, totalMs: s.totalMs, maxMs: s.maxMs }))
+        .sort((a, b) => b.totalMs - a.totalMs);
+    return { wallMs: performance.now() - this.started, ops: rows('ops'), matmul: rows('matmul'), step: rows('step') };
+  }
+}
+
+/** Replaces obj[key] (a method) with a timed one, in the `step` group under `name`. */
+export function timeMethod<K extends string, T extends Record<K, (...args: never[]) => unknown>>(
+  profile: OpProfile,
+  name: string,
+  obj: T,
+  key: K,
+): void {
+  const method = obj[key] as unknown as (...args: unknown[]) => unknown;
+  obj[key] = profile.timed('step', name, (...args: unknown[]) => method.apply(obj, args)) as unknown as T[K];
+}
+
+/** Wraps every op of `ops` so that each call is timed into `profile`. */
+export function withProfile(ops: Ops, profile: OpProfile): Ops {
+  const t = <A extends unknown[], R>(name: string, fn: (...args: A) => R) => profile.timed('ops', name, fn);
+  const matmul = profile.stat('ops', 'matmul');
+  return {
+    name: ops.name,
+    prepareWeight: t('prepareWeight', (w) => ops.prepareWeight(w)),
+    matmul: (x, n, w, y, bias) => {
+      const t0 = performance.now();
+      ops.matmul(x, n, w, y, bias);
+      const ms = performance.now() - t0;
+      matmul.add(ms);
+      profile.matmulStat(w.dtype, n).add(ms);
+    },
+    embed: t('embed', (ids, table, out) => ops.embed(ids, table, out)),
+    rmsnorm: t('rmsnorm', (x, rows, dim, weight, eps, out) => ops.rmsnorm(x, rows, dim, weight, eps, out)),
+    rope: t('rope', (x, n, numHeads, headDim, positions, theta, style) => ops.rope(x, n, numHeads, headDim, positions, theta, style)),
+    siluMul: t('siluMul', (gate, up, out, len) => ops.siluMul(gate, up, out, len)),
+    add: t('add', (a, b, out, len) => ops.add(a, b, out, len)),
+    storeKv: t('storeKv', (layer, k, v, n, slots) => ops.storeKv(layer, k, v, n, slots)),
+    attention: t('attention', (q, layer, seqs, params, out) => ops.attention(q, layer, seqs, params, out)),
+  };
+}

@@ -1,0 +1,151 @@
+// One pre-norm decoder layer of the Llama family, shared by the main stack (decoder.ts) and the
+// multi-token-prediction layer (mtp.ts), which is the same layer fed another input:
+// RMSNorm → GQA attention with neox RoPE over the paged KV → residual → RMSNorm → SwiGLU MLP → residual.
+import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
+import type { ModelConfig } from '../types.js';
+import type { CheckpointWeights } from './weights.js';
+
+export interface DecoderOptions {
+  /** Biases on q/k/v projections: 'required' (Qwen2), 'none', or 'if-present' (Llama's attention_bias). */
+  qkvBias: 'required' | 'none' | 'if-present';
+  /** Bias on o_proj when present in the checkpoint (Llama with attention_bias). */
+  oBiasIfPresent: boolean;
+  /** Per-head RMSNorm of q and k before RoPE (Qwen3). */
+  qkNorm: boolean;
+  /** Keys older than this many positions are masked (Mistral); null = full causal attention. */
+  slidingWindow: number | null;
+}
+
+export interface DecoderLayerWeights {
+  inputNorm: Float32Array;
+  q: WeightMatrix;
+  k: WeightMatrix;
+  v: WeightMatrix;
+  o: WeightMatrix;
+  qBias?: Float32Array;
+  kBias?: Float32Array;
+  vBias?: Float32Array;
+  oBias?: Float32Array;
+  qNorm?: Float32Array;
+  kNorm?: Float32Array;
+  postNorm: Float32Array;
+  gate: WeightMatrix;
+  up: WeightMatrix;
+  down: WeightMatrix;
+}
+
+/** The rows a layer runs: where each sits, where its k/v go, and each sequence's share. */
+export interface LayerRows {
+  positions: Int32Array;
+  slots: Int32Array;
+  seqs: AttentionSeq[];
+}
+
+/** Activation buffers sized for the largest batch seen so far, reused by every layer and step. */
+export class DecoderScratch {
+  capacity = 0;
+  hidden = new Float32Array(0);
+  normed = new Float32Array(0);
+  q = new Float32Array(0);
+  k = new Float32Array(0);
+  v = new Float32Array(0);
+  attn = new Float32Array(0);
+  proj = new Float32Array(0);
+  gate = new Float32Array(0);
+  up = new Float32Array(0);
+
+  constructor(private readonly config: ModelConfig) {}
+
+  ensure(rows: number): void {
+    if (rows <= this.capacity) return;
+    // Grow geometrically so a run of slightly larger batches does not reallocate every step.
+    const cap = Math.max(rows, Math.ceil(this.capacity * 1.5));
+    const c = this.config;
+    const qWidth = c.numHeads * c.headDim;
+    const kvWidth = c.numKvHeads * c.headDim;
+    this.hidden = new Float32Array(cap * c.hiddenSize);
+    this.normed = new Float32Array(cap * c.hiddenSize);
+    this.q = new Float32Array(cap * qWidth);
+    this.k = new Float32Array(cap * kvWidth);
+    this.v = new Float32Array(cap * kvWidth);
+    this.attn = new Float32Array(cap * qWidth);
+    this.proj = new Float32Array(cap * c.hiddenSize);
+    this.gate = new Float32Array(cap * c.intermediateSize);
+    this.up = new Float32Array(cap * c.intermediateSize);
+    this.capacity = cap;
+  }
+}
+
+/** The weights of the layer whose tensors are named `${prefix}input_layernorm.weight` and so on. */
+export function loadDecoderLayer(w: CheckpointWeights, c: ModelConfig, options: DecoderOptions, prefix: string): DecoderLayerWeights {
+  const p = prefix;
+  const qWidth = c.numHeads * c.headDim;
+  const kvWidth = c.numKvHeads * c.headDim;
+  const bias = (name: string, len: number): Float32Array | undefined => {
+    switch (options.qkvBias) {
+      case 'required':
+        return w.vector(name, len);
+      case 'if-present':
+        return w.optionalVector(name, len);
+      case 'none':
+        return undefined;
+    }
+  };
+  return {
+    inputNorm: w.vector(`${p}input_layernorm.weight`, c.hiddenSize),
+    q: w.matrix(`${p}self_attn.q_proj.weight`, qWidth, c.hiddenSize),
+    k: w.matrix(`${p}self_attn.k_proj.weight`, kvWidth, c.hiddenSize),
+    v: w.matrix(`${p}self_attn.v_proj.weight`, kvWidth, c.hiddenSize),
+    o: w.matrix(`${p}self_attn.o_proj.weight`, c.hiddenSize, qWidth),
+    qBias: bias(`${p}self_attn.q_proj.bias`, qWidth),
+    kBias: bias(`${p}self_attn.k_proj.bias`, kvWidth),
+    vBias: bias(`${p}self_attn.v_proj.bias`, kvWidth),
+    oBias: options.oBiasIfPresent ? w.optionalVector(`${p}self_attn.o_proj.bias`, c.hiddenSize) : undefined,
+    qNorm: options.qkNorm ? w.vector(`${p}self_attn.q_norm.weight`, c.headDim) : undefined,
+    kNorm: options.qkNorm ? w.vector(`${p}self_attn.k_norm.weight`, c.headDim) : undefined,
+    postNorm: w.vector(`${p}post_attention_layernorm.weight`, c.hiddenSize),
+    gate: w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize),
+    up: w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize),
+    down: w.matrix(`${p}mlp.down_proj.weight`, c.hiddenSize, c.intermediateSize),
+  };
+}
+
+/**
+ * Runs one layer over the first `n` rows of s.hidden, in place, storing the rows' k/v into `kv`
+ * at `rows.slots`. s must hold at least n rows (s.ensure).
+ */
+export function runDecoderLayer(
+  ops: Ops,
+  c: ModelConfig,
+  options: DecoderOptions,
+  w: DecoderLayerWeights,
+  s: DecoderScratch,
+  n: number,
+  rows: LayerRows,
+  kv: KvLayer,
+): void {
+  const hidden = s.hidden;
+  const attentionParams = { numHeads: c.numHeads, scale: 1 / Math.sqrt(c.headDim), slidingWindow: options.slidingWindow };
+  // Attention block.
+  ops.rmsnorm(hidden, n, c.hiddenSize, w.inputNorm, c.rmsNormEps, s.normed);
+  ops.matmul(s.normed, n, w.q, s.q, w.qBias);
+  ops.matmul(s.normed, n, w.k, s.k, w.kBias);
+  ops.matmul(s.normed, n, w.v, s.v, w.vBias);
+  if (w.qNorm && w.kNorm) {
+    ops.rmsnorm(s.q, n * c.numHeads, c.headDim, w.qNorm, c.rmsNormEps, s.q);
+    ops.rmsnorm(s.k, n * c.numKvHeads, c.headDim, w.kNorm, c.rmsNormEps, s.k);
+  }
+  ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
+  ops.rope(s.k, n, c.numKvHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
+  ops.storeKv(kv, s.k, s.v, n, rows.slots);
+  ops.attention(s.q, kv, rows.seqs, attentionParams, s.attn);
+  ops.matmul(s.attn, n, w.o, s.proj, w.oBias);
+  ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
+  // MLP block (SwiGLU).
+  ops.rmsnorm(hidden, n, c.hiddenSize, w.postNorm, c.rmsNormEps, s.normed);
+  ops.matmul(s.normed, n, w.gate, s.gate);
+  ops.matmul(s.normed, n, w.up, s.up);
+  ops.siluMul(s.gate, s.up, s.gate, n * c.intermediateSize);
+  ops.matmul(s.gate, n, w.down, s.proj);
+  ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
+}
