@@ -110,6 +110,8 @@ export interface EngineInfo {
   swapDirectory: string | null;
   /** The speculative drafter running, or null. */
   drafter: DraftMode | null;
+  /** What the drafter chose at start-up, for the log (the self drafter's skip set). */
+  drafterDetail?: string;
   loadMs: number;
 }
 

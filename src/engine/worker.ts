@@ -28,6 +28,7 @@ import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } fro
 import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
 import { createDrafter } from './speculative/index.js';
 import { createMtpDrafter, planMtp } from './speculative/mtp-setup.js';
+import { createSelfDrafter } from './speculative/self-speculative.js';
 import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
@@ -357,7 +358,10 @@ function start(options: EngineOptions): void {
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    const drafter = mtpDrafter?.drafter ?? (options.speculative ? createDrafter(options.speculative.mode) : null);
+    const spec = options.speculative;
+    // The self drafter runs the model: built here, with the model and the KV pool.
+    const self = spec?.mode === 'self' ? createSelfDrafter(model, kv, options.blockSize, spec.numDrafts) : null;
+    const drafter = mtpDrafter?.drafter ?? self?.drafter ?? (spec ? createDrafter(spec.mode) : null);
     if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
     const runner = new ModelRunner(model, kv, options.blockSize);
     const sample = tokenSampler(options.adaptiveSampling ?? false);
@@ -384,6 +388,7 @@ function start(options: EngineOptions): void {
       kvPoolLimitedBy: plan.limitedBy,
       swapDirectory: swap.directory,
       drafter: drafter?.mode ?? null,
+      ...(self ? { drafterDetail: self.description } : {}),
       loadMs: Math.round(performance.now() - t0),
     };
   } catch (err) {

@@ -202,6 +202,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       const fromToml = speculative.numDrafts === 1 ? (modelToml?.model.defaultNumDrafts ?? 1) : speculative.numDrafts;
       if (fromToml !== speculative.numDrafts) engine.setNumDrafts(fromToml);
       log.info(`Speculative decoding: ${info.drafter} drafter, ${fromToml} draft tokens per verify step (K = ${fromToml + 1})`);
+      if (info.drafterDetail) log.info(`Drafter: ${info.drafterDetail}`);
     }
     log.info(
       `Tool-call parser: ${runtime.chat.toolCallParser}; reasoning: ${runtime.chat.reasoning ? (runtime.chat.disableThinking ? 'disabled' : 'on') : 'off'}`,

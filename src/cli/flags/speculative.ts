@@ -48,7 +48,7 @@ export const SPECULATIVE_FLAGS = [
     value: switchFlag(true),
     default: false,
     help: 'Layer-skipping drafter; needs no extra weights.',
-    built: false,
+    built: true,
   }),
   flag({
     name: 'ngram-speculative',

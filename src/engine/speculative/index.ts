@@ -8,6 +8,7 @@ export function createDrafter(mode: DraftMode): Drafter {
     case 'ngram':
       return new NgramDrafter();
     case 'self':
+      throw new Error('speculative decoding: the self drafter runs the model; the worker builds it (createSelfDrafter)');
     case 'mtp':
       throw new Error(`speculative decoding: the ${mode} drafter is not built yet`);
   }

@@ -3,7 +3,8 @@
 // → final RMSNorm → lm_head. Architectures differ only in the DecoderOptions they pass.
 import type { KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
-import type { ForwardBatch, Model } from './model.js';
+import { f32ToBf16 } from '../../kernels/dequant.js';
+import type { ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
 import { DecoderScratch, loadDecoderLayer, runDecoderLayer, type DecoderLayerWeights, type DecoderOptions } from './decoder-layer.js';
 
@@ -38,7 +39,7 @@ export class DecoderTransformer implements Model {
     this.scratch = new DecoderScratch(c);
   }
 
-  forward(batch: ForwardBatch, kv: KvLayer[]): Float32Array {
+  forward(batch: ForwardBatch, kv: KvLayer[], options?: ForwardOptions): Float32Array {
     const c = this.config;
     const ops = this.ops;
     const n = batch.tokens.length;
@@ -46,25 +47,48 @@ export class DecoderTransformer implements Model {
     const s = this.scratch;
     s.ensure(n);
     this.lastRows = n;
+    const skip = options?.skipLayers;
+    const onHidden = options?.onHidden;
     ops.embed(batch.tokens, this.embedTokens, s.hidden);
-    for (let l = 0; l < c.numLayers; l++) runDecoderLayer(ops, c, this.options, this.layers[l], s, n, batch, kv[l]);
-    return this.logits(batch.logitRows);
+    onHidden?.(0, s.hidden.subarray(0, n * c.hiddenSize));
+    for (let l = 0; l < c.numLayers; l++) {
+      if (skip?.has(l)) continue;
+      runDecoderLayer(ops, c, this.options, this.layers[l], s, n, batch, kv[l]);
+      onHidden?.(l + 1, s.hidden.subarray(0, n * c.hiddenSize));
+    }
+    return this.logits(batch.logitRows, options?.head);
+  }
+
+  outputRows(ids: Int32Array, out: Float32Array): void {
+    this.ops.embed(ids, this.lmHead, out);
+  }
+
+  outputHead(ids: Int32Array): OutputHead {
+    const h = this.config.hiddenSize;
+    const rows = new Float32Array(ids.length * h);
+    this.outputRows(ids, rows);
+    // bf16 halves the bytes a draft step reads; drafts need the argmax, not every bit.
+    const bits = new Uint16Array(rows.length);
+    for (let i = 0; i < rows.length; i++) bits[i] = f32ToBf16(rows[i]);
+    const weight = this.ops.prepareWeight({ dtype: 'bf16', rows: ids.length, cols: h, data: new Uint8Array(bits.buffer) });
+    return { ids: Int32Array.from(ids), weight };
   }
 
   lastHidden(): Float32Array {
     return this.scratch.hidden.subarray(0, this.lastRows * this.config.hiddenSize);
   }
 
-  /** Final norm and lm_head on the requested rows only: lm_head is the largest matmul (vocab × hidden). */
-  private logits(rows: Int32Array): Float32Array {
+  /** Final norm and lm_head (or `head`) on the requested rows only: lm_head is the largest matmul (vocab × hidden). */
+  private logits(rows: Int32Array, head?: OutputHead): Float32Array {
     const c = this.config;
     const s = this.scratch;
     const m = rows.length;
     // s.normed holds at least as many rows as the batch, and m ≤ batch rows.
     for (let i = 0; i < m; i++) s.normed.set(s.hidden.subarray(rows[i] * c.hiddenSize, (rows[i] + 1) * c.hiddenSize), i * c.hiddenSize);
     this.ops.rmsnorm(s.normed, m, c.hiddenSize, this.finalNorm, c.rmsNormEps, s.normed);
-    const logits = new Float32Array(m * c.vocabSize);
-    this.ops.matmul(s.normed, m, this.lmHead, logits);
+    const w = head?.weight ?? this.lmHead;
+    const logits = new Float32Array(m * w.rows);
+    this.ops.matmul(s.normed, m, w, logits);
     return logits;
   }
 

@@ -11,7 +11,7 @@ import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
 import { MtpLayer } from './mtp.js';
 
-export type { ArchitectureModule, ForwardBatch, Model } from './model.js';
+export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
 export { findMtpWeights, MtpLayer, type MtpPresence, type MtpRows } from './mtp.js';
 
 export interface ArchitectureRow {

@@ -1,6 +1,6 @@
 // What every architecture exposes to the engine (one batched forward step over the paged KV cache),
 // and what an architecture module tells the loaders and builds.
-import type { AttentionSeq, KvLayer, Ops } from '../../kernels/ops.js';
+import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
 import type { DecoderOptions } from './decoder-layer.js';
 
@@ -18,10 +18,38 @@ export interface ForwardBatch {
   logitRows: Int32Array;
 }
 
+/** Rows of lm_head for a subset of the vocabulary, prepared once (OutputHead): drafts' logits at a fraction of the cost. */
+export interface OutputHead {
+  /** The token id of each logit column. */
+  readonly ids: Int32Array;
+  readonly weight: WeightMatrix;
+}
+
+/** Variations on a forward pass, for drafting and calibration; the default pass takes none. */
+export interface ForwardOptions {
+  /** Layers left out (self-speculative drafting): the residual stream passes them unchanged and their KV is not written. */
+  readonly skipLayers?: ReadonlySet<number>;
+  /** Logits over head.ids only: [logitRows.length, head.ids.length]. */
+  readonly head?: OutputHead;
+  /**
+   * Called with the residual stream [rows, hiddenSize] after the embedding (index 0) and after each
+   * layer l that ran (index l + 1), as Hugging Face numbers hidden_states: layer-importance calibration.
+   * A view of scratch memory, valid during the call.
+   */
+  readonly onHidden?: (index: number, hidden: Float32Array) => void;
+}
+
 export interface Model {
   readonly config: ModelConfig;
-  /** Runs the step, writing each token's k/v into `kv` (one KvLayer per layer). Returns logits [logitRows.length, vocab]. */
-  forward(batch: ForwardBatch, kv: KvLayer[]): Float32Array;
+  /**
+   * Runs the step, writing each token's k/v into `kv` (one KvLayer per layer, skipped layers' left
+   * as they were). Returns logits [logitRows.length, vocab] (or over options.head's ids).
+   */
+  forward(batch: ForwardBatch, kv: KvLayer[], options?: ForwardOptions): Float32Array;
+  /** lm_head rows `ids` as f32, into out [ids.length, hiddenSize]: what a drafter picks its vocabulary from. */
+  outputRows(ids: Int32Array, out: Float32Array): void;
+  /** An OutputHead over `ids` (bf16 copies of their lm_head rows), for forward's options.head. */
+  outputHead(ids: Int32Array): OutputHead;
   /**
    * The final hidden state (after the last layer, before the final norm) of every row of the last
    * forward, [rows, hiddenSize]: a view of scratch memory, valid until the next forward (MTP drafting).
