@@ -26,9 +26,7 @@ import { plainSampleToken, tokenSampler, type TokenSampler } from './adaptive-sa
 import { OpProfile, timeMethod, withProfile } from './profile.js';
 import { compileGrammar, loadVocabIndex, type ToolGrammar, type VocabIndex } from './grammar/index.js';
 import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogits } from './logits/index.js';
-import { createDrafter } from './speculative/index.js';
-import { createMtpDrafter, planMtp } from './speculative/mtp-setup.js';
-import { createSelfDrafter } from './speculative/self-speculative.js';
+import { buildDrafter, planMtp } from './speculative/index.js';
 import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
 import type { LoadProgress, Tensor } from '../model/types.js';
@@ -340,9 +338,13 @@ function start(options: EngineOptions): void {
     const ops = profile ? withProfile(calibrated, profile) : calibrated;
     const model = createModel(checkpoint, ops);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
-    const mtpDrafter = mtp ? createMtpDrafter(checkpoint, ops, mtp, plan.numBlocks, options.blockSize) : null;
-    // Every layer a block holds: copied and swapped together.
-    const blockLayers = mtpDrafter ? [...kv, mtpDrafter.kv] : kv;
+    const spec = options.speculative;
+    const built = spec
+      ? buildDrafter(spec, { checkpoint, ops, model, kv, numBlocks: plan.numBlocks, blockSize: options.blockSize, mtp })
+      : null;
+    const drafter = built?.drafter ?? null;
+    // Every layer a block holds (the MTP layer's too): copied and swapped together.
+    const blockLayers = built?.kv ? [...kv, built.kv] : kv;
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
       prefixCaching: options.enablePrefixCaching,
       copyBlock: (from, to) => copyKvBlock(blockLayers, from, to),
@@ -358,11 +360,7 @@ function start(options: EngineOptions): void {
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
-    const spec = options.speculative;
-    // The self drafter runs the model: built here, with the model and the KV pool.
-    const self = spec?.mode === 'self' ? createSelfDrafter(model, kv, options.blockSize, spec.numDrafts) : null;
-    const drafter = mtpDrafter?.drafter ?? self?.drafter ?? (spec ? createDrafter(spec.mode) : null);
-    if (drafter) scheduler.draftRoom = options.speculative!.numDrafts;
+    if (spec) scheduler.draftRoom = spec.numDrafts;
     const runner = new ModelRunner(model, kv, options.blockSize);
     const sample = tokenSampler(options.adaptiveSampling ?? false);
     if (profile) {
@@ -388,7 +386,7 @@ function start(options: EngineOptions): void {
       kvPoolLimitedBy: plan.limitedBy,
       swapDirectory: swap.directory,
       drafter: drafter?.mode ?? null,
-      ...(self ? { drafterDetail: self.description } : {}),
+      ...(built?.detail ? { drafterDetail: built.detail } : {}),
       loadMs: Math.round(performance.now() - t0),
     };
   } catch (err) {

@@ -1,5 +1,5 @@
-// --ngram-speculative end to end with the official `openai` client: greedy chat completions are the
-// same with and without drafting — tool calls under a grammar (tool_choice required), stop strings,
+// --ngram-speculative and --self-speculative end to end with the official `openai` client: greedy
+// chat completions are the same with and without drafting — tool calls under a grammar (tool_choice required), stop strings,
 // streaming — /metrics counts the drafts, and MODEL.toml's default_num_drafts applies.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,20 +10,23 @@ import { join } from 'node:path';
 import { startTinyServer, type TinyServer } from '../helpers/tiny-server.js';
 import { freePort, runSvc } from '../helpers/svc-cli.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import type { DraftMode } from '../../src/engine/speculative/drafter.js';
 
 let plain: TinyServer;
-let drafting: TinyServer;
+/** A server per drafter that runs on svc-tiny-chat (MTP needs weights it lacks: engine-mtp.test.ts). */
+const drafting = new Map<DraftMode, TinyServer>();
 before(async () => {
   plain = await startTinyServer({ disableThinking: true });
-  drafting = await startTinyServer(
-    { disableThinking: true },
-    {},
-    { speculative: { mode: 'ngram', numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 } },
-  );
+  for (const mode of ['ngram', 'self'] as const) {
+    drafting.set(
+      mode,
+      await startTinyServer({ disableThinking: true }, {}, { speculative: { mode, numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 } }),
+    );
+  }
 });
 after(async () => {
   await plain.close();
-  await drafting.close();
+  for (const server of drafting.values()) await server.close();
 });
 
 const WEATHER: OpenAI.Chat.Completions.ChatCompletionTool = {
@@ -76,32 +79,34 @@ const REQUESTS: [string, Body][] = [
 ];
 
 for (const [name, body] of REQUESTS) {
-  test(`greedy output with n-gram drafting equals plain decoding: ${name}`, async () => {
-    const a = await plain.client.chat.completions.create(body);
-    const b = await drafting.client.chat.completions.create(body);
-    // Tool-call ids are random per response.
-    const withoutIds = (m: OpenAI.Chat.Completions.ChatCompletionMessage) => ({
-      ...m,
-      tool_calls: m.tool_calls?.map((c) => ({ ...c, id: '' })),
+  for (const mode of ['ngram', 'self'] as const)
+    test(`greedy output with the ${mode} drafter equals plain decoding: ${name}`, async () => {
+      const server = drafting.get(mode)!;
+      const a = await plain.client.chat.completions.create(body);
+      const b = await server.client.chat.completions.create(body);
+      // Tool-call ids are random per response.
+      const withoutIds = (m: OpenAI.Chat.Completions.ChatCompletionMessage) => ({
+        ...m,
+        tool_calls: m.tool_calls?.map((c) => ({ ...c, id: '' })),
+      });
+      assert.deepEqual(withoutIds(b.choices[0].message), withoutIds(a.choices[0].message));
+      assert.equal(b.choices[0].finish_reason, a.choices[0].finish_reason);
+      assert.deepEqual(b.usage, a.usage);
+      // Streamed, the text and the tool calls put back together are the same too.
+      const stream = await server.client.chat.completions.create({ ...body, stream: true });
+      let text = '';
+      let args = '';
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        for (const call of chunk.choices[0]?.delta.tool_calls ?? []) args += call.function?.arguments ?? '';
+      }
+      assert.equal(text, a.choices[0].message.content ?? '');
+      assert.equal(args, (a.choices[0].message.tool_calls ?? []).map((c) => (c.type === 'function' ? c.function.arguments : '')).join(''));
     });
-    assert.deepEqual(withoutIds(b.choices[0].message), withoutIds(a.choices[0].message));
-    assert.equal(b.choices[0].finish_reason, a.choices[0].finish_reason);
-    assert.deepEqual(b.usage, a.usage);
-    // Streamed, the text and the tool calls put back together are the same too.
-    const stream = await drafting.client.chat.completions.create({ ...body, stream: true });
-    let text = '';
-    let args = '';
-    for await (const chunk of stream) {
-      text += chunk.choices[0]?.delta.content ?? '';
-      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) args += call.function?.arguments ?? '';
-    }
-    assert.equal(text, a.choices[0].message.content ?? '');
-    assert.equal(args, (a.choices[0].message.tool_calls ?? []).map((c) => (c.type === 'function' ? c.function.arguments : '')).join(''));
-  });
 }
 
 test('/metrics counts drafted and accepted tokens', async () => {
-  const text = await (await fetch(`${drafting.base}/metrics`)).text();
+  const text = await (await fetch(`${drafting.get('ngram')!.base}/metrics`)).text();
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
   assert.ok(value('svc_spec_draft_tokens_total') > 0, text);
   assert.ok(value('svc_spec_accepted_tokens_total') > 0);
