@@ -1,6 +1,6 @@
 // Speculative decoding, measured end to end: for each drafter (none, n-gram, self-speculative) a
-// real `svc serve` runs the same greedy requests — copy/edit tasks, where drafting shines, and
-// open prose — one at a time; reported per task kind: acceptance (accepted ÷ drafted), tokens per
+// real `svc serve` runs the same greedy requests — copy/edit tasks and agent tasks (tool calls,
+// answers from tool results), where drafting shines, and open prose — one at a time; reported per task kind: acceptance (accepted ÷ drafted), tokens per
 // verify step (1 + accepted ÷ verify steps), and decode tok/s (streamed: the tokens after the
 // first over the time from the first to the last) against no drafter (median of --reps, runs of
 // the drafters alternating). Models: svc-tiny-chat (chat completions) and the
@@ -35,10 +35,59 @@ const DRAFTER_FLAGS: Record<string, string[]> = {
 };
 
 interface Task {
-  kind: 'copy/edit' | 'prose';
+  kind: TaskKind;
   /** Chat models get a user message; completion models a text prompt. */
   text: string;
+  /** Agent tasks: the conversation before it (tool calls and results) and the tools offered. */
+  history?: unknown[];
+  tools?: unknown[];
 }
+
+/**
+ * copy/edit: repeat or edit text in the prompt; agent: tool calls and answers from tool results,
+ * which copy names and values from the context; prose: open text.
+ */
+const TASK_KINDS = ['copy/edit', 'agent', 'prose'] as const;
+type TaskKind = (typeof TASK_KINDS)[number];
+
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather for a city.',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+      required: ['city'],
+    },
+  },
+};
+const EMAIL_TOOL = {
+  type: 'function',
+  function: {
+    name: 'send_email',
+    description: 'Send an email.',
+    parameters: {
+      type: 'object',
+      properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' } },
+      required: ['to', 'subject', 'body'],
+    },
+  },
+};
+/** A weather call and its result, before the model answers from the result. */
+const WEATHER_ROUND = [
+  { role: 'user', content: 'What is the weather in Paris?' },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }],
+  },
+  {
+    role: 'tool',
+    tool_call_id: 'c1',
+    content: '{"city": "Paris", "temperature": 18, "unit": "celsius", "condition": "sunny", "humidity": 40}',
+  },
+];
 
 interface BenchModel {
   name: string;
@@ -61,6 +110,13 @@ const MODELS: Record<string, BenchModel> = {
       { kind: 'copy/edit', text: 'Fix the misspelled keyword in this line of code: retrun total + count; retrun total + count;' },
       { kind: 'copy/edit', text: 'Write this in upper case: meet me at the station at noon, bring the map and the tickets.' },
       { kind: 'copy/edit', text: 'Sort this list: pear, apple, fig, banana, cherry, grape, date, kiwi, lemon, mango.' },
+      { kind: 'agent', text: 'What is the weather in Madrid and in Lisbon?', tools: [WEATHER_TOOL] },
+      {
+        kind: 'agent',
+        text: 'Email bob@example.com with the subject Lunch and the body See you at noon.',
+        tools: [EMAIL_TOOL, WEATHER_TOOL],
+      },
+      { kind: 'agent', text: '', history: WEATHER_ROUND, tools: [WEATHER_TOOL] },
       { kind: 'prose', text: 'What is the capital of France?' },
       { kind: 'prose', text: 'Tell me about the weather in spring.' },
       { kind: 'prose', text: 'What sound does a cow make, and why?' },
@@ -107,7 +163,13 @@ async function run(url: string, model: BenchModel, task: Task, maxTokens: number
   // Chat turns end at the model's own end of turn; the base model runs to max_tokens.
   const body =
     model.endpoint === 'chat'
-      ? { messages: [{ role: 'user', content: task.text }], chat_template_kwargs: { enable_thinking: false } }
+      ? {
+          messages: task.history
+            ? [...task.history, ...(task.text ? [{ role: 'user', content: task.text }] : [])]
+            : [{ role: 'user', content: task.text }],
+          ...(task.tools ? { tools: task.tools } : {}),
+          chat_template_kwargs: { enable_thinking: false },
+        }
       : { prompt: task.text, ignore_eos: true };
   const res = await fetch(`${url}/v1/${model.endpoint === 'chat' ? 'chat/completions' : 'completions'}`, {
     method: 'POST',
@@ -128,10 +190,13 @@ async function run(url: string, model: BenchModel, task: Task, maxTokens: number
   await forEachSseData(res.body as AsyncIterable<Uint8Array>, (data) => {
     if (data === '[DONE]') return;
     const frame = JSON.parse(data) as {
-      choices?: { delta?: { content?: string }; text?: string }[];
+      choices?: { delta?: { content?: string; tool_calls?: { function?: { arguments?: string; name?: string } }[] }; text?: string }[];
       usage?: { completion_tokens: number };
     };
-    const text = frame.choices?.[0]?.delta?.content ?? frame.choices?.[0]?.text ?? '';
+    const delta = frame.choices?.[0]?.delta;
+    // (A tool call's text may arrive in fewer, later events than its tokens: read agent rows by tokens per step.)
+    const calls = delta?.tool_calls?.map((c) => `${c.function?.name ?? ''}${c.function?.arguments ?? ''}`).join('') ?? '';
+    const text = (delta?.content ?? frame.choices?.[0]?.text ?? '') + calls;
     if (text) {
       last = performance.now();
       if (Number.isNaN(first)) first = last;
@@ -188,8 +253,9 @@ async function main(): Promise<void> {
       servers.set(d, { url, stop: () => stopServer(child) });
     }
     try {
-      for (const kind of ['copy/edit', 'prose'] as const) {
+      for (const kind of TASK_KINDS) {
         const tasks = model.tasks.filter((t) => t.kind === kind);
+        if (tasks.length === 0) continue;
         const samples = new Map<string, { tokPerSec: number[]; tokens: number; before: SpecCounters; after: SpecCounters }>();
         for (const d of drafters) {
           const c = await counters(servers.get(d)!.url);
