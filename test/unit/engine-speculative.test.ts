@@ -1,6 +1,7 @@
 // Speculative decoding on the real engine (svc-tiny-chat) with the n-gram drafter: greedy output is
 // token for token the output without it — alone and batched with plain sequences, with stop tokens
-// and max_tokens landing inside a draft, with log-probabilities — and copy tasks accept drafts.
+// and max_tokens landing inside a draft, with log-probabilities, under preemption (recompute and
+// swap) with prefix caching — and copy tasks accept drafts.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -54,7 +55,7 @@ const engines: RunningEngine[] = [];
 after(async () => {
   for (const e of engines) await e.shutdown();
 });
-async function start(speculative: SpeculativeOptions | null): Promise<RunningEngine> {
+async function start(speculative: SpeculativeOptions | null, over: Partial<EngineOptions> = {}): Promise<RunningEngine> {
   const options: EngineOptions = {
     modelPath: TINY_CHAT,
     fastLoad: true,
@@ -69,6 +70,7 @@ async function start(speculative: SpeculativeOptions | null): Promise<RunningEng
     enablePrefixCaching: false,
     swapSpaceBytes: 0,
     speculative,
+    ...over,
   };
   const engine = await startEngine(options);
   engines.push(engine);
@@ -124,4 +126,31 @@ test('n-gram drafting: log-probabilities of every token, as without drafting', a
     assert.equal(lp.id, x.logprobs[i].id);
     assert.ok(Math.abs(lp.logprob - x.logprobs[i].logprob) < 1e-4, `token ${i}: ${lp.logprob} vs ${x.logprobs[i].logprob}`);
   });
+});
+
+test('n-gram drafting under preemption (recompute and swap) with prefix caching: still the plain output', async () => {
+  const a = await plain;
+  // Without stop tokens every sequence grows to 60 tokens: six of ~100 tokens need 7 blocks each.
+  const long = (p: number[]) => job(p, 60, { stopTokenIds: [] });
+  const alone = await Promise.all(PROMPTS.map((p) => collect(a.submit(long(p)))));
+  // A pool of 20 blocks of 16 tokens (a 256-token context fits) for six sequences of ~100: preemptions are certain.
+  const blocks = 20;
+  const memoryBytes = Math.ceil(a.info.weightBytes + (blocks + 0.5) * 16 * a.info.kvBytesPerToken);
+  for (const swapSpaceBytes of [0, 64 << 20]) {
+    const b = await start(
+      { mode: 'ngram', numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 },
+      { memoryBytes, maxSeqLen: 256, gpuMemoryUtilization: 1, oomGuardMb: 0, enablePrefixCaching: true, swapSpaceBytes },
+    );
+    assert.equal(b.info.kvBlocks, blocks);
+    const together = await Promise.all(PROMPTS.map((p) => collect(b.submit(long(p)))));
+    assert.deepEqual(
+      together.map((r) => r.ids),
+      alone.map((r) => r.ids),
+    );
+    const s = b.stats();
+    assert.ok(s.preemptions > 0, `preemptions ${s.preemptions}`);
+    if (swapSpaceBytes > 0) assert.ok(s.swapOuts > 0, `swap-outs ${s.swapOuts}`);
+    assert.ok(s.acceptedDraftTokens > 0);
+    assert.equal(s.kvBlocksUsed, 0);
+  }
 });
