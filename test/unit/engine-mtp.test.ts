@@ -5,18 +5,15 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
-import type { GenerationHandle, GenerationRequest, SamplingParams } from '../../src/engine/types.js';
+import { startEngine, type EngineOptions } from '../../src/engine/engine-client.js';
+import type { GenerationRequest } from '../../src/engine/types.js';
 import type { SpeculativeOptions } from '../../src/engine/messages.js';
 import { TINY_CHAT } from '../helpers/paths.js';
 import { writeMtpCheckpoint, type MtpCheckpointOptions } from '../helpers/mtp-checkpoint.js';
+import { collectJob, engineOptions, greedyJob, startTestEngine } from '../helpers/tiny-engine.js';
 
 const dirs: string[] = [];
-const engines: RunningEngine[] = [];
-after(async () => {
-  for (const e of engines) await e.shutdown();
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
-});
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 function checkpoint(opts: MtpCheckpointOptions): string {
   const { dir } = writeMtpCheckpoint(opts);
@@ -32,51 +29,12 @@ const MTP = (numDrafts: number, over: Partial<SpeculativeOptions> = {}): Specula
   ...over,
 });
 
-function options(modelPath: string, speculative: SpeculativeOptions | null, over: Partial<EngineOptions> = {}): EngineOptions {
-  return {
-    modelPath,
-    fastLoad: true,
-    kvCacheDtype: 'bf16',
-    maxSeqLen: 256,
-    maxBatchSize: 8,
-    maxPrefillTokens: 64,
-    maxNumSeqs: 16,
-    gpuMemoryUtilization: 0.9,
-    oomGuardMb: 256,
-    blockSize: 16,
-    enablePrefixCaching: false,
-    swapSpaceBytes: 0,
-    speculative,
-    ...over,
-  };
-}
-
-async function start(o: EngineOptions): Promise<RunningEngine> {
-  const engine = await startEngine(o);
-  engines.push(engine);
-  return engine;
-}
-
-const GREEDY: SamplingParams = { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null };
-const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}): GenerationRequest => ({
-  promptTokens,
-  maxTokens,
-  sampling: GREEDY,
-  stopTokenIds: [],
-  timeoutMs: 0,
-  logprobs: 0,
-  ...extra,
-});
-
-async function collect(handle: GenerationHandle): Promise<{ ids: number[]; reason: string }> {
-  const ids: number[] = [];
-  let reason = '';
-  for await (const ev of handle.events) {
-    if (ev.type === 'tokens') ids.push(...ev.ids);
-    else reason = ev.reason;
-  }
-  return { ids, reason };
-}
+const options = (modelPath: string, speculative: SpeculativeOptions | null, over: Partial<EngineOptions> = {}) =>
+  engineOptions({ modelPath, speculative, maxSeqLen: 256, ...over });
+const start = startTestEngine;
+const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}) =>
+  greedyJob(promptTokens, maxTokens, [], extra);
+const collect = collectJob;
 
 /** Prompts of pseudo-random ids (2..383), 5 to 60 tokens long. */
 const PROMPTS = Array.from({ length: 6 }, (_, p) =>

@@ -2,15 +2,15 @@
 // the output without it — alone and batched, with stop tokens and max_tokens landing inside a
 // draft — drafts are accepted, every rejected draft's KV goes back to the pool, and seeded
 // sampling runs through the verify's speculative sampling.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
-import type { GenerationHandle, GenerationRequest, SamplingParams } from '../../src/engine/types.js';
+import type { GenerationRequest } from '../../src/engine/types.js';
 import type { SpeculativeOptions } from '../../src/engine/messages.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { collectJob, engineOptions, greedyJob, GREEDY, startTestEngine } from '../helpers/tiny-engine.js';
 
 const IM_END = 151645;
 const tokenizer = new Tokenizer(
@@ -27,51 +27,10 @@ const PROMPTS = [
   chat('Count from one to ten.'),
 ];
 
-const GREEDY: SamplingParams = { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null };
-const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}): GenerationRequest => ({
-  promptTokens,
-  maxTokens,
-  sampling: GREEDY,
-  stopTokenIds: [IM_END],
-  timeoutMs: 0,
-  logprobs: 0,
-  ...extra,
-});
-
-async function collect(handle: GenerationHandle): Promise<{ ids: number[]; reason: string }> {
-  const ids: number[] = [];
-  let reason = '';
-  for await (const ev of handle.events) {
-    if (ev.type === 'tokens') ids.push(...ev.ids);
-    else reason = ev.reason;
-  }
-  return { ids, reason };
-}
-
-const engines: RunningEngine[] = [];
-after(async () => {
-  for (const e of engines) await e.shutdown();
-});
-async function start(speculative: SpeculativeOptions | null): Promise<RunningEngine> {
-  const options: EngineOptions = {
-    modelPath: TINY_CHAT,
-    fastLoad: true,
-    kvCacheDtype: 'bf16',
-    maxSeqLen: 512,
-    maxBatchSize: 8,
-    maxPrefillTokens: 64,
-    maxNumSeqs: 16,
-    gpuMemoryUtilization: 0.9,
-    oomGuardMb: 256,
-    blockSize: 16,
-    enablePrefixCaching: false,
-    swapSpaceBytes: 0,
-    speculative,
-  };
-  const engine = await startEngine(options);
-  engines.push(engine);
-  return engine;
-}
+const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}) =>
+  greedyJob(promptTokens, maxTokens, [IM_END], extra);
+const collect = collectJob;
+const start = (speculative: SpeculativeOptions | null) => startTestEngine(engineOptions({ speculative }));
 
 const plain = start(null);
 const self = start({ mode: 'self', numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 });

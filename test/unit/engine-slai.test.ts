@@ -1,13 +1,14 @@
 // --scheduling-policy slai on the real svc-tiny-chat engine: prefill chunks are sized from the
 // measured step times, and greedy tokens are the same as fifo's.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
-import type { GenerationHandle, GenerationRequest } from '../../src/engine/types.js';
+import type { RunningEngine } from '../../src/engine/engine-client.js';
+import type { GenerationHandle } from '../../src/engine/types.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { engineOptions, greedyJob, startTestEngine } from '../helpers/tiny-engine.js';
 
 const IM_END = 151645;
 const tokenizer = new Tokenizer(
@@ -16,30 +17,8 @@ const tokenizer = new Tokenizer(
 );
 const chat = (question: string) => tokenizer.encode(`<|im_start|>user\n${question}<|im_end|>\n<|im_start|>assistant\n`).ids;
 
-const BASE: EngineOptions = {
-  modelPath: TINY_CHAT,
-  fastLoad: true,
-  kvCacheDtype: 'fp8',
-  maxSeqLen: 256,
-  maxBatchSize: 8,
-  maxPrefillTokens: 128,
-  maxNumSeqs: 16,
-  gpuMemoryUtilization: 0.9,
-  oomGuardMb: 256,
-  blockSize: 16,
-  enablePrefixCaching: false,
-  swapSpaceBytes: 0,
-};
-
-const engines: RunningEngine[] = [];
-after(async () => {
-  for (const e of engines) await e.shutdown();
-});
-
-function request(promptTokens: number[], maxTokens: number): GenerationRequest {
-  const sampling = { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null };
-  return { promptTokens, maxTokens, sampling, stopTokenIds: [IM_END], timeoutMs: 0, logprobs: 0 };
-}
+const BASE = engineOptions({ kvCacheDtype: 'fp8', maxSeqLen: 256, maxPrefillTokens: 128 });
+const request = (promptTokens: number[], maxTokens: number) => greedyJob(promptTokens, maxTokens, [IM_END]);
 
 /** The ids of a job; `onTenth` runs when its tenth token arrives. */
 async function ids(handle: GenerationHandle, onTenth?: () => void): Promise<number[]> {
@@ -73,11 +52,9 @@ async function workload(engine: RunningEngine): Promise<number[][]> {
 test('slai gives the same greedy tokens as fifo, with its prefill budget cut to the deadline', async () => {
   const long = chat(LONG);
   assert.ok(long.length > 150 && long.length < 200, `${long.length}`);
-  const fifo = await startEngine(BASE);
-  engines.push(fifo);
+  const fifo = await startTestEngine(BASE);
   // A 1 ms deadline is below any step of this model here: every prefill beside the decode is cut.
-  const slai = await startEngine({ ...BASE, schedulingPolicy: 'slai', tbtDeadlineMs: 1 });
-  engines.push(slai);
+  const slai = await startTestEngine({ ...BASE, schedulingPolicy: 'slai', tbtDeadlineMs: 1 });
 
   const a = await workload(fifo);
   const b = await workload(slai);

@@ -2,15 +2,16 @@
 // token for token the output without it — alone and batched with plain sequences, with stop tokens
 // and max_tokens landing inside a draft, with log-probabilities, under preemption (recompute and
 // swap) with prefix caching — and copy tasks accept drafts.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { startEngine, type EngineOptions, type RunningEngine } from '../../src/engine/engine-client.js';
-import type { GenerationHandle, GenerationRequest, SamplingParams, TokenLogprob } from '../../src/engine/types.js';
+import type { EngineOptions } from '../../src/engine/engine-client.js';
+import type { GenerationRequest } from '../../src/engine/types.js';
 import type { SpeculativeOptions } from '../../src/engine/messages.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { collectJob, engineOptions, greedyJob, startTestEngine } from '../helpers/tiny-engine.js';
 
 const IM_END = 151645;
 const tokenizer = new Tokenizer(
@@ -27,55 +28,11 @@ const PROMPTS = [
   chat('Write upper case: hello world, hello world, hello world, hello world.'),
 ];
 
-const GREEDY: SamplingParams = { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null };
-const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}): GenerationRequest => ({
-  promptTokens,
-  maxTokens,
-  sampling: GREEDY,
-  stopTokenIds: [IM_END],
-  timeoutMs: 0,
-  logprobs: 0,
-  ...extra,
-});
-
-async function collect(handle: GenerationHandle): Promise<{ ids: number[]; logprobs: TokenLogprob[]; reason: string }> {
-  const ids: number[] = [];
-  const logprobs: TokenLogprob[] = [];
-  let reason = '';
-  for await (const ev of handle.events) {
-    if (ev.type === 'tokens') {
-      ids.push(...ev.ids);
-      logprobs.push(...(ev.logprobs ?? []));
-    } else reason = ev.reason;
-  }
-  return { ids, logprobs, reason };
-}
-
-const engines: RunningEngine[] = [];
-after(async () => {
-  for (const e of engines) await e.shutdown();
-});
-async function start(speculative: SpeculativeOptions | null, over: Partial<EngineOptions> = {}): Promise<RunningEngine> {
-  const options: EngineOptions = {
-    modelPath: TINY_CHAT,
-    fastLoad: true,
-    kvCacheDtype: 'bf16',
-    maxSeqLen: 512,
-    maxBatchSize: 8,
-    maxPrefillTokens: 64,
-    maxNumSeqs: 16,
-    gpuMemoryUtilization: 0.9,
-    oomGuardMb: 256,
-    blockSize: 16,
-    enablePrefixCaching: false,
-    swapSpaceBytes: 0,
-    speculative,
-    ...over,
-  };
-  const engine = await startEngine(options);
-  engines.push(engine);
-  return engine;
-}
+const job = (promptTokens: number[], maxTokens: number, extra: Partial<GenerationRequest> = {}) =>
+  greedyJob(promptTokens, maxTokens, [IM_END], extra);
+const collect = collectJob;
+const start = (speculative: SpeculativeOptions | null, over: Partial<EngineOptions> = {}) =>
+  startTestEngine(engineOptions({ speculative, ...over }));
 
 const plain = start(null);
 const ngram = start({ mode: 'ngram', numDrafts: 4, mtpQuantization: 'bf16', mtpVocab: 0 });
