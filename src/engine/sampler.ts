@@ -162,9 +162,11 @@ export function candidates(logits: Float32Array, p: SamplingParams): Int32Array 
   return idx.subarray(0, len);
 }
 
-/** Draw the next token. Greedy parameters return the argmax without touching the RNG. */
-export function sampleToken(logits: Float32Array, p: SamplingParams, rng: Rng): number {
-  if (isGreedy(p)) return argmax(logits);
+/**
+ * The candidates (candidates()) and their weights exp((logit - max) / T), w[j] for cand[j], with
+ * their sum: the distribution a draw is made from. Views of shared scratch buffers.
+ */
+function candidateWeights(logits: Float32Array, p: SamplingParams): { cand: Int32Array; w: Float64Array; sum: number } {
   const cand = candidates(logits, p);
   let max = -Infinity;
   for (let j = 0; j < cand.length; j++) max = Math.max(max, logits[cand[j]]);
@@ -172,6 +174,13 @@ export function sampleToken(logits: Float32Array, p: SamplingParams, rng: Rng): 
   const w = weightScratch(cand.length);
   let sum = 0;
   for (let j = 0; j < cand.length; j++) sum += w[j] = Math.exp((logits[cand[j]] - max) * invT);
+  return { cand, w, sum };
+}
+
+/** Draw the next token. Greedy parameters return the argmax without touching the RNG. */
+export function sampleToken(logits: Float32Array, p: SamplingParams, rng: Rng): number {
+  if (isGreedy(p)) return argmax(logits);
+  const { cand, w, sum } = candidateWeights(logits, p);
   let u = rng.next() * sum;
   for (let j = 0; j < cand.length; j++) {
     u -= w[j];
@@ -358,17 +367,9 @@ export function logprobsFor(logits: Float32Array, token: number, topN: number): 
  */
 export function verifyDraft(logits: Float32Array, p: SamplingParams, rng: Rng, draft: number): number {
   if (isGreedy(p)) return argmax(logits);
-  const cand = candidates(logits, p);
-  let max = -Infinity;
-  for (let j = 0; j < cand.length; j++) max = Math.max(max, logits[cand[j]]);
-  const invT = 1 / p.temperature;
-  const w = weightScratch(cand.length);
-  let sum = 0;
+  const { cand, w, sum } = candidateWeights(logits, p);
   let draftWeight = 0;
-  for (let j = 0; j < cand.length; j++) {
-    sum += w[j] = Math.exp((logits[cand[j]] - max) * invT);
-    if (cand[j] === draft) draftWeight = w[j];
-  }
+  for (let j = 0; j < cand.length; j++) if (cand[j] === draft) draftWeight = w[j];
   if (rng.next() * sum < draftWeight) return draft;
   const rest = sum - draftWeight;
   let u = rng.next() * rest;
