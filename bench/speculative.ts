@@ -74,6 +74,28 @@ const EMAIL_TOOL = {
     },
   },
 };
+/** An email call that failed, before the user asks again: the retry copies the call. */
+const FAILED_EMAIL = [
+  {
+    role: 'user',
+    content: 'Send an email to alice@example.com with the subject Meeting notes and the body The meeting moved to Thursday at three.',
+  },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      {
+        id: 'e1',
+        type: 'function',
+        function: {
+          name: 'send_email',
+          arguments: '{"to": "alice@example.com", "subject": "Meeting notes", "body": "The meeting moved to Thursday at three."}',
+        },
+      },
+    ],
+  },
+  { role: 'tool', tool_call_id: 'e1', content: '{"error": "temporary failure, please retry"}' },
+];
 /** A weather call and its result, before the model answers from the result. */
 const WEATHER_ROUND = [
   { role: 'user', content: 'What is the weather in Paris?' },
@@ -117,6 +139,12 @@ const MODELS: Record<string, BenchModel> = {
         tools: [EMAIL_TOOL, WEATHER_TOOL],
       },
       { kind: 'agent', text: '', history: WEATHER_ROUND, tools: [WEATHER_TOOL] },
+      {
+        kind: 'agent',
+        text: 'It failed. Send an email to alice@example.com with the subject Meeting notes and the body The meeting moved to Thursday at three.',
+        history: FAILED_EMAIL,
+        tools: [EMAIL_TOOL],
+      },
       { kind: 'prose', text: 'What is the capital of France?' },
       { kind: 'prose', text: 'Tell me about the weather in spring.' },
       { kind: 'prose', text: 'What sound does a cow make, and why?' },

@@ -67,6 +67,50 @@ const REQUESTS: [string, Body][] = [
     },
   ],
   [
+    'a failed tool call retried (the arguments copied from the history)',
+    {
+      model: 'm',
+      messages: [
+        {
+          role: 'user',
+          content: 'Send an email to alice@example.com with the subject Meeting notes and the body The meeting moved to Thursday at three.',
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'e1',
+              type: 'function',
+              function: {
+                name: 'send_email',
+                arguments: '{"to": "alice@example.com", "subject": "Meeting notes", "body": "The meeting moved to Thursday at three."}',
+              },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'e1', content: '{"error": "temporary failure, please retry"}' },
+        { role: 'user', content: 'It failed. Send it again.' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'send_email',
+            description: 'Send an email.',
+            parameters: {
+              type: 'object',
+              properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' } },
+              required: ['to'],
+            },
+          },
+        },
+      ],
+      max_tokens: 96,
+      temperature: 0,
+    },
+  ],
+  [
     'stop strings',
     {
       model: 'm',
