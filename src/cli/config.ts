@@ -41,6 +41,8 @@ export function checkCrossFlagRules(c: Config): RuleOutcome {
 
   if (c.model !== undefined && c.modelFromPath !== undefined)
     return fail(`svc: --model-from-path: cannot be combined with a positional MODEL (got "${c.model}")`);
+  if (c.demo && (c.model !== undefined || c.modelFromPath !== undefined))
+    return fail('svc: --demo: cannot be combined with MODEL or --model-from-path');
   // Spec: --dflash is declared as conflicting with --speculative, and that is enforced.
   if (c.dflash && c.speculative) return fail('svc: --dflash: cannot be combined with --speculative');
   // DFlash drafts with a separate block-diffusion draft model; svc has no way to load or run one.

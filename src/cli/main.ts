@@ -47,7 +47,7 @@ async function main(argv: readonly string[]): Promise<number> {
 
   // Loaded only now so that --help, --version and usage errors never pay for the server.
   const { serve } = await import('../server/serve.js');
-  await serve(toServeOptions(result.config));
+  await serve(toServeOptions(result.config, argv));
   return 0;
 }
 

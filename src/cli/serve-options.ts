@@ -2,12 +2,19 @@
 // part of start-up (the HTTP app, the engine worker, the model's chat settings). serve() takes
 // only ServeOptions, so the server never sees the CLI's Config.
 import type { ServeOptions } from '../server/serve.js';
+import type { RecipeSettings } from '../server/model-swap.js';
+import type { RecipeFlags } from '../model/library.js';
 import type { SpeculativeOptions } from '../engine/messages.js';
-import type { Config } from './config.js';
+import { checkImplemented, type Config } from './config.js';
+import { parseArgs } from './parse.js';
 
-export function toServeOptions(c: Config): ServeOptions {
+/** `argv`: the command line the Config came from; a Library recipe's flags are parsed on top of it. */
+export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): ServeOptions {
   return {
-    model: { id: c.model, path: c.modelFromPath, cacheDir: c.cacheDir, servedName: c.modelName },
+    model: { id: c.model, path: c.modelFromPath, cacheDir: c.cacheDir, servedName: c.modelName, demo: c.demo },
+    // --no-auto-swap wins in any order (the parser applies it last).
+    autoSwap: c.autoSwap,
+    recipeSettings: (flags) => recipeSettings(argv, flags),
     listen: { host: c.bind, port: c.port },
     app: {
       defaultMinP: c.defaultMinP,
@@ -50,6 +57,21 @@ export function toServeOptions(c: Config): ServeOptions {
     // Process-level: serve opens it once, so it outlives model swaps.
     dump: c.dump ?? null,
   };
+}
+
+/** A recipe's flags, then the command line's (an operator's explicit flag wins over a recipe), through the same parser and checks. */
+function recipeSettings(argv: readonly string[], flags: RecipeFlags): RecipeSettings {
+  const extra = Object.entries(flags).flatMap(([name, value]) =>
+    value === true ? [`--${name}`] : value === false ? [] : [`--${name}`, String(value)],
+  );
+  const at = argv.indexOf('serve') + 1;
+  const result = parseArgs([...argv.slice(0, at), ...extra, ...argv.slice(at)]);
+  if (result.kind === 'error') return { error: result.message.replace(/^svc: /, '') };
+  if (result.kind !== 'serve') return { error: 'not a serve configuration' };
+  const unbuilt = checkImplemented(result.config);
+  if (unbuilt !== undefined) return { error: unbuilt.replace(/^svc: /, '') };
+  const options = toServeOptions(result.config, argv);
+  return { engine: options.engine, runtime: options.runtime, warnings: result.warnings.map((w) => w.replace(/^svc: warning: /, '')) };
 }
 
 /** The drafter asked for: several modes are not an error, the spec's precedence picks n-gram, then self, then MTP. */

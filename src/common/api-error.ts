@@ -46,8 +46,14 @@ export function unsupportedParam(param: string, detail = ''): ApiError {
 }
 
 /** Retriable 503 while no model is loaded (start-up, swap). Same shape /health reports. */
-export function modelNotLoaded(): ApiError {
-  return new ApiError(503, 'No model is loaded yet; retry shortly.', {
+export function modelNotLoaded(state?: string): ApiError {
+  const message =
+    state === 'no_model'
+      ? 'No model is loaded: load one (POST /admin/load or the dashboard Library) and retry.'
+      : state === 'loading'
+        ? 'A model is loading (a swap); retry shortly.'
+        : 'No model is loaded yet; retry shortly.';
+  return new ApiError(503, message, {
     code: 'model_not_loaded',
     headers: { 'retry-after': '1' },
   });

@@ -3,20 +3,24 @@
 // and the metrics, auth, rate limits, the model gate, JSON parsing) is here, as hooks. Each protocol is an encapsulated plugin under its prefix
 // with its own error shape (protocol-plugin.ts); /health and paths outside every prefix answer
 // errors in the OpenAI shape.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { registerAuth, type ApiKeys } from '../ops/auth.js';
 import { registerDump } from '../ops/dump.js';
 import type { DumpFile } from '../ops/dump-file.js';
 import { ServerMetrics } from '../ops/metrics.js';
+import { RecentRequests } from '../ops/recent-requests.js';
 import { registerRequestOutcome, requestLogSink } from '../ops/request-log.js';
 import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
 import { renderOpenAiError } from '../protocols/openai/errors.js';
 import { httpLimitsFromEnv, httpServer, type HttpLimits } from './http-server.js';
+import type { AutoSwap } from './auto-swap.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { ModelSwitcher } from './model-swap.js';
 import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './protocol-plugin.js';
 import { registerRequestGuards } from './request-guards.js';
+import { adminRoutes } from './routes/admin.js';
 import { anthropicRoutes } from './routes/anthropic/index.js';
 import { debugRoutes } from './routes/debug.js';
 import { healthRoutes } from './routes/health.js';
@@ -72,6 +76,10 @@ export interface AppDeps {
   store?: RecordStore;
   /** --dump's file (process-level: opened once by serve); default: nothing dumped. */
   dump?: DumpFile | null;
+  /** The /admin/ API's model switcher (serve.ts); default: no /admin/ routes. */
+  switcher?: ModelSwitcher | null;
+  /** --auto-swap: run with each model-needing POST's body before it takes the runtime; default: none. */
+  autoSwap?: AutoSwap | null;
 }
 
 /** What route plugins get. */
@@ -117,7 +125,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // First, so that every request ends in it, those refused by the hooks below included: one log
   // line and the request metrics per request, when its response closes (src/ops/request-log.ts).
   const metrics = new ServerMetrics({ model: options.modelName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
-  registerRequestOutcome(app, [requestLogSink(options.modelName), metrics.record]);
+  const recent = new RecentRequests();
+  registerRequestOutcome(app, [requestLogSink(options.modelName), metrics.record, recent.record]);
   // --dump: every exchange, refused ones included, as a line of the dump file (src/ops/dump.ts).
   registerDump(app, deps.dump ?? null);
 
@@ -134,9 +143,25 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAuth(app, deps.apiKeys ?? null);
   registerRateLimit(app, deps.rateLimiter ?? null);
 
-  app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config?.needsModel) request.runtime = lifecycle.require();
+  // A request keeps the runtime it took until its response closes: a swap drains them first.
+  const takeRuntime = (request: FastifyRequest, reply: FastifyReply): void => {
+    request.runtime = lifecycle.require();
+    reply.raw.once('close', () => lifecycle.release());
+  };
+  const autoSwap = deps.autoSwap ?? null;
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.routeOptions.config?.needsModel) return;
+    // With --auto-swap a POST's `model` may name another model: the runtime is taken once the body is read.
+    if (autoSwap !== null && request.method === 'POST') return;
+    takeRuntime(request, reply);
   });
+  if (autoSwap !== null) {
+    app.addHook('preHandler', async (request, reply) => {
+      if (!request.routeOptions.config?.needsModel || request.runtime !== null) return;
+      await autoSwap(request.body);
+      takeRuntime(request, reply);
+    });
+  }
 
   // Outside every protocol's prefix (and on /health): the OpenAI shape, as before there were others.
   renderErrorsWith(app, renderOpenAiError, options.maxBodyBytes);
@@ -146,12 +171,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     chatOutput: deps.chatOutput ?? (() => ({ stages: [] })),
     store: deps.store ?? new RecordStore(options.storeMaxRecords, options.storeMaxBytes),
   };
-  void app.register(healthRoutes, routeDeps);
+  void app.register(healthRoutes, { lifecycle });
   void app.register(metricsRoutes, { metrics });
   void app.register(tokenizeRoutes, routeDeps);
   // The loaded model's engine answers; 503 model_not_loaded while there is none.
   const profile = () => lifecycle.require().engine.profile?.() ?? Promise.resolve(null);
   void app.register(debugRoutes, { profile: options.profile ? profile : null });
+  if (deps.switcher) void app.register(adminRoutes, { switcher: deps.switcher, recent, lifecycle });
   for (const protocol of PROTOCOLS) registerProtocol(app, protocol, routeDeps);
   return app;
 }

@@ -18,6 +18,9 @@ export type ServerState = 'starting' | 'no_model' | 'loading' | 'ready';
 export class Lifecycle {
   private current: ServerState;
   private live: ModelRuntime | null = null;
+  /** Requests holding a runtime (taken in require(), given back by release()). */
+  private inFlight = 0;
+  private onDrained: (() => void)[] = [];
 
   constructor(initial: 'starting' | 'no_model' = 'starting') {
     this.current = initial;
@@ -48,9 +51,22 @@ export class Lifecycle {
     this.current = 'no_model';
   }
 
-  /** The runtime for a request that needs a model; 503 model_not_loaded otherwise. */
+  /** The runtime for a request that needs a model (held until `release`); 503 model_not_loaded otherwise. */
   require(): ModelRuntime {
-    if (this.current !== 'ready' || this.live === null) throw modelNotLoaded();
+    if (this.current !== 'ready' || this.live === null) throw modelNotLoaded(this.current);
+    this.inFlight += 1;
     return this.live;
+  }
+
+  /** A request that took a runtime with require() has ended. */
+  release(): void {
+    this.inFlight -= 1;
+    if (this.inFlight === 0) for (const resolve of this.onDrained.splice(0)) resolve();
+  }
+
+  /** Resolves once no request holds a runtime (a swap waits for it after setLoading: none can start meanwhile). */
+  drained(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.onDrained.push(resolve));
   }
 }

@@ -99,6 +99,7 @@ test('defaults: serve MODEL gives the spec defaults in a frozen Config', () => {
     swapSpaceGb: 3,
     requestTimeout: 300,
     autoSwap: false,
+    demo: false,
     dump: undefined,
     gpuMemoryUtilization: 0.9,
     maxSeqLen: undefined,
@@ -251,8 +252,11 @@ test('help: both forms list every flag, alias and group from the table', () => {
 });
 
 test('checkImplemented: unbuilt flags at non-default values refuse to start', () => {
-  assert.equal(checkImplemented(config('serve')), 'svc: not implemented yet: serve without a model (Library)');
-  assert.equal(checkImplemented(config('serve', 'm', '--auto-swap')), 'svc: not implemented yet: --auto-swap');
+  // Built: serve without a model (the Library), --demo, --auto-swap.
+  assert.equal(checkImplemented(config('serve')), undefined);
+  assert.equal(checkImplemented(config('serve', '--demo')), undefined);
+  assert.equal(checkImplemented(config('serve', 'm', '--auto-swap')), undefined);
+  assert.equal(checkImplemented(config('serve', 'm', '--world-size', '2')), 'svc: not implemented yet: --world-size 2');
   assert.equal(
     checkImplemented(config('serve', 'm', '--ssm-cache-slots', '3', '--world-size', '2')),
     'svc: not implemented yet: --ssm-cache-slots 3, --world-size 2',
@@ -265,8 +269,6 @@ test('checkImplemented: unbuilt flags at non-default values refuse to start', ()
   assert.equal(checkImplemented(config('serve', 'm', '--ssm-cache-slots', '16', '--rank', '0')), undefined);
   assert.match(checkImplemented(config('serve', 'm', '--ssm-cache-slots', '50')) ?? '', /--ssm-cache-slots 50/);
   assert.equal(checkImplemented(config('serve', 'm', '--scheduling-policy', 'slai', '--tbt-deadline-ms', '50')), undefined);
-  assert.match(checkImplemented(config('serve', 'm', '--auto-swap')) ?? '', /--auto-swap$/);
-  assert.equal(checkImplemented(config('serve', 'm', '--auto-swap', '--no-auto-swap')), undefined);
   assert.equal(
     checkImplemented(config('serve', '--model-from-path', '/m', '--port', '1', '--max-seq-len', '4096', '--no-fast-load')),
     undefined,
@@ -285,7 +287,7 @@ test('bin/svc.js: --version prints the package version; a bad flag exits 2 with 
   assert.equal(bad.stdout, '');
   assert.equal(bad.stderr, 'svc: --port: expected an integer from 1 to 65535, got "abc"\n');
 
-  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--auto-swap'], { encoding: 'utf8' });
+  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--world-size', '2'], { encoding: 'utf8' });
   assert.equal(unbuilt.status, 2);
-  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --auto-swap\n');
+  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --world-size 2\n');
 });

@@ -2,9 +2,9 @@
 import { flag } from './spec.js';
 import { PORT, switchFlag, text } from './values.js';
 
-/** `svc serve` with neither MODEL nor --model-from-path opens the dashboard Library (spec
- *  state NoModelLoaded). Flip when the Library exists. */
-export const SERVE_WITHOUT_MODEL_BUILT = false;
+/** `svc serve` with neither MODEL nor --model-from-path starts in NoModelLoaded (spec): the
+ *  listener is up and a model is loaded through the Library (/admin/ API, dashboard). */
+export const SERVE_WITHOUT_MODEL_BUILT = true;
 
 export const MODEL_IO_FLAGS = [
   flag({
@@ -26,6 +26,15 @@ export const MODEL_IO_FLAGS = [
     default: undefined,
     defaultText: 'none',
     help: 'Local model directory (Hugging Face layout) or .gguf file; skips repository resolution.',
+    built: true,
+  }),
+  flag({
+    name: 'demo',
+    key: 'demo',
+    group: 'Model selection and I/O',
+    value: switchFlag(true),
+    default: false,
+    help: 'Load the demo model carried in the repository (stories260K, ~1 MB, MIT: it writes short stories), as the Library would.',
     built: true,
   }),
   flag({

@@ -119,7 +119,7 @@ export const OPERATIONS_FLAGS = [
     default: false,
     defaultText: 'off',
     help: "Swap in another model when a request's `model` names one with a known recipe.",
-    built: false,
+    built: true,
   }),
   flag({
     name: 'no-auto-swap',

@@ -1,0 +1,84 @@
+// The Library: the models an operator can load into a running server — those in the hub cache,
+// the paths added by hand, and the demo model carried in the repository — each with its
+// architecture, size, whether this build runs it, and its MODEL.toml recipes (`default` always).
+import { existsSync, readdirSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { hubCacheRoot, resolveModel } from './hub-cache.js';
+import { findModelToml } from './model-toml.js';
+import { inspectModel, isModelPath } from './model-inspect.js';
+
+/** dist/src/model/ → repository root → models/demo/: the ~1 MB stories260K GGUF (MIT). */
+export const DEMO_MODEL_PATH = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'models', 'demo', 'stories260K.gguf');
+export const DEMO_MODEL_ID = 'demo/stories260K';
+
+export type RecipeFlags = Record<string, string | number | boolean>;
+
+export interface LibraryEntry {
+  id: string;
+  path: string;
+  source: 'hub' | 'path' | 'demo';
+  architecture: string | null;
+  sizeBytes: number;
+  runnable: boolean;
+  reason: string | null;
+  recipes: { name: string; flags: RecipeFlags }[];
+}
+
+export class Library {
+  private readonly added = new Map<string, string>();
+
+  constructor(private readonly cacheDir?: string) {}
+
+  /** Every model, demo last; read from disk each time (the cache may change under a running server). */
+  list(): LibraryEntry[] {
+    const entries = this.hubIds().map((id) => entry(id, resolveModel(id, this.cacheDir), 'hub'));
+    for (const [id, path] of this.added) entries.push(entry(id, path, 'path'));
+    entries.push(entry(DEMO_MODEL_ID, DEMO_MODEL_PATH, 'demo'));
+    return entries;
+  }
+
+  find(id: string): LibraryEntry | undefined {
+    return this.list().find((e) => e.id === id);
+  }
+
+  /** The entry whose id or path is `path`, adding it if new; throws when it is not a model. */
+  add(path: string): LibraryEntry {
+    const full = resolve(path);
+    if (!isModelPath(full)) throw new Error(`${path}: not a model (a .gguf file, or a directory with config.json or a .gguf)`);
+    const known = this.list().find((e) => e.path === full);
+    if (known) return known;
+    this.added.set(full, full);
+    return entry(full, full, 'path');
+  }
+
+  /** org/name ids of the hub cache's model repositories that have a snapshot. */
+  private hubIds(): string[] {
+    const root = hubCacheRoot(this.cacheDir);
+    if (!existsSync(root)) return [];
+    return readdirSync(root)
+      .filter((d) => d.startsWith('models--') && d.split('--').length === 3)
+      .map((d) => d.slice('models--'.length).replace('--', '/'))
+      .filter((id) => {
+        try {
+          return isModelPath(resolveModel(id, this.cacheDir));
+        } catch {
+          return false;
+        }
+      })
+      .sort();
+  }
+}
+
+function entry(id: string, path: string, source: LibraryEntry['source']): LibraryEntry {
+  const info = inspectModel(path);
+  let recipes: Record<string, RecipeFlags> = {};
+  try {
+    recipes = findModelToml(path, info.architecture ?? '', `${id} ${basename(path)}`)?.recipes ?? {};
+  } catch {
+    // A broken MODEL.toml is reported when the model loads; the Library still lists the model.
+  }
+  const list = Object.entries(recipes).map(([name, flags]) => ({ name, flags }));
+  if (!list.some((r) => r.name === 'default')) list.unshift({ name: 'default', flags: {} });
+  return { id, path, source, ...info, recipes: list };
+}
