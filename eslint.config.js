@@ -13,5 +13,22 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
   },
+  // The dashboard's browser module (dashboard/app.js): browser globals, no Node ones.
+  {
+    files: ['dashboard/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        fetch: 'readonly',
+        sessionStorage: 'readonly',
+        setInterval: 'readonly',
+        AbortController: 'readonly',
+        TextDecoderStream: 'readonly',
+        JSON: 'readonly',
+      },
+    },
+  },
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
 );

@@ -22,6 +22,7 @@ import { registerProtocol, renderErrorsWith, type ProtocolRoutes } from './proto
 import { registerRequestGuards } from './request-guards.js';
 import { adminRoutes } from './routes/admin.js';
 import { anthropicRoutes } from './routes/anthropic/index.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { debugRoutes } from './routes/debug.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -172,6 +173,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     store: deps.store ?? new RecordStore(options.storeMaxRecords, options.storeMaxBytes),
   };
   void app.register(healthRoutes, { lifecycle });
+  // The web dashboard's page and assets (open; the API calls it makes are not).
+  void app.register(dashboardRoutes, {});
   void app.register(metricsRoutes, { metrics });
   void app.register(tokenizeRoutes, routeDeps);
   // The loaded model's engine answers; 503 model_not_loaded while there is none.
