@@ -100,7 +100,9 @@ test('no model: listener up, /health 503 with the state, model routes 503 with R
     assert.equal(demo.architecture, 'llama');
     assert.equal(demo.runnable, true);
     assert.ok(demo.recipes.some((r: Json) => r.name === 'default'));
-    assert.equal((await s.call('POST', '/admin/library', { path: tmpdir() })).status, 400);
+    const empty = mkdtempSync(join(tmpdir(), 'svc-lib-empty-'));
+    assert.equal((await s.call('POST', '/admin/library', { path: empty })).status, 400);
+    rmSync(empty, { recursive: true });
     const added = await s.call('POST', '/admin/library', { path: TINY_CHAT });
     assert.equal(added.status, 200);
     assert.equal(added.json.source, 'path');
@@ -144,6 +146,15 @@ test('--demo loads the demo model: ready, and it tells the story', async () => {
     assert.equal((await s.call('GET', '/health')).status, 200);
     assert.equal((await s.call('GET', '/admin/state')).json.model.id, DEMO);
     assert.match((await s.call('POST', '/v1/completions', complete())).json.choices[0].text, /there was a little girl/);
+    assert.deepEqual((await s.call('GET', '/health')).json, { status: 'ok', state: 'ready' });
+    // Its chat template: the conversation's text, continued as a story.
+    const chat = await s.call('POST', '/v1/chat/completions', {
+      messages: [{ role: 'user', content: 'Lily went to the park' }],
+      max_tokens: 16,
+      temperature: 0,
+    });
+    assert.equal(chat.status, 200, JSON.stringify(chat.json));
+    assert.ok(chat.json.choices[0].message.content.length > 0);
   } finally {
     await s.stop();
   }

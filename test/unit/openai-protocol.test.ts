@@ -435,7 +435,7 @@ test('before a model is ready: 503 model_not_loaded on /health, /v1/models and t
   lifecycle.setReady(runtime);
   const health = await app.inject({ method: 'GET', url: '/health' });
   assert.equal(health.statusCode, 200);
-  assert.deepEqual(health.json(), { status: 'ok' });
+  assert.deepEqual(health.json(), { status: 'ok', state: 'ready' });
   lifecycle.setLoading();
   assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 503, 'a swap in progress');
 });

@@ -1,4 +1,4 @@
-// GET /health: 200 {status: "ok"} when a model is loaded and serving; before that (start-up,
+// GET /health: 200 {status: "ok", state: "ready"} when a model is loaded and serving; before that (start-up,
 // swap, no model) 503 `model_not_loaded` in the OpenAI error shape, with the server state beside
 // it (`"state": "starting" | "no_model" | "loading"`). Open to every client: no API key, no rate
 // limit (load balancers and probes poll it).
@@ -10,7 +10,7 @@ import type { Lifecycle } from '../lifecycle.js';
 export const healthRoutes: FastifyPluginAsync<{ lifecycle: Lifecycle }> = async (app, { lifecycle }) => {
   app.get('/health', { config: { openAccess: true, polled: true } }, async (_request, reply) => {
     const state = lifecycle.state;
-    if (state === 'ready') return { status: 'ok' };
+    if (state === 'ready') return { status: 'ok', state };
     const err = modelNotLoaded(state);
     return reply
       .code(err.status)
