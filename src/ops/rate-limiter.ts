@@ -267,7 +267,8 @@ export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter | n
   app.decorateRequest('rateLimitTokens', null);
   if (limiter === null) return;
   app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config?.openAccess) return;
+    // Open routes, and the state a dashboard polls every second: neither spends a key's requests.
+    if (request.routeOptions.config?.openAccess || request.routeOptions.config?.polled) return;
     const key = request.apiKeyId ?? `ip:${request.ip}`;
     limiter.admitRequest(key);
     request.rateLimitTokens = limiter.tokensFor(key);

@@ -2,7 +2,7 @@
 // swap path through the /admin/ API and --auto-swap, as a user runs them (a child svc process).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeGguf } from '../../src/model/loaders/gguf-writer.js';
@@ -245,5 +245,72 @@ test('RSS after ten swaps back and forth: no growth beyond noise (one model and 
     assert.ok(after - base < 64 * 2 ** 20, `RSS grew ${((after - base) / 2 ** 20).toFixed(1)} MiB (${base} → ${after})`);
   } finally {
     await s.stop();
+  }
+});
+
+test('a swap drains a request streaming on the old model, and keeps API keys, rate-limit buckets and --dump', async () => {
+  const KEY = 'swap-key';
+  const dumpDir = mkdtempSync(join(tmpdir(), 'svc-swap-dump-'));
+  const port = await freePort();
+  // 6 requests a minute per key: the bucket spent before the swap stays spent after it.
+  const svc = runSvc(
+    ['serve', '--model-from-path', TINY_CHAT, '--port', String(port), ...SMALL, '--require-auth', '--auth-token', KEY, '--dump', dumpDir],
+    /^Listening on /m,
+    { SVC_RATE_LIMIT_RPM: '6' },
+  );
+  await svc.ready;
+  const base = `http://127.0.0.1:${port}`;
+  const auth = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+  const post = (path: string, body: unknown, headers: Record<string, string> = auth) =>
+    fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  try {
+    // A long stream on svc-tiny-chat; once its first tokens are out, a swap to the demo starts.
+    const stream = await post('/v1/completions', {
+      prompt: 'Once upon a time',
+      max_tokens: 200,
+      ignore_eos: true,
+      stream: true,
+      temperature: 0,
+    });
+    assert.equal(stream.status, 200);
+    const reader = stream.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    assert.equal((await post('/admin/load', { model: DEMO })).status, 202);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    // It finished on the model it started on: every token, and its end.
+    assert.match(text, /"finish_reason":"length"/);
+    assert.match(text, /data: \[DONE\]/);
+    for (;;) {
+      const s = (await (await fetch(`${base}/admin/state`, { headers: auth })).json()) as Json;
+      if (s.state === 'ready' && s.model.id === DEMO) break;
+      assert.notEqual(s.state, 'no_model', JSON.stringify(s));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // The key policy holds: no key, 401; the key, served by the demo.
+    assert.equal((await post('/v1/completions', complete(), { 'content-type': 'application/json' })).status, 401);
+    const ok = await post('/v1/completions', complete());
+    assert.equal(ok.status, 200);
+    // The bucket: 6 a minute. Spent before the swap: the stream and the load; after it, the
+    // completion above (the polled /admin/state spends nothing). So the fourth of these is the
+    // seventh request: refused, as it would not be had the swap refilled the bucket.
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await post('/v1/completions', complete())).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
+    // --dump: the same file has the exchanges from before and after the swap.
+    const files = readdirSync(dumpDir);
+    assert.equal(files.length, 1);
+    const lines = readFileSync(join(dumpDir, files[0]), 'utf8').trim().split('\n');
+    const urls = lines.map((l) => (JSON.parse(l) as Json).url);
+    assert.ok(urls.filter((u) => u === '/v1/completions').length >= 3, urls.join(' '));
+    assert.ok(urls.includes('/admin/load'));
+    assert.ok(!lines.join('\n').includes(KEY), 'no key in the dump');
+  } finally {
+    svc.child.kill('SIGTERM');
+    await svc.exited;
+    rmSync(dumpDir, { recursive: true, force: true });
   }
 });
