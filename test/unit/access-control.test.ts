@@ -42,7 +42,9 @@ const BODIES: Record<string, unknown> = {
  * Status of a served request: stored records under a placeholder id (`x`) are a 404 past auth, and
  * so is /debug/profile without --profile.
  */
-const served = (url: string): number => (/^\/v1\/(responses|conversations)\/x/.test(url) || url === '/debug/profile' ? 404 : 200);
+/** What a route answers with a good key (ids that do not exist, a disabled feature, a dashboard file that is not there: 404). */
+const served = (url: string): number =>
+  /^\/v1\/(responses|conversations)\/x/.test(url) || url === '/debug/profile' || url === '/dashboard/x' ? 404 : 200;
 
 type App = ReturnType<typeof scriptedApp>['app'];
 
@@ -93,7 +95,7 @@ const WRONG: [string, Record<string, string>][] = [
   ['a wrong x-api-key', { 'x-api-key': 'nope' }],
 ];
 
-test('auth on every route: 401 for every wrong key, in the protocol shape, identical whatever was wrong; /health open', async () => {
+test('auth on every route: 401 for every wrong key, in the protocol shape, identical whatever was wrong; /health and the dashboard page open', async () => {
   const { app, engine } = scriptedApp({ apiKeys: new ApiKeys([KEY, OTHER_KEY]) });
   const routes = await routesOf(app);
   const paths = routes.map((r) => `${r.method} ${r.url}`);
@@ -110,8 +112,11 @@ test('auth on every route: 401 for every wrong key, in the protocol shape, ident
   ]) {
     assert.ok(paths.includes(expected), `routes listed: ${paths.join(', ')}`);
   }
+  // Open: /health (probes), and the dashboard's page and assets (it asks for the key itself;
+  // every API call it makes needs one — test/unit/dashboard-routes.test.ts).
+  const open = new Set(['/health', '/', '/dashboard/x']);
   for (const { method, url } of routes) {
-    if (url === '/health') continue;
+    if (open.has(url)) continue;
     const bodies = new Set<string>();
     for (const [what, headers] of WRONG) {
       const res = await call(app, method, url, headers);
