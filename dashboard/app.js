@@ -9,6 +9,8 @@ const $ = (id) => document.getElementById(id);
 
 let apiKey = sessionStorage.getItem(KEY_STORE) ?? '';
 let lastState = null;
+/** The model this page asked to load, until it is Ready (then the page returns to the Main view). */
+let pendingLoad = null;
 
 // ---------------------------------------------------------------------------------------------
 // API
@@ -102,6 +104,14 @@ function renderState(st) {
     $('load-label').textContent = `Loading ${id}: ${tensors} / ${totalTensors} tensors`;
   }
   if (st.lastError) showLibraryError(st.lastError);
+  // A load asked for here that succeeded returns to the Main view; a refused or failed one stays
+  // in the Library, where its reason is shown.
+  if (pendingLoad !== null && st.state === 'ready' && st.model?.id === pendingLoad) {
+    showView('main');
+    pendingLoad = null;
+  } else if (pendingLoad !== null && st.state !== 'loading' && (st.lastError || st.state === 'no_model')) {
+    pendingLoad = null;
+  }
 }
 
 function cell(row, text) {
@@ -155,6 +165,7 @@ async function load(model, recipe) {
   showLibraryError(null);
   const r = await api('/admin/load', recipe === undefined ? { model } : { model, recipe });
   if (!r.ok) showLibraryError(`Load of ${model} refused: ${errorText(r.status, r.body)}`);
+  else pendingLoad = model;
   await poll();
 }
 

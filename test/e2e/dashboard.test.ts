@@ -155,6 +155,8 @@ test('in a browser: key, Library, refused load, load, Ready, streamed chat, tool
   await page.getByRole('button', { name: `Load ${TINY_CHAT} with recipe default` }).click();
   await shot('03-loading');
   await page.locator('#state-badge', { hasText: 'ready' }).waitFor({ timeout: 60_000 });
+  // A successful load returns to the Main view.
+  await page.locator('.tab[data-view="main"][aria-pressed="true"]').waitFor();
   await page.locator('#loading[hidden]').waitFor({ state: 'attached' });
   assert.equal(await libraryError.isHidden(), true);
 
