@@ -47,8 +47,8 @@ function processMetrics(): Registry {
 }
 
 export interface MetricsOptions {
-  /** The served model name: the `model` label. */
-  model: string;
+  /** The served model name, the `model` label: read per request, so a model swap relabels what follows. */
+  model: string | (() => string);
   /** The loaded engine's stats, or null when no model is loaded (read at scrape time). */
   engineStats: () => EngineStats | null;
   /** Append the process metrics (default true). */
@@ -59,7 +59,7 @@ export class ServerMetrics {
   /** This app's registry (request, token and engine metrics). */
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
-  private readonly model: string;
+  private readonly modelName: () => string;
   private readonly withProcess: boolean;
   private readonly requests: Counter<'status' | 'model'>;
   private readonly duration: Histogram<'model' | 'route'>;
@@ -70,7 +70,8 @@ export class ServerMetrics {
   private readonly throughput: Histogram<'model'>;
 
   constructor(options: MetricsOptions) {
-    this.model = options.model;
+    const model = options.model;
+    this.modelName = typeof model === 'string' ? () => model : model;
     this.withProcess = options.processMetrics ?? true;
     const registers = [this.registry];
     this.requests = new Counter({
@@ -190,7 +191,7 @@ export class ServerMetrics {
       },
     });
     // The served model's series exist from the start, at 0.
-    const m = { model: this.model };
+    const m = { model: this.modelName() };
     this.promptTokens.inc(m, 0);
     this.cachedTokens.inc(m, 0);
     this.generated.inc(m, 0);
@@ -200,7 +201,7 @@ export class ServerMetrics {
 
   /** Records one finished request (an OutcomeSink). */
   readonly record: OutcomeSink = (o: RequestOutcome) => {
-    const model = this.model;
+    const model = this.modelName();
     this.requests.inc({ status: String(o.status), model });
     this.duration.observe({ model, route: o.route ?? UNMATCHED_ROUTE }, o.elapsedSec);
     const g = o.generation;

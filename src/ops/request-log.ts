@@ -129,11 +129,12 @@ export function decodeThroughput(g: GenerationLog): number | null {
 }
 
 /** The sink that writes the request log line (with the request's logger, so it carries reqId). */
-export function requestLogSink(model: string): OutcomeSink {
+/** The per-request log line; `model` is read per request (a model swap renames what follows). */
+export function requestLogSink(model: () => string): OutcomeSink {
   return (o, request) => {
     const log = request.log;
     const message = o.aborted ? 'request aborted by the client' : 'request completed';
-    const fields = logFields(o, model);
+    const fields = logFields(o, model());
     if (o.polled && ((o.status >= 200 && o.status < 300) || o.status === 503)) log.debug(fields, message);
     else log.info(fields, message);
   };

@@ -125,9 +125,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   // First, so that every request ends in it, those refused by the hooks below included: one log
   // line and the request metrics per request, when its response closes (src/ops/request-log.ts).
-  const metrics = new ServerMetrics({ model: options.modelName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
+  // The served name changes on a model swap (serve.ts updates options.modelName): read it per request.
+  const servedName = () => options.modelName;
+  const metrics = new ServerMetrics({ model: servedName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
   const recent = new RecentRequests();
-  registerRequestOutcome(app, [requestLogSink(options.modelName), metrics.record, recent.record]);
+  registerRequestOutcome(app, [requestLogSink(servedName), metrics.record, recent.record]);
   // --dump: every exchange, refused ones included, as a line of the dump file (src/ops/dump.ts).
   registerDump(app, deps.dump ?? null);
 

@@ -128,6 +128,10 @@ test('no model: listener up, /health 503 with the state, model routes 503 with R
     assert.equal(story.status, 200);
     assert.match(story.json.choices[0].text, /there was/);
     assert.equal((await s.call('GET', `/v1/conversations/${conv.json.id}`)).json.metadata.k, 'v', 'stored state preserved');
+    // Metrics follow the served model: its requests are counted under its name.
+    const served = (await s.call('GET', '/v1/models')).json.data[0].id as string;
+    const metrics = await (await fetch(`${s.base}/metrics`)).text();
+    assert.ok(metrics.includes(`svc_requests_total{status="200",model="${served}"}`), `${served} in\n${metrics.slice(0, 2000)}`);
 
     const stats = (await s.call('GET', '/admin/stats')).json;
     for (const k of ['running', 'waiting', 'kvUtilization', 'tokensPerSec', 'requestsTotal']) assert.equal(typeof stats[k], 'number', k);
