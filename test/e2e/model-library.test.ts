@@ -2,7 +2,7 @@
 // swap path through the /admin/ API and --auto-swap, as a user runs them (a child svc process).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeGguf } from '../../src/model/loaders/gguf-writer.js';
@@ -316,5 +316,27 @@ test('a swap drains a request streaming on the old model, and keeps API keys, ra
     svc.child.kill('SIGTERM');
     await svc.exited;
     rmSync(dumpDir, { recursive: true, force: true });
+  }
+});
+
+test('the Library lists the hub cache (--cache-dir) and loads from it', async () => {
+  const cache = mkdtempSync(join(tmpdir(), 'svc-hub-'));
+  const snapshot = join(cache, 'models--acme--tiny-chat', 'snapshots', 'abc123');
+  mkdirSync(snapshot, { recursive: true });
+  for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])
+    symlinkSync(join(TINY_CHAT, f), join(snapshot, f));
+  const s = await start(['--cache-dir', cache]);
+  try {
+    const library = (await s.call('GET', '/admin/library')).json.models as Json[];
+    const hub = library.find((m) => m.id === 'acme/tiny-chat');
+    assert.ok(hub, JSON.stringify(library));
+    assert.deepEqual([hub.source, hub.runnable, hub.architecture], ['hub', true, 'Qwen3ForCausalLM']);
+    assert.ok(hub.sizeBytes > 80_000_000, `${hub.sizeBytes}`);
+    assert.equal((await s.call('POST', '/admin/load', { model: 'acme/tiny-chat' })).status, 202);
+    const state = await s.settled();
+    assert.deepEqual([state.state, state.model.id], ['ready', 'acme/tiny-chat']);
+  } finally {
+    await s.stop();
+    rmSync(cache, { recursive: true, force: true });
   }
 });
