@@ -14,7 +14,7 @@ function config(...argv: string[]): Config {
 
 test('defaults: a hub id, loopback:8888, the table defaults in app, engine and runtime', () => {
   const expected: ServeOptions = {
-    model: { id: 'acme/tiny', path: undefined, cacheDir: undefined, servedName: undefined },
+    model: { id: 'acme/tiny', path: undefined, cacheDir: undefined, servedName: undefined, demo: false },
     listen: { host: '127.0.0.1', port: 8888 },
     app: {
       defaultMinP: 0.08,
@@ -49,15 +49,19 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
     dump: null,
+    autoSwap: false,
   };
-  assert.deepStrictEqual(toServeOptions(config('acme/tiny')), expected);
+  // recipeSettings is a function (a Library recipe's flags parsed over the command line).
+  const actual = toServeOptions(config('acme/tiny'));
+  assert.equal(typeof actual.recipeSettings, 'function');
+  assert.deepStrictEqual(actual, { ...expected, recipeSettings: actual.recipeSettings });
 });
 
 test('model source, name and listen address', () => {
   const o = toServeOptions(
     config('--model-from-path', '/m/tiny.gguf', '--served-model-name', 'tiny', '--cache-dir', '/c', '--bind', '0.0.0.0', '--port', '9000'),
   );
-  assert.deepStrictEqual(o.model, { id: undefined, path: '/m/tiny.gguf', cacheDir: '/c', servedName: 'tiny' });
+  assert.deepStrictEqual(o.model, { id: undefined, path: '/m/tiny.gguf', cacheDir: '/c', servedName: 'tiny', demo: false });
   assert.deepStrictEqual(o.listen, { host: '0.0.0.0', port: 9000 });
 });
 
