@@ -25,6 +25,12 @@ export interface LibraryEntry {
   recipes: { name: string; flags: RecipeFlags }[];
 }
 
+/** Paths an operator may add (POST /admin/library); each one is inspected on every listing. */
+export const MAX_ADDED_MODELS = 256;
+
+/** add() of a new path once MAX_ADDED_MODELS are there. */
+export class LibraryFullError extends Error {}
+
 export class Library {
   private readonly added = new Map<string, string>();
 
@@ -32,24 +38,33 @@ export class Library {
 
   /** Every model, demo last; read from disk each time (the cache may change under a running server). */
   list(): LibraryEntry[] {
-    const entries = this.hubIds().map((id) => entry(id, resolveModel(id, this.cacheDir), 'hub'));
-    for (const [id, path] of this.added) entries.push(entry(id, path, 'path'));
-    entries.push(entry(DEMO_MODEL_ID, DEMO_MODEL_PATH, 'demo'));
-    return entries;
+    return this.locations().map(([id, path, source]) => entry(id, path, source));
   }
 
+  /** The model `id`, inspected alone (not the whole Library). */
   find(id: string): LibraryEntry | undefined {
-    return this.list().find((e) => e.id === id);
+    const where = this.locations().find(([known]) => known === id);
+    return where && entry(...where);
   }
 
   /** The entry whose id or path is `path`, adding it if new; throws when it is not a model. */
   add(path: string): LibraryEntry {
     const full = resolve(path);
     if (!isModelPath(full)) throw new Error(`${path}: not a model (a .gguf file, or a directory with config.json or a .gguf)`);
-    const known = this.list().find((e) => e.path === full);
-    if (known) return known;
+    const known = this.locations().find(([, where]) => where === full);
+    if (known) return entry(...known);
+    if (this.added.size >= MAX_ADDED_MODELS) throw new LibraryFullError(`the Library already holds ${MAX_ADDED_MODELS} added paths`);
     this.added.set(full, full);
     return entry(full, full, 'path');
+  }
+
+  /** Every model's id, path and source, nothing read from it yet. */
+  private locations(): [string, string, LibraryEntry['source']][] {
+    return [
+      ...this.hubIds().map((id): [string, string, LibraryEntry['source']] => [id, resolveModel(id, this.cacheDir), 'hub']),
+      ...[...this.added].map(([id, path]): [string, string, LibraryEntry['source']] => [id, path, 'path']),
+      [DEMO_MODEL_ID, DEMO_MODEL_PATH, 'demo'],
+    ];
   }
 
   /** org/name ids of the hub cache's model repositories that have a snapshot. */

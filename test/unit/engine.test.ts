@@ -17,6 +17,7 @@ import {
 import { toolGrammarConstraint } from '../../src/chat/tool-formats/constraint.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { TINY_CHAT } from '../helpers/paths.js';
+import { engineOptions } from '../helpers/tiny-engine.js';
 
 const IM_END = 151645;
 const tokenizer = new Tokenizer(
@@ -63,20 +64,7 @@ async function collect(handle: GenerationHandle): Promise<Outcome> {
   return { ids, logprobs, done };
 }
 
-const BASE: EngineOptions = {
-  modelPath: TINY_CHAT,
-  fastLoad: true,
-  kvCacheDtype: 'fp8',
-  maxSeqLen: 256,
-  maxBatchSize: 8,
-  maxPrefillTokens: 32,
-  maxNumSeqs: 16,
-  gpuMemoryUtilization: 0.9,
-  oomGuardMb: 256,
-  blockSize: 16,
-  enablePrefixCaching: false,
-  swapSpaceBytes: 0,
-};
+const BASE = engineOptions({ kvCacheDtype: 'fp8', maxSeqLen: 256, maxPrefillTokens: 32 });
 
 const engines: RunningEngine[] = [];
 async function start(over: Partial<EngineOptions> = {}): Promise<RunningEngine> {

@@ -6,6 +6,7 @@ import { ApiError } from '../../common/api-error.js';
 import type { RecentRequests } from '../../ops/recent-requests.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { ModelSwitcher } from '../model-swap.js';
+import { LibraryFullError } from '../../model/library.js';
 
 export interface AdminDeps {
   switcher: ModelSwitcher;
@@ -16,7 +17,7 @@ export interface AdminDeps {
 const PATH_BODY = {
   type: 'object',
   required: ['path'],
-  properties: { path: { type: 'string', minLength: 1 } },
+  properties: { path: { type: 'string', minLength: 1, maxLength: 4096 } },
 } as const;
 
 const LOAD_BODY = {
@@ -35,7 +36,8 @@ export const adminRoutes: FastifyPluginAsync<AdminDeps> = async (app, { switcher
     try {
       return switcher.library.add(request.body.path);
     } catch (err) {
-      throw new ApiError(400, (err as Error).message, { param: 'path', code: 'not_a_model' });
+      const code = err instanceof LibraryFullError ? 'library_full' : 'not_a_model';
+      throw new ApiError(400, (err as Error).message, { param: 'path', code });
     }
   });
 
