@@ -55,6 +55,14 @@ export function checkCrossFlagRules(c: Config): RuleOutcome {
   // Spec: there is no accept-any-key mode, so auth without a key source cannot start.
   if (c.requireAuth && c.authToken === undefined && c.authTokensFile === undefined)
     return fail('svc: --require-auth: needs --auth-token or --auth-tokens-file');
+  // Settings of a feature that is off: accepted (scripts switch the feature alone), but said.
+  const drafting = c.ngramSpeculative || c.selfSpeculative || c.speculative;
+  if (!drafting && c.numDrafts !== 1)
+    warnings.push('svc: warning: --num-drafts has no effect without --ngram-speculative, --self-speculative or --speculative');
+  if (!c.speculative && (c.mtpQuantization !== 'bf16' || c.mtpVocab !== 100000))
+    warnings.push('svc: warning: --mtp-quantization/--mtp-vocab have no effect without --speculative');
+  if (c.schedulingPolicy !== 'slai' && c.tbtDeadlineMs !== 100)
+    warnings.push('svc: warning: --tbt-deadline-ms has no effect without --scheduling-policy slai');
   if (!c.requireAuth && (c.authToken !== undefined || c.authTokensFile !== undefined))
     warnings.push('svc: warning: --auth-token/--auth-tokens-file have no effect without --require-auth');
   return { warnings };

@@ -219,6 +219,12 @@ test('cross-flag rules', () => {
   assert.deepEqual(config('serve', 'm', '--require-auth', '--auth-token', 'k').authToken, ['k']);
   assert.equal(config('serve', 'm', '--require-auth', '--auth-tokens-file', '/k').authTokensFile, '/k');
   assert.equal(warnings('serve', 'm', '--auth-token', 'k').length, 1);
+  // A setting of a feature that is off is said, not silently dropped.
+  assert.match(warnings('serve', 'm', '--num-drafts', '3')[0], /--num-drafts has no effect without/);
+  assert.deepEqual(warnings('serve', 'm', '--num-drafts', '3', '--ngram-speculative'), []);
+  assert.match(warnings('serve', 'm', '--mtp-vocab', '0')[0], /no effect without --speculative/);
+  assert.match(warnings('serve', 'm', '--tbt-deadline-ms', '50')[0], /no effect without --scheduling-policy slai/);
+  assert.deepEqual(warnings('serve', 'm', '--tbt-deadline-ms', '50', '--scheduling-policy', 'slai'), []);
   assert.ok(!warnings('serve', 'm', '--auth-token', 'k').some((w) => w.includes('k ') || w.endsWith('k')), 'no key in warnings');
 });
 
