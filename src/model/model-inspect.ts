@@ -31,7 +31,41 @@ export function isModelPath(path: string): boolean {
   }
 }
 
+/** Inspections by path, kept while the files' sizes and times are unchanged (the Library lists often). */
+const inspected = new Map<string, { signature: string; result: ModelInspection }>();
+const MAX_INSPECTED = 1024;
+
+/** Inspects `path`, reading headers only when its files changed since the last inspection. */
 export function inspectModel(path: string): ModelInspection {
+  const signature = fileSignature(path);
+  const known = inspected.get(path);
+  if (signature !== null && known?.signature === signature) return known.result;
+  const result = inspectUncached(path);
+  if (signature === null) return result;
+  inspected.delete(path);
+  if (inspected.size >= MAX_INSPECTED) inspected.delete(inspected.keys().next().value as string);
+  inspected.set(path, { signature, result });
+  return result;
+}
+
+/** Size and modification time of a file, or of every file in a directory; null when unreadable. */
+function fileSignature(path: string): string | null {
+  try {
+    const st = statSync(path);
+    if (st.isFile()) return `${st.size}:${st.mtimeMs}`;
+    return readdirSync(path)
+      .sort()
+      .map((f) => {
+        const s = statSync(join(path, f));
+        return `${f}:${s.size}:${s.mtimeMs}`;
+      })
+      .join('|');
+  } catch {
+    return null;
+  }
+}
+
+function inspectUncached(path: string): ModelInspection {
   try {
     const st = statSync(path);
     if (st.isFile()) return inspectGguf(path, st.size);

@@ -29,6 +29,9 @@ export interface SwitcherDeps {
   recipeSettings: (flags: RecipeFlags) => RecipeSettings;
   /** The served model changed (the name /v1/models and responses report). */
   onServed?: (modelName: string) => void;
+  /** How a model is loaded and released (model-load.ts; a unit test gives its own). */
+  load?: typeof loadModel;
+  unload?: typeof unloadModel;
 }
 
 interface Current {
@@ -43,7 +46,13 @@ export class ModelSwitcher {
   private failure: string | null = null;
   private readonly startedAt = Date.now();
 
-  constructor(private readonly deps: SwitcherDeps) {}
+  private readonly load: typeof loadModel;
+  private readonly unload: typeof unloadModel;
+
+  constructor(private readonly deps: SwitcherDeps) {
+    this.load = deps.load ?? loadModel;
+    this.unload = deps.unload ?? unloadModel;
+  }
 
   /** GET /admin/state. */
   state() {
@@ -79,7 +88,7 @@ export class ModelSwitcher {
 
   /** Start-up: the first model, loaded straight to Ready (errors are the caller's). */
   async loadFirst(plan: SwapPlan, onProgress?: (p: LoadProgress) => void): Promise<void> {
-    const loaded = await loadModel(plan.request, this.deps.log, onProgress);
+    const loaded = await this.load(plan.request, this.deps.log, onProgress);
     this.ready({ plan, loaded });
   }
 
@@ -99,7 +108,7 @@ export class ModelSwitcher {
     await this.running;
     const c = this.current;
     this.current = null;
-    if (c) await unloadModel(c.loaded);
+    if (c) await this.unload(c.loaded);
   }
 
   private async swap(plan: SwapPlan): Promise<void> {
@@ -114,11 +123,11 @@ export class ModelSwitcher {
     if (previous !== null) {
       this.current = null;
       log.info(`Releasing ${previous.plan.id}`);
-      await unloadModel(previous.loaded).catch((err: Error) => log.warn(`releasing ${previous.plan.id}: ${err.message}`));
+      await this.unload(previous.loaded).catch((err: Error) => log.warn(`releasing ${previous.plan.id}: ${err.message}`));
     }
     const track = (p: LoadProgress) => (this.progress = { id: plan.id, tensors: p.tensors, totalTensors: p.totalTensors });
     try {
-      this.ready({ plan, loaded: await loadModel(plan.request, log, track) });
+      this.ready({ plan, loaded: await this.load(plan.request, log, track) });
       log.info(`Swapped to ${plan.id} (recipe ${plan.recipe})`);
       return;
     } catch (err) {
@@ -131,7 +140,7 @@ export class ModelSwitcher {
     }
     try {
       this.progress = { id: previous.plan.id, tensors: 0, totalTensors: 0 };
-      this.ready({ plan: previous.plan, loaded: await loadModel(previous.plan.request, log) });
+      this.ready({ plan: previous.plan, loaded: await this.load(previous.plan.request, log, track) });
       log.info(`Restored ${previous.plan.id}`);
     } catch (err) {
       this.failure += `; restoring ${previous.plan.id} failed too: ${(err as Error).message}`;

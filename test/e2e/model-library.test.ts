@@ -227,6 +227,25 @@ for (const [name, flags, swaps] of [
   });
 }
 
+test('--auto-swap: `id:recipe` names a recipe; the plain id of the live model, or an unknown recipe, swaps nothing', async () => {
+  const dir = tinyWithRecipes(`${RECIPES}\n[recipes.short]\nmax-seq-len = 256\n`);
+  const s = await start(['--demo', '--auto-swap']);
+  try {
+    const id = (await s.call('POST', '/admin/library', { path: dir })).json.id as string;
+    assert.equal((await s.call('POST', '/v1/completions', complete(`${id}:short`))).status, 200);
+    const state = (await s.call('GET', '/admin/state')).json;
+    assert.deepEqual([state.model.id, state.model.recipe], [id, 'short']);
+    // The live model under its plain name, and a recipe it does not have: served as they are.
+    assert.equal((await s.call('POST', '/v1/completions', complete(id))).status, 200);
+    assert.equal((await s.call('POST', '/v1/completions', complete(`${DEMO}:nope`))).status, 200);
+    const after = (await s.call('GET', '/admin/state')).json;
+    assert.deepEqual([after.model.id, after.model.recipe], [id, 'short']);
+  } finally {
+    await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('RSS after ten swaps back and forth: no growth beyond noise (one model and one KV pool held)', async () => {
   const s = await start(['--model-from-path', TINY_CHAT]);
   const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.svc.child.pid}/status`, 'utf8'))![1]) * 1024;
