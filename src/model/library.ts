@@ -22,6 +22,8 @@ export interface LibraryEntry {
   sizeBytes: number;
   runnable: boolean;
   reason: string | null;
+  /** The context length the model was trained for; null when its files do not say. */
+  contextLength: number | null;
   recipes: { name: string; flags: RecipeFlags }[];
 }
 

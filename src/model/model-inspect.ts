@@ -14,6 +14,8 @@ export interface ModelInspection {
   runnable: boolean;
   /** Why it cannot run (or is no model at all); null when runnable. */
   reason: string | null;
+  /** The context length it was trained for (max_position_embeddings, GGUF `<arch>.context_length`); null when not stated. */
+  contextLength: number | null;
 }
 
 const GGML_RUNS = new Set(ALL_DTYPES.map((d) => WEIGHT_DTYPES[d].ggmlType));
@@ -73,7 +75,7 @@ function inspectUncached(path: string): ModelInspection {
     if (!existsSync(join(path, 'config.json')) && gguf) return inspectGguf(join(path, gguf), st.size);
     return inspectHf(path);
   } catch (err) {
-    return { architecture: null, sizeBytes: 0, runnable: false, reason: (err as Error).message };
+    return { architecture: null, sizeBytes: 0, runnable: false, reason: (err as Error).message, contextLength: null };
   }
 }
 
@@ -81,30 +83,40 @@ function inspectGguf(file: string, sizeBytes: number): ModelInspection {
   const header = readGgufHeader(file, { skipLargeArrays: true });
   const arch = header.metadata['general.architecture'];
   const architecture = typeof arch === 'string' ? arch : null;
+  const context = architecture === null ? undefined : header.metadata[`${architecture}.context_length`];
+  const contextLength = typeof context === 'number' && context > 0 ? context : null;
   if (architecture === null || !architectureForGguf(architecture))
-    return { architecture, sizeBytes, runnable: false, reason: `unsupported architecture ${architecture ?? '(none)'}` };
+    return { architecture, sizeBytes, runnable: false, reason: `unsupported architecture ${architecture ?? '(none)'}`, contextLength };
   const bad = header.tensors.find((t) => !GGML_RUNS.has(t.ggmlType));
   if (bad) {
     const name = GGML_NAMES.get(bad.ggmlType) ?? `ggml type ${bad.ggmlType}`;
-    return { architecture, sizeBytes, runnable: false, reason: `unsupported tensor type ${name} (tensor ${bad.name})` };
+    return { architecture, sizeBytes, runnable: false, reason: `unsupported tensor type ${name} (tensor ${bad.name})`, contextLength };
   }
-  return { architecture, sizeBytes: statSync(file).size, runnable: true, reason: null };
+  return { architecture, sizeBytes: statSync(file).size, runnable: true, reason: null, contextLength };
 }
 
 function inspectHf(dir: string): ModelInspection {
   const files = readdirSync(dir);
   const sizeBytes = files.reduce((sum, f) => sum + fileSize(join(dir, f)), 0);
-  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { architectures?: unknown; model_type?: unknown };
+  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as {
+    architectures?: unknown;
+    model_type?: unknown;
+    max_position_embeddings?: unknown;
+    text_config?: { max_position_embeddings?: unknown };
+  };
+  const context = config.max_position_embeddings ?? config.text_config?.max_position_embeddings;
+  const contextLength = typeof context === 'number' && context > 0 ? context : null;
   const classes = Array.isArray(config.architectures) ? config.architectures.filter((a): a is string => typeof a === 'string') : [];
   const modelType = typeof config.model_type === 'string' ? config.model_type : undefined;
   const architecture = classes[0] ?? modelType ?? null;
   if (!architectureForHf(classes, modelType))
-    return { architecture, sizeBytes, runnable: false, reason: `unsupported architecture ${architecture ?? '(none)'}` };
+    return { architecture, sizeBytes, runnable: false, reason: `unsupported architecture ${architecture ?? '(none)'}`, contextLength };
   for (const f of files.filter((name) => name.endsWith('.safetensors'))) {
     const dtype = safetensorsDtypes(join(dir, f)).find((d) => !SAFETENSORS_RUNS.has(d));
-    if (dtype !== undefined) return { architecture, sizeBytes, runnable: false, reason: `unsupported tensor type ${dtype} (${f})` };
+    if (dtype !== undefined)
+      return { architecture, sizeBytes, runnable: false, reason: `unsupported tensor type ${dtype} (${f})`, contextLength };
   }
-  return { architecture, sizeBytes, runnable: true, reason: null };
+  return { architecture, sizeBytes, runnable: true, reason: null, contextLength };
 }
 
 /** The dtypes named in a safetensors file's JSON header. */

@@ -167,6 +167,15 @@ function planFor(entry: LibraryEntry, recipeName: string, recipeSettings: Switch
   const worldSize = Number(flags['world-size'] ?? 1);
   if (worldSize > 1) throw refuse(`recipe '${recipeName}' needs ${worldSize} ranks (world-size ${worldSize}); a hot swap is single-node`);
   const warnings: string[] = [];
+  // A family's registry recipe may name more context than this checkpoint was trained for (and
+  // size the KV pool for it): the recipe gets the model's own; --max-seq-len on the command line still wins.
+  const seqLen = Number(flags['max-seq-len']);
+  if (entry.contextLength !== null && seqLen > entry.contextLength) {
+    warnings.push(
+      `recipe '${recipeName}' of ${entry.id}: max-seq-len ${seqLen} is past the model's own context; using ${entry.contextLength}`,
+    );
+    flags['max-seq-len'] = entry.contextLength;
+  }
   // The socket is bound once: the model serves on the address already bound.
   for (const key of ['bind', 'host', 'port']) {
     if (!(key in flags)) continue;

@@ -190,3 +190,23 @@ test('close() waits for a running swap, then releases the model', async () => {
   assert.deepEqual(loader.events, [`load ${DEMO_MODEL_ID}`, `release ${DEMO_MODEL_ID}`]);
   assert.equal(switcher.currentId, null);
 });
+
+test("a registry recipe's max-seq-len past the model's own context is cut to it, with a warning", () => {
+  const library = new Library('/nonexistent-hub-cache');
+  const seen: unknown[] = [];
+  const switcher = new ModelSwitcher({
+    lifecycle: new Lifecycle('no_model'),
+    library,
+    log: pino({ level: 'silent' }),
+    recipeSettings: (flags) => (seen.push(flags), ok),
+  });
+  // The demo's registry recipe (llama family) says 8192; stories260K was trained for 2048.
+  const entry = library.find(DEMO_MODEL_ID)!;
+  assert.equal(entry.contextLength, 2048);
+  assert.ok(Number(entry.recipes.find((r) => r.name === 'default')!.flags['max-seq-len']) > 2048);
+  const plan = switcher.plan(DEMO_MODEL_ID);
+  assert.equal((seen[0] as Record<string, unknown>)['max-seq-len'], 2048);
+  assert.match(plan.warnings.join('\n'), /max-seq-len 8192 is past the model's own context; using 2048/);
+  // svc-tiny-chat: config.json's max_position_embeddings.
+  assert.equal(library.add(TINY_CHAT).contextLength, 4096);
+});
