@@ -57,6 +57,7 @@ function switching(plain: Ops, profiled: Ops, on: () => boolean): Ops {
     add: (a, b, out, len) => pick().add(a, b, out, len),
     storeKv: (layer, k, v, n, slots) => pick().storeKv(layer, k, v, n, slots),
     attention: (q, layer, seqs, params, out) => pick().attention(q, layer, seqs, params, out),
+    moe: (x, n, experts, ids, weights, k, out) => pick().moe(x, n, experts, ids, weights, k, out),
   };
 }
 

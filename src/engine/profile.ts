@@ -123,5 +123,6 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     add: t('add', (a, b, out, len) => ops.add(a, b, out, len)),
     storeKv: t('storeKv', (layer, k, v, n, slots) => ops.storeKv(layer, k, v, n, slots)),
     attention: t('attention', (q, layer, seqs, params, out) => ops.attention(q, layer, seqs, params, out)),
+    moe: t('moe', (x, n, experts, ids, weights, k, out) => ops.moe(x, n, experts, ids, weights, k, out)),
   };
 }

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEnv } from '../common/env.js';
-import type { AttentionParams, AttentionSeq, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, WEIGHT_DTYPES, type KvDTypeTraits } from './dtypes.js';
 
 /** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
@@ -267,6 +267,80 @@ function marshalSeqs(seqs: AttentionSeq[]): { meta: Int32Array; tables: Int32Arr
   return { meta: seqMeta.subarray(0, seqs.length * 5), tables: blockTables.subarray(0, tableLen) };
 }
 
+// moe's scratch: the rows routed to one expert, gathered, and its activations; grown, never shrunk.
+const moeScratch = {
+  rows: new Int32Array(64),
+  scales: new Float32Array(64),
+  x: new Float32Array(0) as Float32Array,
+  g: new Float32Array(0) as Float32Array,
+  u: new Float32Array(0) as Float32Array,
+  y: new Float32Array(0) as Float32Array,
+};
+
+function growF32(a: Float32Array, len: number): Float32Array {
+  return a.length >= len ? a : new Float32Array(Math.max(len, a.length * 2));
+}
+
+/** The routed experts, one expert at a time: its rows gathered, gate/up/down as three native matmuls, scattered back weighted. */
+function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void {
+  const held = experts.gate.find((g) => g !== null);
+  if (held === undefined) fail('moe', 'no expert held');
+  const hidden = held.cols;
+  checkCount('moe', 'n', n);
+  checkCount('moe', 'k', k, 1);
+  checkKind('moe', 'x', x, Float32Array);
+  checkKind('moe', 'out', out, Float32Array);
+  checkKind('moe', 'ids', ids, Int32Array);
+  checkKind('moe', 'weights', weights, Float32Array);
+  checkLength('moe', 'x', x, n * hidden);
+  checkLength('moe', 'out', out, n * hidden);
+  checkLength('moe', 'ids', ids, n * k);
+  checkLength('moe', 'weights', weights, n * k);
+  if (overlaps(x, out)) fail('moe', 'out must not overlap x');
+  out.fill(0, 0, n * hidden);
+  const s = moeScratch;
+  if (s.rows.length < n) {
+    s.rows = new Int32Array(n * 2);
+    s.scales = new Float32Array(n * 2);
+  }
+  const numExperts = experts.gate.length;
+  for (let i = 0; i < n * k; i++)
+    if (ids[i] < 0 || ids[i] >= numExperts) fail('moe', `expert id ${ids[i]} outside the ${numExperts} experts`);
+  for (let e = 0; e < numExperts; e++) {
+    const gate = experts.gate[e],
+      up = experts.up[e],
+      down = experts.down[e];
+    if (gate === null || up === null || down === null) continue;
+    let m = 0;
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < k; j++)
+        if (ids[i * k + j] === e) {
+          s.rows[m] = i;
+          s.scales[m++] = weights[i * k + j];
+        }
+    if (m === 0) continue;
+    const inter = gate.rows;
+    s.x = growF32(s.x, m * hidden);
+    s.g = growF32(s.g, m * inter);
+    s.u = growF32(s.u, m * inter);
+    s.y = growF32(s.y, m * hidden);
+    for (let r = 0; r < m; r++) s.x.set(x.subarray(s.rows[r] * hidden, (s.rows[r] + 1) * hidden), r * hidden);
+    const xs = s.x.subarray(0, m * hidden),
+      g = s.g.subarray(0, m * inter),
+      u = s.u.subarray(0, m * inter),
+      y = s.y.subarray(0, m * hidden);
+    nativeOps.matmul(xs, m, gate, g);
+    nativeOps.matmul(xs, m, up, u);
+    loadAddon().siluMul(g, u, g, m * inter);
+    nativeOps.matmul(g, m, down, y);
+    for (let r = 0; r < m; r++) {
+      const base = s.rows[r] * hidden,
+        w = s.scales[r];
+      for (let h = 0; h < hidden; h++) out[base + h] += w * y[r * hidden + h];
+    }
+  }
+}
+
 // ---- the ops ----
 
 export const nativeOps: Ops = {
@@ -422,4 +496,6 @@ export const nativeOps: Ops = {
       tables,
     );
   },
+
+  moe,
 };

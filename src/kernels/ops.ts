@@ -55,6 +55,17 @@ export interface AttentionParams {
 
 export type RopeStyle = 'neox' | 'normal';
 
+/**
+ * One mixture-of-experts layer's experts, each a SwiGLU FFN: gate and up [moeIntermediate, hidden],
+ * down [hidden, moeIntermediate], prepared weights. Indexed by global expert id; null where this
+ * process does not hold the expert (expert parallelism: another rank computes it).
+ */
+export interface MoeExperts {
+  readonly gate: readonly (WeightMatrix | null)[];
+  readonly up: readonly (WeightMatrix | null)[];
+  readonly down: readonly (WeightMatrix | null)[];
+}
+
 export interface Ops {
   readonly name: string;
   /** Turn a loaded weight into whatever layout this backend multiplies fastest (may return it unchanged). */
@@ -81,4 +92,12 @@ export interface Ops {
    * q and out are [totalRows, numHeads, headDim]; query row j of a sequence sits at position kvLen - qLen + j.
    */
   attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: AttentionParams, out: Float32Array): void;
+  /**
+   * The routed experts of a MoE layer: out[i, :] = Σ_j weights[i·k + j] · FFN_e(x[i, :]) with
+   * e = ids[i·k + j] and FFN_e(x) = down_e(silu(gate_e·x) ⊙ up_e·x), over the experts `experts`
+   * holds (the others contribute nothing). x [n, hidden]; ids, weights [n, k]; out [n, hidden] is
+   * overwritten and must not overlap x. Rows are grouped per expert so each expert's weights are
+   * read once per call, and only the experts some row selected are read at all.
+   */
+  moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void;
 }

@@ -1,6 +1,6 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
-import type { AttentionParams, AttentionSeq, KvLayer, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
@@ -174,6 +174,33 @@ function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params
   }
 }
 
+// Row by row, expert by expert, in float64 accumulation through matmul's own dot products.
+function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void {
+  const hidden = experts.gate.find((g) => g !== null)?.cols;
+  if (hidden === undefined) throw new RangeError('moe: no expert held');
+  out.fill(0, 0, n * hidden);
+  for (let i = 0; i < n; i++) {
+    const row = x.subarray(i * hidden, (i + 1) * hidden);
+    for (let j = 0; j < k; j++) {
+      const e = ids[i * k + j];
+      if (e < 0 || e >= experts.gate.length) throw new RangeError(`moe: expert id ${e} outside the ${experts.gate.length} experts`);
+      const gate = experts.gate[e],
+        up = experts.up[e],
+        down = experts.down[e];
+      if (gate === null || up === null || down === null) continue;
+      const g = new Float32Array(gate.rows);
+      const u = new Float32Array(up.rows);
+      matmul(row, 1, gate, g);
+      matmul(row, 1, up, u);
+      siluMul(g, u, g, gate.rows);
+      const y = new Float32Array(hidden);
+      matmul(g, 1, down, y);
+      const wgt = weights[i * k + j];
+      for (let h = 0; h < hidden; h++) out[i * hidden + h] += wgt * y[h];
+    }
+  }
+}
+
 export const referenceOps: Ops = {
   name: 'reference',
   prepareWeight: (w) => w,
@@ -185,4 +212,5 @@ export const referenceOps: Ops = {
   add,
   storeKv,
   attention,
+  moe,
 };
