@@ -45,6 +45,8 @@ export interface ModelConfig {
    * stored after the main ones, as model.layers.{numLayers + i}.*; absent when the config has none.
    */
   numMtpLayers?: number;
+  /** Mixture of experts: routed experts per MoE layer (config num_experts / num_local_experts, GGUF expert_count); absent for dense models. */
+  numExperts?: number;
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */

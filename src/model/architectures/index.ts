@@ -10,8 +10,10 @@ import { mistral } from './mistral.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
 import { MtpLayer } from './mtp.js';
+import type { ModelOptions } from './expert-placement.js';
 
 export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
+export { expertRange, isMoe, type ExpertShard, type ModelOptions, type RemoteExperts } from './expert-placement.js';
 export { findMtpWeights, MtpLayer, type MtpPresence, type MtpRows } from './mtp.js';
 
 export interface ArchitectureRow {
@@ -55,10 +57,10 @@ export function architectureNamed(name: string): ArchitectureRow | undefined {
 }
 
 /** Builds the model for `checkpoint`, preparing its weights for `ops` once, here. */
-export function createModel(checkpoint: Checkpoint, ops: Ops): Model {
+export function createModel(checkpoint: Checkpoint, ops: Ops, options?: ModelOptions): Model {
   const row = architectureNamed(checkpoint.config.architecture);
   if (!row) throw new Error(`unsupported architecture ${String(checkpoint.config.architecture)}`);
-  return row.module.create(checkpoint, ops);
+  return row.module.create(checkpoint, ops, options);
 }
 
 /**

@@ -3,6 +3,7 @@
 import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
 import type { DecoderOptions } from './decoder-layer.js';
+import type { ModelOptions } from './expert-placement.js';
 
 /** One engine step: the new tokens of every scheduled sequence, laid out sequence after sequence. */
 export interface ForwardBatch {
@@ -73,6 +74,6 @@ export interface ArchitectureModule {
   readonly ggufQkPermuted: boolean;
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */
   decoderOptions(config: ModelConfig): DecoderOptions;
-  /** Builds the model for `checkpoint`, preparing its weights for `ops` once. */
-  create(checkpoint: Checkpoint, ops: Ops): Model;
+  /** Builds the model for `checkpoint`, preparing its weights for `ops` once (options: where a MoE model's experts run). */
+  create(checkpoint: Checkpoint, ops: Ops, options?: ModelOptions): Model;
 }
