@@ -5,6 +5,7 @@
 // differently (sliding window, q/k/v biases), the module says how. Nothing here looks at the name a
 // model is served under.
 import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
+import type { ExpertConfigRules } from './architectures/model.js';
 import type { ModelConfig } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -49,16 +50,20 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
 
   const bos = tokenIdOf(raw.bos_token_id) ?? tokenIdOf(gen?.bos_token_id);
   const mtpLayers = num('num_nextn_predict_layers', 0);
+  const numLayers = num('num_hidden_layers');
+  // transformers 5 keeps rope_theta under rope_parameters.
+  const ropeParameters = raw.rope_parameters as Json | undefined;
+  const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
   return {
     architecture: arch.name,
     hiddenSize,
     intermediateSize: num('intermediate_size'),
-    numLayers: num('num_hidden_layers'),
+    numLayers,
     numHeads,
     numKvHeads: num('num_key_value_heads', numHeads),
     headDim: num('head_dim', hiddenSize / numHeads),
     vocabSize: num('vocab_size'),
-    ropeTheta: num('rope_theta', 10000),
+    ropeTheta: num('rope_theta', ropeTheta),
     rmsNormEps: num('rms_norm_eps', 1e-6),
     // Every family here defaults to untied in transformers; the loader sets true when lm_head is absent.
     tieWordEmbeddings: raw.tie_word_embeddings === true,
@@ -70,6 +75,39 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
     nameOrPath,
     // Only when set, so configs without multi-token prediction read exactly as before.
     ...(mtpLayers > 0 ? { numMtpLayers: mtpLayers } : {}),
+    ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
+  };
+}
+
+type ExpertFields = Pick<ModelConfig, 'numExperts' | 'numExpertsPerTok' | 'moeIntermediateSize' | 'normTopkProb' | 'moeLayers'>;
+
+/**
+ * The routed experts of a MoE family's config.json (nothing when it names no experts). A layer i is
+ * MoE when (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers (Qwen3-MoE; both
+ * absent: every layer, as Mixtral).
+ */
+function hfExperts(
+  raw: Json,
+  rules: ExpertConfigRules,
+  numLayers: number,
+  num: (key: string, fallback?: number) => number,
+  where: string,
+): ExpertFields {
+  const numExperts = num('num_experts', num('num_local_experts', 0));
+  if (numExperts <= 0) return {};
+  const numExpertsPerTok = num('num_experts_per_tok');
+  if (!Number.isInteger(numExpertsPerTok) || numExpertsPerTok < 1 || numExpertsPerTok > numExperts) {
+    throw new ModelConfigError(`${where}: num_experts_per_tok ${numExpertsPerTok} is not between 1 and the ${numExperts} experts`);
+  }
+  const step = num('decoder_sparse_step', 1);
+  if (!Number.isInteger(step) || step < 1) throw new ModelConfigError(`${where}: decoder_sparse_step ${step} is not a positive integer`);
+  const denseOnly = new Set(Array.isArray(raw.mlp_only_layers) ? raw.mlp_only_layers : []);
+  return {
+    numExperts,
+    numExpertsPerTok,
+    moeIntermediateSize: num(rules.hfWidthKey),
+    normTopkProb: rules.normTopkProb === 'always' || raw.norm_topk_prob === true,
+    moeLayers: Array.from({ length: numLayers }, (_, i) => !denseOnly.has(i) && (i + 1) % step === 0),
   };
 }
 
@@ -86,7 +124,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const where = opts.source ?? 'GGUF metadata';
   const arch = typeof meta['general.architecture'] === 'string' ? (meta['general.architecture'] as string) : undefined;
   if (!arch) throw new ModelConfigError(`${where}: no general.architecture`);
-  const row = architectureForGguf(arch);
+  const expertCount = scalarOf(meta[`${arch}.expert_count`], `${arch}.expert_count`, where) ?? 0;
+  const row = architectureForGguf(arch, expertCount > 0);
   if (!row) throw unsupported(arch, `general.architecture in ${where}`);
   const name = typeof meta['general.name'] === 'string' ? (meta['general.name'] as string) : null;
 
@@ -109,12 +148,15 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const vocabFallback = Array.isArray(tokens) ? tokens.length : opts.embeddingRows;
   const window = scalarOf(meta[`${arch}.attention.sliding_window`], 'sliding_window', where);
   const eos = unionIds(tokenIdsOf(meta['tokenizer.ggml.eos_token_id']), tokenIdsOf(meta['tokenizer.ggml.eot_token_id']));
+  const numLayers = num('block_count');
+  const experts = expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, num, where) : {};
 
   return {
     architecture: row.name,
     hiddenSize,
-    intermediateSize: num('feed_forward_length'),
-    numLayers: num('block_count'),
+    // A MoE file may carry no dense width (no dense layers): the experts' then.
+    intermediateSize: num('feed_forward_length', experts.moeIntermediateSize),
+    numLayers,
     numHeads,
     numKvHeads: num('attention.head_count_kv', numHeads),
     headDim,
@@ -128,6 +170,36 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     bosTokenId: tokenIdOf(meta['tokenizer.ggml.bos_token_id']),
     eosTokenIds: eos,
     nameOrPath: name,
+    ...experts,
+  };
+}
+
+/**
+ * The routed experts of a MoE GGUF: every layer is MoE (as llama.cpp builds qwen3moe and Mixtral),
+ * and the top-k weights are renormalised unless `<arch>.expert_weights_norm` says otherwise
+ * (llama.cpp renormalises for both).
+ */
+function ggufExperts(
+  meta: Json,
+  arch: string,
+  numExperts: number,
+  numLayers: number,
+  num: (key: string, fallback?: number) => number,
+  where: string,
+): ExpertFields {
+  const numExpertsPerTok = num('expert_used_count');
+  if (!Number.isInteger(numExpertsPerTok) || numExpertsPerTok < 1 || numExpertsPerTok > numExperts) {
+    throw new ModelConfigError(`${where}: ${arch}.expert_used_count ${numExpertsPerTok} is not between 1 and the ${numExperts} experts`);
+  }
+  const norm = meta[`${arch}.expert_weights_norm`];
+  return {
+    numExperts,
+    numExpertsPerTok,
+    // Mixtral's converter writes the experts' width as the dense one.
+    moeIntermediateSize:
+      meta[`${arch}.expert_feed_forward_length`] !== undefined ? num('expert_feed_forward_length') : num('feed_forward_length'),
+    normTopkProb: typeof norm === 'boolean' ? norm : true,
+    moeLayers: new Array<boolean>(numLayers).fill(true),
   };
 }
 

@@ -47,6 +47,17 @@ export interface ModelConfig {
   numMtpLayers?: number;
   /** Mixture of experts: routed experts per MoE layer (config num_experts / num_local_experts, GGUF expert_count); absent for dense models. */
   numExperts?: number;
+  /** MoE: experts each token is routed to (num_experts_per_tok, GGUF expert_used_count). */
+  numExpertsPerTok?: number;
+  /** MoE: each expert's FFN width (moe_intermediate_size; Mixtral's intermediate_size; GGUF expert_feed_forward_length). */
+  moeIntermediateSize?: number;
+  /** MoE: the top-k routing weights are renormalised to sum to 1 (norm_topk_prob; Mixtral and llama.cpp always). */
+  normTopkProb?: boolean;
+  /**
+   * MoE: per layer, whether its feed-forward block is the routed experts (else the dense MLP of
+   * intermediateSize): Qwen3-MoE's decoder_sparse_step and mlp_only_layers; every layer otherwise.
+   */
+  moeLayers?: boolean[];
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */
@@ -74,8 +85,10 @@ export interface WeightResidency {
   /**
    * The model is done turning `tensor` into a weight. inPlace: the weight still reads tensor.data
    * (f32, K-quants multiplied as loaded); otherwise it lives in memory of its own (packed, decoded).
+   * kept: the bytes [begin, end) of tensor.data the weight reads in place when it reads only part of
+   * them (one rank's experts of a stacked expert tensor): the rest is released. Absent: all of it.
    */
-  taken(tensor: Tensor, inPlace: boolean): void;
+  taken(tensor: Tensor, inPlace: boolean, kept?: { begin: number; end: number }): void;
 }
 
 /** How far a model load has got: tensors taken by the model, of those the file holds. */

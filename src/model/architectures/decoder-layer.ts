@@ -1,8 +1,10 @@
 // One pre-norm decoder layer of the Llama family, shared by the main stack (decoder.ts) and the
 // multi-token-prediction layer (mtp.ts), which is the same layer fed another input:
-// RMSNorm → GQA attention with neox RoPE over the paged KV → residual → RMSNorm → SwiGLU MLP → residual.
+// RMSNorm → GQA attention with neox RoPE over the paged KV → residual → RMSNorm → feed-forward → residual.
+// The feed-forward block is a dense SwiGLU MLP, or a MoE layer's routed experts (moe.ts).
 import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
+import { MoeScratch, type MoeBlock } from './moe.js';
 import type { CheckpointWeights } from './weights.js';
 
 export interface DecoderOptions {
@@ -29,10 +31,19 @@ export interface DecoderLayerWeights {
   qNorm?: Float32Array;
   kNorm?: Float32Array;
   postNorm: Float32Array;
-  gate: WeightMatrix;
-  up: WeightMatrix;
-  down: WeightMatrix;
+  mlp: FeedForward;
 }
+
+/** The dense SwiGLU MLP: down(silu(gate·x) ⊙ up·x). */
+export interface DenseMlp {
+  readonly kind: 'dense';
+  readonly gate: WeightMatrix;
+  readonly up: WeightMatrix;
+  readonly down: WeightMatrix;
+}
+
+/** A layer's feed-forward block. */
+export type FeedForward = DenseMlp | MoeBlock;
 
 /** The rows a layer runs: where each sits, where its k/v go, and each sequence's share. */
 export interface LayerRows {
@@ -53,8 +64,17 @@ export class DecoderScratch {
   proj = new Float32Array(0);
   gate = new Float32Array(0);
   up = new Float32Array(0);
+  /** Routing buffers, for a model with MoE layers. */
+  readonly moe: MoeScratch | null;
 
-  constructor(private readonly config: ModelConfig) {}
+  /** denseWidth: the dense MLPs' width (0 when every layer is MoE: no dense activations to hold). */
+  constructor(
+    private readonly config: ModelConfig,
+    private readonly denseWidth = config.intermediateSize,
+  ) {
+    const { numExperts, numExpertsPerTok } = config;
+    this.moe = numExperts && numExpertsPerTok ? new MoeScratch(numExperts, numExpertsPerTok) : null;
+  }
 
   ensure(rows: number): void {
     if (rows <= this.capacity) return;
@@ -70,14 +90,24 @@ export class DecoderScratch {
     this.v = new Float32Array(cap * kvWidth);
     this.attn = new Float32Array(cap * qWidth);
     this.proj = new Float32Array(cap * c.hiddenSize);
-    this.gate = new Float32Array(cap * c.intermediateSize);
-    this.up = new Float32Array(cap * c.intermediateSize);
+    this.gate = new Float32Array(cap * this.denseWidth);
+    this.up = new Float32Array(cap * this.denseWidth);
+    this.moe?.ensure(cap);
     this.capacity = cap;
   }
 }
 
-/** The weights of the layer whose tensors are named `${prefix}input_layernorm.weight` and so on. */
-export function loadDecoderLayer(w: CheckpointWeights, c: ModelConfig, options: DecoderOptions, prefix: string): DecoderLayerWeights {
+/**
+ * The weights of the layer whose tensors are named `${prefix}input_layernorm.weight` and so on;
+ * its feed-forward block is `moe` when given (loaded by the caller), else the dense MLP.
+ */
+export function loadDecoderLayer(
+  w: CheckpointWeights,
+  c: ModelConfig,
+  options: DecoderOptions,
+  prefix: string,
+  moe?: MoeBlock,
+): DecoderLayerWeights {
   const p = prefix;
   const qWidth = c.numHeads * c.headDim;
   const kvWidth = c.numKvHeads * c.headDim;
@@ -104,9 +134,12 @@ export function loadDecoderLayer(w: CheckpointWeights, c: ModelConfig, options: 
     qNorm: options.qkNorm ? w.vector(`${p}self_attn.q_norm.weight`, c.headDim) : undefined,
     kNorm: options.qkNorm ? w.vector(`${p}self_attn.k_norm.weight`, c.headDim) : undefined,
     postNorm: w.vector(`${p}post_attention_layernorm.weight`, c.hiddenSize),
-    gate: w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize),
-    up: w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize),
-    down: w.matrix(`${p}mlp.down_proj.weight`, c.hiddenSize, c.intermediateSize),
+    mlp: moe ?? {
+      kind: 'dense',
+      gate: w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize),
+      up: w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize),
+      down: w.matrix(`${p}mlp.down_proj.weight`, c.hiddenSize, c.intermediateSize),
+    },
   };
 }
 
@@ -141,11 +174,17 @@ export function runDecoderLayer(
   ops.attention(s.q, kv, rows.seqs, attentionParams, s.attn);
   ops.matmul(s.attn, n, w.o, s.proj, w.oBias);
   ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
-  // MLP block (SwiGLU).
+  // Feed-forward block.
   ops.rmsnorm(hidden, n, c.hiddenSize, w.postNorm, c.rmsNormEps, s.normed);
-  ops.matmul(s.normed, n, w.gate, s.gate);
-  ops.matmul(s.normed, n, w.up, s.up);
-  ops.siluMul(s.gate, s.up, s.gate, n * c.intermediateSize);
-  ops.matmul(s.gate, n, w.down, s.proj);
+  const mlp = w.mlp;
+  if (mlp.kind === 'dense') {
+    ops.matmul(s.normed, n, mlp.gate, s.gate);
+    ops.matmul(s.normed, n, mlp.up, s.up);
+    ops.siluMul(s.gate, s.up, s.gate, n * c.intermediateSize);
+    ops.matmul(s.gate, n, mlp.down, s.proj);
+  } else {
+    if (s.moe === null) throw new Error('a MoE layer run with scratch for a dense model');
+    mlp.run(ops, s.normed, n, s.proj, s.moe);
+  }
   ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
 }

@@ -1,12 +1,16 @@
-// The pre-norm decoder-only transformer shared by the Llama family (Llama, SmolLM2, Mistral, Qwen2, Qwen3):
-// embed → N × [RMSNorm → GQA attention with neox RoPE → residual → RMSNorm → SwiGLU MLP → residual]
-// → final RMSNorm → lm_head. Architectures differ only in the DecoderOptions they pass.
+// The pre-norm decoder-only transformer shared by the Llama family (Llama, SmolLM2, Mistral, Qwen2,
+// Qwen3, and the MoE ones: Mixtral, Qwen3-MoE):
+// embed → N × [RMSNorm → GQA attention with neox RoPE → residual → RMSNorm → feed-forward → residual]
+// → final RMSNorm → lm_head. Architectures differ only in the DecoderOptions they pass; a layer's
+// feed-forward block is the dense SwiGLU MLP, or routed experts where config.moeLayers says so.
 import type { KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
 import type { ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
 import { DecoderScratch, loadDecoderLayer, runDecoderLayer, type DecoderLayerWeights, type DecoderOptions } from './decoder-layer.js';
+import type { ModelOptions } from './expert-placement.js';
+import { loadMoeBlock } from './moe.js';
 
 export type { DecoderOptions } from './decoder-layer.js';
 
@@ -24,6 +28,7 @@ export class DecoderTransformer implements Model {
     checkpoint: Checkpoint,
     private readonly ops: Ops,
     private readonly options: DecoderOptions,
+    placement?: ModelOptions,
   ) {
     const c = checkpoint.config;
     this.config = c;
@@ -35,8 +40,13 @@ export class DecoderTransformer implements Model {
     this.lmHead = c.tieWordEmbeddings ? this.embedTokens : w.matrix('lm_head.weight', c.vocabSize, c.hiddenSize);
     this.finalNorm = w.vector('model.norm.weight', c.hiddenSize);
     this.layers = [];
-    for (let i = 0; i < c.numLayers; i++) this.layers.push(loadDecoderLayer(w, c, options, `model.layers.${i}.`));
-    this.scratch = new DecoderScratch(c);
+    for (let i = 0; i < c.numLayers; i++) {
+      const prefix = `model.layers.${i}.`;
+      const moe = c.moeLayers?.[i] ? loadMoeBlock(w, c, i, prefix, placement?.experts) : undefined;
+      this.layers.push(loadDecoderLayer(w, c, options, prefix, moe));
+    }
+    // Dense activations only where some layer is dense (a MoE model's intermediate_size can be wide).
+    this.scratch = new DecoderScratch(c, this.layers.some((l) => l.mlp.kind === 'dense') ? c.intermediateSize : 0);
   }
 
   forward(batch: ForwardBatch, kv: KvLayer[], options?: ForwardOptions): Float32Array {

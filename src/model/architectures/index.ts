@@ -9,12 +9,15 @@ import { llama } from './llama.js';
 import { mistral } from './mistral.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
+import { mixtral } from './mixtral.js';
+import { qwen3Moe } from './qwen3-moe.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
 export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
 export { expertRange, isMoe, type ExpertShard, type ModelOptions, type RemoteExperts } from './expert-placement.js';
 export { findMtpWeights, MtpLayer, type MtpPresence, type MtpRows } from './mtp.js';
+export { loadExpertShard } from './moe.js';
 
 export interface ArchitectureRow {
   /** ModelConfig.architecture: logs, and MODEL.toml `[match] architectures`. */
@@ -35,6 +38,15 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
   { name: 'mistral', hfArchitectures: ['MistralForCausalLM'], hfModelTypes: ['mistral'], ggufArchitectures: [], module: mistral },
   { name: 'qwen2', hfArchitectures: ['Qwen2ForCausalLM'], hfModelTypes: ['qwen2'], ggufArchitectures: ['qwen2'], module: qwen2 },
   { name: 'qwen3', hfArchitectures: ['Qwen3ForCausalLM'], hfModelTypes: ['qwen3'], ggufArchitectures: ['qwen3'], module: qwen3 },
+  // Mixture of experts. llama.cpp writes Mixtral as 'llama' too: a GGUF's expert count picks this row over Llama's.
+  { name: 'mixtral', hfArchitectures: ['MixtralForCausalLM'], hfModelTypes: ['mixtral'], ggufArchitectures: ['llama'], module: mixtral },
+  {
+    name: 'qwen3_moe',
+    hfArchitectures: ['Qwen3MoeForCausalLM'],
+    hfModelTypes: ['qwen3_moe'],
+    ggufArchitectures: ['qwen3moe'],
+    module: qwen3Moe,
+  },
 ];
 
 /** The row for a config.json: its first `architectures` class svc knows, else its `model_type`. */
@@ -46,9 +58,14 @@ export function architectureForHf(architectures: readonly string[], modelType: s
   return modelType === undefined ? undefined : ARCHITECTURES.find((a) => a.hfModelTypes.includes(modelType));
 }
 
-/** The row whose GGUF `general.architecture` this is, if svc runs it. */
-export function architectureForGguf(name: string): ArchitectureRow | undefined {
-  return ARCHITECTURES.find((a) => a.ggufArchitectures.includes(name));
+/**
+ * The row whose GGUF `general.architecture` this is, if svc runs it. One name can stand for a dense
+ * and a MoE family (llama.cpp's 'llama' is Llama and Mixtral): `hasExperts` (the file's
+ * `<arch>.expert_count` > 0) picks the row with routed experts, or the one without.
+ */
+export function architectureForGguf(name: string, hasExperts = false): ArchitectureRow | undefined {
+  const rows = ARCHITECTURES.filter((a) => a.ggufArchitectures.includes(name));
+  return rows.find((a) => (a.module.experts !== undefined) === hasExperts) ?? rows[0];
 }
 
 /** The row named `name` (ModelConfig.architecture). */

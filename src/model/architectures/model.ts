@@ -72,8 +72,18 @@ export interface ArchitectureModule {
   readonly alwaysQkvBias: boolean;
   /** llama.cpp's converter interleaved its GGUF Q/K rows ("normal" RoPE); the GGUF loader undoes it. */
   readonly ggufQkPermuted: boolean;
+  /** Routed experts (mixture of experts): how its config.json describes them; absent for dense families. */
+  readonly experts?: ExpertConfigRules;
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */
   decoderOptions(config: ModelConfig): DecoderOptions;
   /** Builds the model for `checkpoint`, preparing its weights for `ops` once (options: where a MoE model's experts run). */
   create(checkpoint: Checkpoint, ops: Ops, options?: ModelOptions): Model;
+}
+
+/** Where MoE families' config.json files differ (the rest — counts, sparse step — is read alike). */
+export interface ExpertConfigRules {
+  /** The key of each expert's FFN width: moe_intermediate_size (Qwen3-MoE), or intermediate_size (Mixtral: no dense layers). */
+  readonly hfWidthKey: 'moe_intermediate_size' | 'intermediate_size';
+  /** Top-k routing weights renormalised: always (Mixtral), or as config norm_topk_prob says (default false, as transformers). */
+  readonly normTopkProb: 'always' | 'config';
 }

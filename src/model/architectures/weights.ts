@@ -50,6 +50,58 @@ export class CheckpointWeights {
     return this.ops.prepareWeight({ dtype: t.dtype, rows: take, cols, data });
   }
 
+  /**
+   * Per-expert matrices cut out of the stacked tensor `name` [count, blockRows, cols] without
+   * copying: for each expert e in [first, end) and each part, rows [part.start, part.start +
+   * part.rows) of e's block, passed through ops.prepareWeight on their own. Returns them as
+   * [part][e - first]. The loader is told once, with the bytes of experts [first, end) as the part
+   * kept: another rank's experts are never read here, and their pages are released if read ahead.
+   */
+  stackedMatrices(
+    name: string,
+    count: number,
+    blockRows: number,
+    cols: number,
+    [first, end]: readonly [number, number],
+    parts: readonly { start: number; rows: number }[],
+  ): WeightMatrix[][] {
+    const t = this.tensor(name);
+    if (t.shape.length !== 3 || t.shape[0] !== count || t.shape[1] !== blockRows || t.shape[2] !== cols) {
+      throw new Error(`${name}: expected shape [${count}, ${blockRows}, ${cols}], got [${t.shape.join(', ')}]`);
+    }
+    if (!(Number.isInteger(first) && Number.isInteger(end) && 0 <= first && first <= end && end <= count)) {
+      throw new RangeError(`${name}: experts [${first}, ${end}) outside its ${count}`);
+    }
+    const rowBytes = bytesPerRow(t.dtype, cols);
+    const blockBytes = blockRows * rowBytes;
+    const data = t.data;
+    let inPlace = true;
+    const out = parts.map(({ start, rows }) => {
+      if (start < 0 || rows < 1 || start + rows > blockRows)
+        throw new RangeError(`${name}: rows [${start}, ${start + rows}) outside ${blockRows}`);
+      const mats: WeightMatrix[] = [];
+      for (let e = first; e < end; e++) {
+        const begin = e * blockBytes + start * rowBytes;
+        const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data: data.subarray(begin, begin + rows * rowBytes) });
+        inPlace &&= w.data.buffer === data.buffer;
+        mats.push(w);
+      }
+      return mats;
+    });
+    this.checkpoint.residency?.taken(t, inPlace, { begin: first * blockBytes, end: end * blockBytes });
+    return out;
+  }
+
+  /** Tells the loader the model leaves tensor `name` alone (an expert another rank holds): its pages may go. */
+  skip(name: string): void {
+    this.checkpoint.residency?.taken(this.tensor(name), false);
+  }
+
+  /** The shape of tensor `name`, or null when the checkpoint has none. */
+  shape(name: string): readonly number[] | null {
+    return this.checkpoint.tensors.get(name)?.shape ?? null;
+  }
+
   /** The storage dtype of tensor `name`. */
   dtype(name: string): Tensor['dtype'] {
     return this.tensor(name).dtype;

@@ -33,13 +33,30 @@ const LAYER_NAMES: Record<string, string> = {
   ffn_gate: 'mlp.gate_proj',
   ffn_up: 'mlp.up_proj',
   ffn_down: 'mlp.down_proj',
+  // Mixture of experts: the router, and every expert's weights stacked [experts, rows, cols] in one
+  // tensor, named as transformers 5 names its stacked experts (gate and up kept apart).
+  ffn_gate_inp: 'mlp.gate',
 };
+
+/** Stacked expert tensors (blk.N.ffn_*_exps.weight) → their names under model.layers.N. */
+const STACKED_EXPERT_NAMES: Record<string, string> = {
+  ffn_gate_exps: 'mlp.experts.gate_proj',
+  ffn_up_exps: 'mlp.experts.up_proj',
+  ffn_down_exps: 'mlp.experts.down_proj',
+};
+
+/** Older Mixtral GGUFs' one tensor per expert (blk.N.ffn_gate.E.weight) → Hugging Face's per-expert names. */
+const PER_EXPERT_NAMES: Record<string, string> = { ffn_gate: 'gate_proj', ffn_up: 'up_proj', ffn_down: 'down_proj' };
 
 /** llama.cpp tensor name → Hugging Face name (null for tensors we have no use for, e.g. rope_freqs). */
 export function hfNameOf(ggufName: string): string | null {
   if (TOP_LEVEL_NAMES[ggufName]) return TOP_LEVEL_NAMES[ggufName];
+  const expert = /^blk\.(\d+)\.(ffn_gate|ffn_up|ffn_down)\.(\d+)\.weight$/.exec(ggufName);
+  if (expert) return `model.layers.${expert[1]}.mlp.experts.${expert[3]}.${PER_EXPERT_NAMES[expert[2]]}.weight`;
   const m = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
   if (!m) return null;
+  const stacked = STACKED_EXPERT_NAMES[m[2]];
+  if (stacked && m[3] === 'weight') return `model.layers.${m[1]}.${stacked}`;
   const part = LAYER_NAMES[m[2]];
   return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
 }

@@ -8,6 +8,8 @@
 //    READ_AHEAD bytes after the tensor just taken are mapped in one call (MADV_POPULATE_READ):
 //    measured several times faster than letting the packing threads fault them in page by page.
 //  - --no-fast-load: pages stay as the kernel faulted them in; nothing is released.
+// A stacked expert tensor of which a rank keeps only its own experts is told with the part kept:
+// in fast load that part is populated and the rest released, so a rank holds only its experts' pages.
 // A derived copy (un-interleaved Q/K rows) is made when the model first reads it and dropped as
 // soon as the model has its own weight, so at most one such copy is alive at a time.
 import type { LoadProgress, Tensor, WeightResidency } from '../types.js';
@@ -70,15 +72,21 @@ export class MappedResidency implements WeightResidency {
     if (this.fast) this.readAhead(offset);
   }
 
-  taken(tensor: Tensor, inPlace: boolean): void {
+  taken(tensor: Tensor, inPlace: boolean, kept?: { begin: number; end: number }): void {
     const e = this.entries.get(tensor.name);
     if (!e) return;
     // A derived copy in use stays (the weight is that copy); the mapped range is free either way.
     if (e.derived && !inPlace) e.derived.drop();
     if (this.fast) {
       this.readAhead(e.offset + e.length);
-      if (inPlace && !e.derived) this.file.advise(e.offset, e.length, 'populate');
-      else this.file.advise(e.offset, e.length, 'release');
+      if (inPlace && !e.derived) {
+        // Only the part kept is mapped for good: another rank's experts in the same tensor are released.
+        const begin = Math.max(0, Math.min(kept?.begin ?? 0, e.length));
+        const end = Math.max(begin, Math.min(kept?.end ?? e.length, e.length));
+        if (begin > 0) this.file.advise(e.offset, begin, 'release');
+        if (end > begin) this.file.advise(e.offset + begin, end - begin, 'populate');
+        if (end < e.length) this.file.advise(e.offset + end, e.length - end, 'release');
+      } else this.file.advise(e.offset, e.length, 'release');
     }
     if (this.done.has(e.offset)) return;
     this.done.add(e.offset);

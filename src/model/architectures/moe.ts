@@ -1,0 +1,146 @@
+// The routed-experts feed-forward block of a mixture-of-experts layer (Qwen3-MoE, Mixtral), as
+// transformers and llama.cpp run it: router matmul → softmax over the experts → the top k (ties to
+// the lower expert id, as torch.topk) → optionally renormalised to sum to 1 → the weighted sum of
+// those experts' SwiGLU FFNs (ops.moe). With expert parallelism this process holds a contiguous
+// share of the experts; the rows' routes go to the ranks holding the rest (RemoteExperts) while the
+// local share is computed, and their sum is added after.
+import type { MoeExperts, Ops, WeightMatrix } from '../../kernels/ops.js';
+import type { Checkpoint, ModelConfig } from '../types.js';
+import { expertRange, type ExpertShard, type ModelOptions, type RemoteExperts } from './expert-placement.js';
+import { expertShape, loadLayerExperts, loadRouter } from './expert-weights.js';
+import { CheckpointWeights } from './weights.js';
+
+/** Routing buffers sized for the largest batch seen so far, shared by every MoE layer of a model. */
+export class MoeScratch {
+  capacity = 0;
+  /** [rows, numExperts]: the router's logits. */
+  logits = new Float32Array(0);
+  /** [rows, k]: each row's experts, best first. */
+  ids = new Int32Array(0);
+  /** [rows, k]: their routing weights. */
+  weights = new Float32Array(0);
+
+  constructor(
+    private readonly numExperts: number,
+    private readonly k: number,
+  ) {}
+
+  ensure(rows: number): void {
+    if (rows <= this.capacity) return;
+    this.logits = new Float32Array(rows * this.numExperts);
+    this.ids = new Int32Array(rows * this.k);
+    this.weights = new Float32Array(rows * this.k);
+    this.capacity = rows;
+  }
+}
+
+/**
+ * For each of n rows of router logits [n, numExperts]: the k experts of highest softmax probability
+ * into ids [n, k] (best first; equal probabilities go to the lower id, as torch.topk) and their
+ * probabilities into weights, renormalised over the k when `normalize`. Softmax is monotonic, so
+ * the choice is made on the logits; the probabilities are computed in f64.
+ */
+export function routeTopK(
+  logits: Float32Array,
+  n: number,
+  numExperts: number,
+  k: number,
+  normalize: boolean,
+  ids: Int32Array,
+  weights: Float32Array,
+): void {
+  for (let i = 0; i < n; i++) {
+    const base = i * numExperts;
+    let max = -Infinity;
+    for (let e = 0; e < numExperts; e++) if (logits[base + e] > max) max = logits[base + e];
+    let sum = 0;
+    for (let e = 0; e < numExperts; e++) sum += Math.exp(logits[base + e] - max);
+    // The j-th pick is the best of the experts ranked after the (j-1)-th: lower logit, or the same logit and a higher id.
+    let prevValue = Infinity;
+    let prevId = -1;
+    let picked = 0;
+    for (let j = 0; j < k; j++) {
+      let best = -1;
+      let bestValue = -Infinity;
+      for (let e = 0; e < numExperts; e++) {
+        const v = logits[base + e];
+        if (!(v < prevValue || (v === prevValue && e > prevId))) continue;
+        if (best < 0 || v > bestValue) {
+          best = e;
+          bestValue = v;
+        }
+      }
+      if (best < 0) throw new Error(`moe routing: row ${i} has fewer than ${k} experts with finite logits`);
+      const p = Math.exp(bestValue - max) / sum;
+      ids[i * k + j] = best;
+      weights[i * k + j] = p;
+      picked += p;
+      prevValue = bestValue;
+      prevId = best;
+    }
+    if (normalize) for (let j = 0; j < k; j++) weights[i * k + j] /= picked;
+  }
+}
+
+/** One layer's routed experts: the router and the experts this process holds (the others null). */
+export class MoeBlock {
+  readonly kind = 'moe';
+  private readonly holdsAny: boolean;
+
+  constructor(
+    /** Its layer index in the model (RemoteExperts.start's `layer`). */
+    readonly layer: number,
+    readonly router: WeightMatrix,
+    readonly experts: MoeExperts,
+    private readonly k: number,
+    private readonly normalize: boolean,
+    private readonly remote: RemoteExperts | null,
+  ) {
+    this.holdsAny = experts.gate.some((g) => g !== null);
+  }
+
+  /**
+   * out[0, n·hidden) = the block's output for the n rows of x (the post-attention-normed hidden
+   * states). s must hold n rows (s.ensure); its logits, ids and weights hold this call's routing after.
+   */
+  run(ops: Ops, x: Float32Array, n: number, out: Float32Array, s: MoeScratch): void {
+    const numExperts = this.router.rows;
+    ops.matmul(x, n, this.router, s.logits);
+    routeTopK(s.logits, n, numExperts, this.k, this.normalize, s.ids, s.weights);
+    this.remote?.start(this.layer, x, n, s.ids, s.weights, this.k);
+    if (this.holdsAny) ops.moe(x, n, this.experts, s.ids, s.weights, this.k, out);
+    else out.fill(0, 0, n * this.router.cols);
+    this.remote?.finish(out, n);
+  }
+}
+
+/** The MoE block of layer `layer` (tensors under `prefix`): every expert, or the share `placement` gives this process. */
+export function loadMoeBlock(
+  w: CheckpointWeights,
+  c: ModelConfig,
+  layer: number,
+  prefix: string,
+  placement?: ModelOptions['experts'],
+): MoeBlock {
+  const s = expertShape(c);
+  const range = placement ? expertRange(s.numExperts, placement.shard) : ([0, s.numExperts] as const);
+  const router = loadRouter(w, c, prefix);
+  const experts = loadLayerExperts(w, c, prefix, range);
+  return new MoeBlock(layer, router, experts, s.perToken, c.normTopkProb ?? false, placement?.remote ?? null);
+}
+
+/**
+ * The experts `shard` holds, per layer (null for a dense layer), and nothing else of the
+ * checkpoint: what an expert-parallel rank that runs only experts loads. Another rank's experts
+ * are null and never read; from a mapped checkpoint (GGUF; safetensors without fast load) only
+ * the shard's pages come in.
+ */
+export function loadExpertShard(checkpoint: Checkpoint, ops: Ops, shard: ExpertShard): (MoeExperts | null)[] {
+  const c = checkpoint.config;
+  const { numExperts } = expertShape(c);
+  const range = expertRange(numExperts, shard);
+  const w = new CheckpointWeights(checkpoint, ops);
+  const layers: (MoeExperts | null)[] = [];
+  for (let l = 0; l < c.numLayers; l++) layers.push(c.moeLayers?.[l] ? loadLayerExperts(w, c, `model.layers.${l}.`, range) : null);
+  return layers;
+}

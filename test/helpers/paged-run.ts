@@ -1,0 +1,111 @@
+// Runs a model through the paged KV cache as the engine does (non-contiguous block tables, several
+// sequences per batch) and measures its logits against Hugging Face's: whole-sequence prefill and
+// token-by-token decode. (architectures.test.ts keeps its own copy of the driver.)
+import { readFileSync } from 'node:fs';
+import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
+import { allocateKvCache } from '../../src/engine/kv-cache.js';
+import type { ForwardBatch, ForwardOptions, Model } from '../../src/model/architectures/index.js';
+
+/** Sequences sharing one paged cache; each gets interleaved, reversed blocks so its table is non-contiguous. */
+export class PagedRun {
+  readonly kv: KvLayer[];
+  private readonly tables: Int32Array[];
+  private readonly lengths: number[];
+
+  constructor(
+    private readonly model: Model,
+    maxLens: number[],
+    private readonly blockSize: number,
+    dtype: KvDType = 'f32',
+  ) {
+    const perSeq = Math.max(...maxLens.map((l) => Math.ceil(l / blockSize)));
+    const numSeqs = maxLens.length;
+    this.kv = allocateKvCache(model.config, perSeq * numSeqs, blockSize, dtype);
+    this.tables = maxLens.map((_, s) => Int32Array.from({ length: perSeq }, (_, b) => (perSeq - 1 - b) * numSeqs + s));
+    this.lengths = maxLens.map(() => 0);
+  }
+
+  /**
+   * One forward step: appends `chunks[i].tokens` to sequence `chunks[i].seq`, all in one batch.
+   * Returns the logits of every new row (allRows) or of each chunk's last row.
+   */
+  step(chunks: { seq: number; tokens: number[] }[], allRows: boolean, options?: ForwardOptions): Float32Array {
+    const tokens: number[] = [];
+    const positions: number[] = [];
+    const slots: number[] = [];
+    const logitRows: number[] = [];
+    const seqs = [];
+    for (const { seq, tokens: ids } of chunks) {
+      const qStart = tokens.length;
+      for (const id of ids) {
+        const pos = this.lengths[seq]++;
+        tokens.push(id);
+        positions.push(pos);
+        slots.push(this.tables[seq][Math.floor(pos / this.blockSize)] * this.blockSize + (pos % this.blockSize));
+        if (allRows) logitRows.push(tokens.length - 1);
+      }
+      if (!allRows) logitRows.push(tokens.length - 1);
+      seqs.push({ qStart, qLen: ids.length, kvLen: this.lengths[seq], blockTable: this.tables[seq] });
+    }
+    const batch: ForwardBatch = {
+      tokens: Int32Array.from(tokens),
+      positions: Int32Array.from(positions),
+      slots: Int32Array.from(slots),
+      seqs,
+      logitRows: Int32Array.from(logitRows),
+    };
+    return this.model.forward(batch, this.kv, options);
+  }
+}
+
+export interface ReferenceLogits {
+  sequences: number[][];
+  logits: number[][][];
+}
+
+export function readReferenceLogits(path: string): ReferenceLogits {
+  return JSON.parse(readFileSync(path, 'utf8')) as ReferenceLogits;
+}
+
+/** Logits of every position of every sequence: all sequences whole in one batch, or one token per sequence per step. */
+export function pagedLogits(model: Model, sequences: number[][], mode: 'prefill' | 'decode'): Float32Array[][] {
+  const lens = sequences.map((s) => s.length);
+  const vocab = model.config.vocabSize;
+  const out = sequences.map(() => [] as Float32Array[]);
+  if (mode === 'prefill') {
+    const whole = new PagedRun(model, lens, 4).step(
+      sequences.map((tokens, seq) => ({ seq, tokens })),
+      true,
+    );
+    let row = 0;
+    sequences.forEach((seq, s) => seq.forEach(() => out[s].push(whole.slice(row * vocab, ++row * vocab))));
+    return out;
+  }
+  // Blocks of 4 are crossed every 4 steps.
+  const run = new PagedRun(model, lens, 4);
+  for (let pos = 0; pos < Math.max(...lens); pos++) {
+    const live = sequences.map((tokens, seq) => ({ seq, tokens: [tokens[pos]] })).filter((c) => c.tokens[0] !== undefined);
+    const logits = run.step(live, false);
+    live.forEach((c, i) => out[c.seq].push(logits.slice(i * vocab, (i + 1) * vocab)));
+  }
+  return out;
+}
+
+/** Max |ours − reference| over every position of every sequence, for the prefill path and the decode path. */
+export function referenceErrors(model: Model, ref: ReferenceLogits): { prefill: number; decode: number } {
+  const err = (ours: Float32Array[][]): number => {
+    let max = 0;
+    ours.forEach((rows, s) =>
+      rows.forEach((row, pos) => row.forEach((v, i) => (max = Math.max(max, Math.abs(v - ref.logits[s][pos][i]))))),
+    );
+    return max;
+  };
+  return { prefill: err(pagedLogits(model, ref.sequences, 'prefill')), decode: err(pagedLogits(model, ref.sequences, 'decode')) };
+}
+
+/** Max |a − b| over two runs' logits. */
+export function maxDifference(a: Float32Array[][], b: Float32Array[][]): number {
+  let max = 0;
+  a.forEach((rows, s) => rows.forEach((row, pos) => row.forEach((v, i) => (max = Math.max(max, Math.abs(v - b[s][pos][i]))))));
+  return max;
+}
