@@ -116,6 +116,8 @@ export interface GgufConfigOptions {
   hasOutputWeight: boolean;
   /** Rows of token_embd, used when the metadata names no vocabulary size. */
   embeddingRows?: number;
+  /** MoE: the layers whose router (blk.N.ffn_gate_inp.weight) the file holds; absent: every layer. */
+  routerLayers?: ReadonlySet<number>;
   source?: string;
 }
 
@@ -149,7 +151,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const window = scalarOf(meta[`${arch}.attention.sliding_window`], 'sliding_window', where);
   const eos = unionIds(tokenIdsOf(meta['tokenizer.ggml.eos_token_id']), tokenIdsOf(meta['tokenizer.ggml.eot_token_id']));
   const numLayers = num('block_count');
-  const experts = expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, num, where) : {};
+  const experts =
+    expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, opts.routerLayers, num, where) : {};
 
   return {
     architecture: row.name,
@@ -175,15 +178,16 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
 }
 
 /**
- * The routed experts of a MoE GGUF: every layer is MoE (as llama.cpp builds qwen3moe and Mixtral),
- * and the top-k weights are renormalised unless `<arch>.expert_weights_norm` says otherwise
- * (llama.cpp renormalises for both).
+ * The routed experts of a MoE GGUF: the layers with a router are MoE (every layer, as llama.cpp
+ * builds qwen3moe and Mixtral, when the loader does not say), and the top-k weights are
+ * renormalised unless `<arch>.expert_weights_norm` says otherwise (llama.cpp renormalises for both).
  */
 function ggufExperts(
   meta: Json,
   arch: string,
   numExperts: number,
   numLayers: number,
+  routerLayers: ReadonlySet<number> | undefined,
   num: (key: string, fallback?: number) => number,
   where: string,
 ): ExpertFields {
@@ -199,7 +203,7 @@ function ggufExperts(
     moeIntermediateSize:
       meta[`${arch}.expert_feed_forward_length`] !== undefined ? num('expert_feed_forward_length') : num('feed_forward_length'),
     normTopkProb: typeof norm === 'boolean' ? norm : true,
-    moeLayers: new Array<boolean>(numLayers).fill(true),
+    moeLayers: Array.from({ length: numLayers }, (_, i) => routerLayers?.has(i) ?? true),
   };
 }
 

@@ -1,6 +1,7 @@
 // GGUF checkpoints: one file holding metadata and ggml tensors. Tensors come out under Hugging Face
 // names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
-// Hugging Face layout (and rotates with neox-style RoPE).
+// Hugging Face layout (and rotates with neox-style RoPE). Stacked expert tensors (ffn_*_exps) stay
+// whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts).
 import type { Checkpoint, DType, LoadProgress, Tensor } from '../types.js';
 import { architectureNamed } from '../architectures/index.js';
 import { configFromGguf } from '../model-config.js';
@@ -74,6 +75,7 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   const config = configFromGguf(metadata, {
     hasOutputWeight: infos.has('output.weight'),
     embeddingRows: infos.get('token_embd.weight')?.dims[1],
+    routerLayers: new Set(header.tensors.flatMap((t) => /^blk\.(\d+)\.ffn_gate_inp\.weight$/.exec(t.name)?.[1] ?? []).map(Number)),
     source: path,
   });
   // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
