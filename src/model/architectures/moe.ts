@@ -132,8 +132,9 @@ export function loadMoeBlock(
 /**
  * The experts `shard` holds, per layer (null for a dense layer), and nothing else of the
  * checkpoint: what an expert-parallel rank that runs only experts loads. Another rank's experts
- * are null and never read; from a mapped checkpoint (GGUF; safetensors without fast load) only
- * the shard's pages come in.
+ * are null and never read; from a mapped checkpoint only the shard's pages stay (GGUF: the loader
+ * is told every other tensor is left alone, so what it read ahead is released; safetensors must be
+ * loaded without fast load for this, as fast load reads whole files).
  */
 export function loadExpertShard(checkpoint: Checkpoint, ops: Ops, shard: ExpertShard): (MoeExperts | null)[] {
   const c = checkpoint.config;
@@ -142,5 +143,6 @@ export function loadExpertShard(checkpoint: Checkpoint, ops: Ops, shard: ExpertS
   const w = new CheckpointWeights(checkpoint, ops);
   const layers: (MoeExperts | null)[] = [];
   for (let l = 0; l < c.numLayers; l++) layers.push(c.moeLayers?.[l] ? loadLayerExperts(w, c, `model.layers.${l}.`, range) : null);
+  w.skipTheRest();
   return layers;
 }

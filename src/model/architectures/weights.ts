@@ -4,6 +4,9 @@ import { bytesPerRow, dequantize } from '../../kernels/dtypes.js';
 import type { Checkpoint, Tensor } from '../types.js';
 
 export class CheckpointWeights {
+  /** Tensors the loader has been told of (taken, or left alone). */
+  private readonly told = new Set<string>();
+
   constructor(
     private readonly checkpoint: Checkpoint,
     private readonly ops: Ops,
@@ -31,7 +34,7 @@ export class CheckpointWeights {
     }
     const data = t.data;
     const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data });
-    this.checkpoint.residency?.taken(t, w.data.buffer === data.buffer);
+    this.tell(t, w.data.buffer === data.buffer);
     return w;
   }
 
@@ -88,13 +91,26 @@ export class CheckpointWeights {
       }
       return mats;
     });
-    this.checkpoint.residency?.taken(t, inPlace, { begin: first * blockBytes, end: end * blockBytes });
+    this.tell(t, inPlace, { begin: first * blockBytes, end: end * blockBytes });
     return out;
   }
 
   /** Tells the loader the model leaves tensor `name` alone (an expert another rank holds): its pages may go. */
   skip(name: string): void {
-    this.checkpoint.residency?.taken(this.tensor(name), false);
+    this.tell(this.tensor(name), false);
+  }
+
+  /**
+   * Tells the loader the model leaves every tensor it has not been told of alone: a rank that
+   * holds only experts takes nothing else, and pages the loader read ahead of them are released.
+   */
+  skipTheRest(): void {
+    for (const t of this.checkpoint.tensors.values()) if (!this.told.has(t.name)) this.tell(t, false);
+  }
+
+  private tell(t: Tensor, inPlace: boolean, kept?: { begin: number; end: number }): void {
+    this.told.add(t.name);
+    this.checkpoint.residency?.taken(t, inPlace, kept);
   }
 
   /** The shape of tensor `name`, or null when the checkpoint has none. */
@@ -114,7 +130,7 @@ export class CheckpointWeights {
       throw new Error(`${name}: expected shape [${length}], got [${t.shape.join(', ')}]`);
     }
     const v = dequantize(t.dtype, t.data, 1, length);
-    this.checkpoint.residency?.taken(t, false);
+    this.tell(t, false);
     return v;
   }
 
