@@ -31,6 +31,7 @@ import { hfNameOf, loadCheckpoint, loadSafetensorsCheckpoint } from '../../src/m
 import { writeGguf, typed, type GgufMetadataValue, type GgufTensorInput } from '../../src/model/loaders/gguf-writer.js';
 import { configFromGguf, configFromHf } from '../../src/model/model-config.js';
 import { inspectModel } from '../../src/model/model-inspect.js';
+import { findModelToml } from '../../src/model/model-toml.js';
 import type { Checkpoint, Tensor } from '../../src/model/types.js';
 
 const FUSED = resolve(MODELS, 'tiny-qwen3-moe-fixture');
@@ -818,4 +819,14 @@ test('the Library reports the MoE checkpoints as runnable (config.json + model.s
       assert.equal(loadCheckpoint(model, { fastLoad: true }).config.architecture, c.runs);
     });
   });
+});
+
+test('registry: MoE checkpoints get their families by name, else by architecture', () => {
+  const family = (arch: string, name: string) => findModelToml('/nowhere/x', arch, name, { checkpointName: null })?.model.family;
+  assert.equal(family('qwen3_moe', 'Qwen/Qwen3-30B-A3B'), 'qwen3-moe');
+  assert.equal(family('qwen3_moe', 'Qwen/Qwen3-Coder-30B-A3B-Instruct'), 'qwen3-coder');
+  assert.equal(family('qwen3_moe', 'served-moe'), 'qwen3-moe');
+  assert.equal(family('mixtral', 'mistralai/Mixtral-8x7B-Instruct-v0.1'), 'mixtral');
+  assert.equal(family('mixtral', 'bot'), 'mixtral');
+  assert.equal(findModelToml('/nowhere/x', 'mixtral', 'bot')?.model.toolCallParser, 'fam2');
 });
