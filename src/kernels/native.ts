@@ -347,11 +347,12 @@ function moeLayer(experts: MoeExperts): MoeLayerEntry {
       if (w === null) continue;
       const name = `experts.${PROJECTIONS[p]}[${e}]`;
       const code = checkWeight(`${op}: ${name}`, w);
+      const label = `${w.dtype}${isPackedWeight(w) ? ' (packed)' : ''}`;
       if (codes[p] === null) {
         codes[p] = code;
-        dtypes[p] = w.dtype;
+        dtypes[p] = label;
       } else if (code !== codes[p]) {
-        fail(op, `${name} is ${w.dtype}${isPackedWeight(w) ? ' (packed)' : ''}, the layer's other ${PROJECTIONS[p]} weights ${dtypes[p]}`);
+        fail(op, `${name} is ${label}, the layer's other ${PROJECTIONS[p]} weights ${dtypes[p]}`);
       }
     }
     if (!isHeld) continue;
