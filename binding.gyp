@@ -18,7 +18,8 @@
         "native/kernels_avx512.cc",
         "native/matmul.cc",
         "native/norm_rope_act.cc",
-        "native/attention.cc"
+        "native/attention.cc",
+        "native/moe.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],

@@ -14,6 +14,7 @@
 
 #include "dequant.h"
 #include "dtypes.h"
+#include "gemm.h"
 #include "kernels.h"
 #include "napi_args.h"
 #include "packed.h"
@@ -23,10 +24,6 @@
 namespace svc {
 namespace {
 
-constexpr int kKQuantRowTile = 4;  // K-quant rows decoded per GEMM call
-
-inline size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
-
 struct Plan {
   int xchunk;  // activation rows per task
   int rchunk;  // weight rows per task
@@ -35,8 +32,7 @@ struct Plan {
 
 Plan plan(int n, int rows, size_t xrow_bytes, int nth) {
   Plan p;
-  // Keep one activation chunk within ~512 KB (L2) so it is reused across all weight rows.
-  p.xchunk = (int)std::clamp<size_t>((512 * 1024 / std::max<size_t>(xrow_bytes, 1)) & ~(size_t)3, 4, 64);
+  p.xchunk = x_chunk_rows(xrow_bytes);
   if (p.xchunk > n) p.xchunk = n;
   p.nx = (n + p.xchunk - 1) / p.xchunk;
   // About 4 row chunks per thread (per activation chunk) balances uneven cores without tiny tasks.
@@ -50,8 +46,7 @@ Plan plan(int n, int rows, size_t xrow_bytes, int nth) {
 // Packed weights: the same activation chunks, weight tasks in whole 16-row groups.
 Plan plan_packed(int n, int groups, int cols, int nth) {
   Plan p;
-  // Multiples of 16 rows when there are that many, so the AMX path fills whole tiles.
-  p.xchunk = (int)std::clamp<size_t>((512 * 1024 / (size_t)cols) & ~(size_t)15, 16, 128);
+  p.xchunk = x_chunk_packed(cols);
   if (p.xchunk > n) p.xchunk = n;
   p.nx = (n + p.xchunk - 1) / p.xchunk;
   const int want = nth == 1 ? 1 : nth * 4;
@@ -76,39 +71,19 @@ void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
     }
   };
   const int64_t ntasks = (int64_t)p.nx * p.nr;
-  if (macs < 32768.0) task(0, ntasks, 0);  // waking the pool costs more than this product
+  if (macs < kSerialMacs) task(0, ntasks, 0);
   else parallel_for(ntasks, 1, task);
 }
 
-// Quantizes the n activation rows to int8 blocks in the pool's shared scratch (s16 sums when asked,
-// packed-weight corrections -zero * block sum when zero > 0, block scales rounded to f16 when asked).
-QuantActs quantize_acts(const Kernels& K, const float* x, int n, int cols, bool sums, int zero, bool f16_scale) {
-  const int nb = cols / 32, ng = cols / 16;
-  const size_t qbytes = round_up((size_t)n * cols, 64);
-  const size_t dbytes = round_up((size_t)n * nb * sizeof(float), 64);
-  const size_t sbytes = sums ? round_up((size_t)n * ng * sizeof(float), 64) : 0;
-  const size_t cbytes = zero > 0 ? (size_t)n * nb * sizeof(int32_t) : 0;
-  uint8_t* buf = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(qbytes + dbytes + sbytes + cbytes));
-  int8_t* qs = reinterpret_cast<int8_t*>(buf);
-  float* qd = reinterpret_cast<float*>(buf + qbytes);
-  float* s16 = sums ? reinterpret_cast<float*>(buf + qbytes + dbytes) : nullptr;
-  int32_t* corr = zero > 0 ? reinterpret_cast<int32_t*>(buf + qbytes + dbytes + sbytes) : nullptr;
+// Quantizes the n activation rows to int8 blocks in the pool's shared scratch (QuantRows).
+QuantRows quantize_acts(const Kernels& K, const float* x, int n, int cols, const ActFormat& f) {
+  const QuantRows q = QuantRows::carve(ThreadPool::instance().shared_scratch(QuantRows::bytes((size_t)n, cols, f)), (size_t)n, cols, f);
   auto quant = [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; i++)
-      K.quantize_row_q8(x + (size_t)i * cols, cols, qs + (size_t)i * cols, qd + (size_t)i * nb,
-                        s16 ? s16 + (size_t)i * ng : nullptr, corr ? corr + (size_t)i * nb : nullptr, zero);
-    if (!f16_scale) return;
-    for (size_t j = (size_t)b * nb; j < (size_t)e * nb; j++) {
-      const float d32 = qd[j], d16 = fp16_to_f32(f32_to_fp16(d32));
-      qd[j] = d16;
-      // The sums follow the new scale (d32 * sum was rounded once, so the integer sum comes back exactly).
-      if (s16 && d32 != 0.0f)
-        for (size_t h = 2 * j; h < 2 * j + 2; h++) s16[h] = d16 * std::nearbyint(s16[h] / d32);
-    }
+    for (int64_t i = b; i < e; i++) q.quantize(K, x + (size_t)i * cols, (size_t)i, 0, cols, f);
   };
   if (n >= 16) parallel_for(n, 8, quant);
   else quant(0, n, 0);
-  return QuantActs{qs, qd, s16, corr, cols};
+  return q;
 }
 
 }  // namespace
@@ -117,64 +92,32 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   if (n == 0 || rows == 0) return;
   const Kernels& K = kernels();
   ThreadPool& pool = ThreadPool::instance();
-  const size_t wstride = row_bytes(dt, cols);
   const double macs = (double)n * rows * cols;
-  const DTypeTraits& T = dtype_traits(dt);
+  const WeightGemm G = weight_gemm(K, dt);
 
-  const GemmPackedFn pgemm = T.gemm_packed ? K.*T.gemm_packed : nullptr;
-  if (pgemm) {
-    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, T.pack_zero, T.act_f16_scale);
-    const int groups = pack_groups(rows);
-    const Plan p = plan_packed(n, groups, cols, pool.size());
-    const int nb = cols / 32;
-    for_tasks(p, n, groups, macs, [&](int i0, int i1, int g0, int g1, int ith) {
-      const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * nb, xa.s16 ? xa.s16 + (size_t)i0 * (cols / 16) : nullptr,
-                         xa.corr ? xa.corr + (size_t)i0 * nb : nullptr, cols};
-      uint8_t* scratch = static_cast<uint8_t*>(pool.thread_scratch(ith, packed_scratch_bytes(cols)));
-      pgemm(i1 - i0, xi, w, g0, g1, rows, y + (size_t)i0 * rows, (size_t)rows, scratch);
-      if (bias) add_bias(y, rows, i0, i1, 16 * g0, std::min(rows, 16 * g1), bias);
-    });
-    return;
-  }
-
-  const GemmQuantFn qgemm = T.gemm_quant ? K.*T.gemm_quant : nullptr;
-  if (qgemm) {
-    const QuantActs xa = quantize_acts(K, x, n, cols, T.act_sums, 0, T.act_f16_scale);
-    const Plan p = plan(n, rows, (size_t)cols, pool.size());
-    for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
-      const QuantActs xi{xa.qs + (size_t)i0 * cols, xa.d + (size_t)i0 * (cols / 32),
-                         xa.s16 ? xa.s16 + (size_t)i0 * (cols / 16) : nullptr, nullptr, cols};
-      qgemm(i1 - i0, xi, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
+  if (G.kind == GemmKind::Packed) {
+    const QuantRows xa = quantize_acts(K, x, n, cols, G.act);
+    const Plan p = plan_packed(n, pack_groups(rows), cols, pool.size());
+    for_tasks(p, n, pack_groups(rows), macs, [&](int i0, int i1, int g0, int g1, int ith) {
+      const int r0 = kPackRows * g0, r1 = std::min(rows, kPackRows * g1);
+      GemmActs a;
+      a.q = xa.at((size_t)i0);
+      gemm_block(K, G, i1 - i0, a, w, rows, cols, r0, r1, y + (size_t)i0 * rows + r0, (size_t)rows, ith);
       if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
     });
     return;
   }
 
-  const Plan p = plan(n, rows, (size_t)cols * 4, pool.size());
-  const GemmFloatFn gemm = T.gemm_float ? K.*T.gemm_float : nullptr;
-  if (gemm) {
-    for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int) {
-      gemm(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, w, wstride, r0, r1, y + (size_t)i0 * rows, (size_t)rows);
-      if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
-    });
-    return;
-  }
-
-  // No kernel for this dtype on this path (the K-quants, packed or not, on the scalar path): decode
-  // kKQuantRowTile rows into this thread's scratch and multiply them as f32, which keeps the
-  // activations exact.
-  const bool packed = is_packed(dt);
+  GemmActs a;
+  QuantRows xa;
+  if (G.kind == GemmKind::Quant) xa = quantize_acts(K, x, n, cols, G.act);
+  else a.ldx = (size_t)cols;
+  const Plan p = plan(n, rows, G.kind == GemmKind::Quant ? (size_t)cols : (size_t)cols * 4, pool.size());
   for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int ith) {
-    float* tile = static_cast<float*>(pool.thread_scratch(ith, (size_t)kKQuantRowTile * cols * sizeof(float)));
-    for (int r = r0; r < r1; r += kKQuantRowTile) {
-      const int nr = std::min(kKQuantRowTile, r1 - r);
-      for (int j = 0; j < nr; j++) {
-        if (packed) dequantize_packed_row(dt, w, cols, r + j, tile + (size_t)j * cols);
-        else T.to_float(w + (size_t)(r + j) * wstride, tile + (size_t)j * cols, cols);
-      }
-      K.gemm_f32(i1 - i0, cols, x + (size_t)i0 * cols, (size_t)cols, reinterpret_cast<const uint8_t*>(tile),
-                 (size_t)cols * sizeof(float), 0, nr, y + (size_t)i0 * rows + r, (size_t)rows);
-    }
+    GemmActs ai = a;
+    if (G.kind == GemmKind::Quant) ai.q = xa.at((size_t)i0);
+    else ai.x = x + (size_t)i0 * cols;
+    gemm_block(K, G, i1 - i0, ai, w, rows, cols, r0, r1, y + (size_t)i0 * rows + r0, (size_t)rows, ith);
     if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
   });
 }

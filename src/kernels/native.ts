@@ -80,6 +80,18 @@ export interface NativeAddon {
     seqMeta: Int32Array,
     blockTables: Int32Array,
   ): void;
+  /** A MoE layer's experts, registered once: per projection a dtype code and one weight data array (or null) per expert. */
+  moeLayer(
+    hidden: number,
+    inter: number,
+    gateDtype: number,
+    upDtype: number,
+    downDtype: number,
+    gate: readonly (Uint8Array | null)[],
+    up: readonly (Uint8Array | null)[],
+    down: readonly (Uint8Array | null)[],
+  ): MoeLayerHandle;
+  moe(layer: MoeLayerHandle, x: Float32Array, n: number, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void;
   info(): NativeInfo;
   setCpuPath(path: CpuPath): void;
   setNumThreads(n: number): void;
@@ -267,78 +279,126 @@ function marshalSeqs(seqs: AttentionSeq[]): { meta: Int32Array; tables: Int32Arr
   return { meta: seqMeta.subarray(0, seqs.length * 5), tables: blockTables.subarray(0, tableLen) };
 }
 
-// moe's scratch: the rows routed to one expert, gathered, and its activations; grown, never shrunk.
-const moeScratch = {
-  rows: new Int32Array(64),
-  scales: new Float32Array(64),
-  x: new Float32Array(0) as Float32Array,
-  g: new Float32Array(0) as Float32Array,
-  u: new Float32Array(0) as Float32Array,
-  y: new Float32Array(0) as Float32Array,
-};
+// ---- moe ----
 
-function growF32(a: Float32Array, len: number): Float32Array {
-  return a.length >= len ? a : new Float32Array(Math.max(len, a.length * 2));
+/** A layer's experts as the addon holds them (native/moe.cc): raw pointers to each expert's weights. */
+export interface MoeLayerHandle {
+  readonly __moeLayer: never;
 }
 
-/** The routed experts, one expert at a time: its rows gathered, gate/up/down as three native matmuls, scattered back weighted. */
+/**
+ * What a MoeExperts object was registered as: the handle, and the weights it points into (held
+ * here, so their buffers outlive the handle's pointers).
+ */
+interface MoeLayerEntry {
+  readonly handle: MoeLayerHandle;
+  readonly hidden: number;
+  readonly weights: readonly (WeightMatrix | null)[][];
+  readonly data: readonly (Uint8Array | null)[][];
+}
+
+const moeLayers = new WeakMap<MoeExperts, MoeLayerEntry>();
+const PROJECTIONS = ['gate', 'up', 'down'] as const;
+
+/** True while `experts` still lists the weights `entry` was made from (a cheap identity check per call). */
+function sameExperts(experts: MoeExperts, entry: MoeLayerEntry): boolean {
+  for (let p = 0; p < 3; p++) {
+    const list = experts[PROJECTIONS[p]],
+      was = entry.weights[p],
+      data = entry.data[p];
+    if (list.length !== was.length) return false;
+    for (let e = 0; e < list.length; e++) {
+      const w = list[e];
+      if (w !== was[e] || (w !== null && w.data !== data[e])) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The addon's handle for a layer's experts, made on first use and cached on the MoeExperts object.
+ * Checks every held expert: gate and up [inter, hidden], down [hidden, inter], one dtype (and
+ * layout: packed or not) per projection across the layer.
+ */
+function moeLayer(experts: MoeExperts): MoeLayerEntry {
+  const cached = moeLayers.get(experts);
+  if (cached !== undefined && sameExperts(experts, cached)) return cached;
+  const op = 'moe';
+  const lists = PROJECTIONS.map((p) => {
+    const list = experts[p] as unknown;
+    if (!Array.isArray(list)) fail(op, `experts.${p} must be an array`);
+    return list as readonly (WeightMatrix | null)[];
+  });
+  const numExperts = lists[0].length;
+  if (lists[1].length !== numExperts || lists[2].length !== numExperts)
+    fail(op, `experts.gate, .up and .down list ${numExperts}, ${lists[1].length} and ${lists[2].length} experts`);
+  const codes: (number | null)[] = [null, null, null];
+  const dtypes: (string | null)[] = [null, null, null];
+  let hidden = 0,
+    inter = 0;
+  // What the addon gets: an expert missing any of its projections is not held (the reference skips it).
+  const held: (Uint8Array | null)[][] = [[], [], []];
+  for (let e = 0; e < numExperts; e++) {
+    const ws = lists.map((l) => l[e] ?? null);
+    const isHeld = ws.every((w) => w !== null);
+    for (let p = 0; p < 3; p++) {
+      const w = isHeld ? ws[p] : null;
+      held[p].push(w === null ? null : w.data);
+      if (w === null) continue;
+      const name = `experts.${PROJECTIONS[p]}[${e}]`;
+      const code = checkWeight(`${op}: ${name}`, w);
+      const label = `${w.dtype}${isPackedWeight(w) ? ' (packed)' : ''}`;
+      if (codes[p] === null) {
+        codes[p] = code;
+        dtypes[p] = label;
+      } else if (code !== codes[p]) {
+        fail(op, `${name} is ${label}, the layer's other ${PROJECTIONS[p]} weights ${dtypes[p]}`);
+      }
+    }
+    if (!isHeld) continue;
+    const [gate, up, down] = ws as WeightMatrix[];
+    if (hidden === 0) {
+      hidden = gate.cols;
+      inter = gate.rows;
+    }
+    for (const [p, w, rows, cols] of [
+      ['gate', gate, inter, hidden],
+      ['up', up, inter, hidden],
+      ['down', down, hidden, inter],
+    ] as const) {
+      if (w.rows !== rows || w.cols !== cols)
+        fail(op, `experts.${p}[${e}] is [${w.rows}, ${w.cols}], the layer's ${p} weights are [${rows}, ${cols}]`);
+    }
+  }
+  if (hidden === 0) throw new RangeError(`${op}: no expert held`);
+  const handle = loadAddon().moeLayer(hidden, inter, codes[0]!, codes[1]!, codes[2]!, held[0], held[1], held[2]);
+  const entry: MoeLayerEntry = {
+    handle,
+    hidden,
+    weights: lists.map((l) => l.slice()),
+    data: lists.map((l) => l.map((w) => w?.data ?? null)),
+  };
+  moeLayers.set(experts, entry);
+  return entry;
+}
+
+/** One native call per layer step (native/moe.cc): picks grouped per expert, gate/up, silu·up, down and the weighted sum. */
 function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void {
-  const held = experts.gate.find((g) => g !== null);
-  if (held === undefined) fail('moe', 'no expert held');
-  const hidden = held.cols;
+  const { handle, hidden } = moeLayer(experts);
   checkCount('moe', 'n', n);
   checkCount('moe', 'k', k, 1);
   checkKind('moe', 'x', x, Float32Array);
-  checkKind('moe', 'out', out, Float32Array);
   checkKind('moe', 'ids', ids, Int32Array);
   checkKind('moe', 'weights', weights, Float32Array);
+  checkKind('moe', 'out', out, Float32Array);
   checkLength('moe', 'x', x, n * hidden);
-  checkLength('moe', 'out', out, n * hidden);
   checkLength('moe', 'ids', ids, n * k);
   checkLength('moe', 'weights', weights, n * k);
+  checkLength('moe', 'out', out, n * hidden);
   if (overlaps(x, out)) fail('moe', 'out must not overlap x');
-  out.fill(0, 0, n * hidden);
-  const s = moeScratch;
-  if (s.rows.length < n) {
-    s.rows = new Int32Array(n * 2);
-    s.scales = new Float32Array(n * 2);
-  }
-  const numExperts = experts.gate.length;
-  for (let i = 0; i < n * k; i++)
-    if (ids[i] < 0 || ids[i] >= numExperts) fail('moe', `expert id ${ids[i]} outside the ${numExperts} experts`);
-  for (let e = 0; e < numExperts; e++) {
-    const gate = experts.gate[e],
-      up = experts.up[e],
-      down = experts.down[e];
-    if (gate === null || up === null || down === null) continue;
-    let m = 0;
-    for (let i = 0; i < n; i++)
-      for (let j = 0; j < k; j++)
-        if (ids[i * k + j] === e) {
-          s.rows[m] = i;
-          s.scales[m++] = weights[i * k + j];
-        }
-    if (m === 0) continue;
-    const inter = gate.rows;
-    s.x = growF32(s.x, m * hidden);
-    s.g = growF32(s.g, m * inter);
-    s.u = growF32(s.u, m * inter);
-    s.y = growF32(s.y, m * hidden);
-    for (let r = 0; r < m; r++) s.x.set(x.subarray(s.rows[r] * hidden, (s.rows[r] + 1) * hidden), r * hidden);
-    const xs = s.x.subarray(0, m * hidden),
-      g = s.g.subarray(0, m * inter),
-      u = s.u.subarray(0, m * inter),
-      y = s.y.subarray(0, m * hidden);
-    nativeOps.matmul(xs, m, gate, g);
-    nativeOps.matmul(xs, m, up, u);
-    loadAddon().siluMul(g, u, g, m * inter);
-    nativeOps.matmul(g, m, down, y);
-    for (let r = 0; r < m; r++) {
-      const base = s.rows[r] * hidden,
-        w = s.scales[r];
-      for (let h = 0; h < hidden; h++) out[base + h] += w * y[r * hidden + h];
-    }
-  }
+  if (overlaps(ids, out) || overlaps(weights, out)) fail('moe', 'out must not overlap ids or weights');
+  // The addon checks the expert ids (a RangeError naming the first one outside the layer).
+  loadAddon().moe(handle, x, n, ids, weights, k, out);
 }
 
 // ---- the ops ----
