@@ -6,7 +6,7 @@ import { nativeOps } from '../../src/kernels/index.js';
 import { expertRange } from '../../src/model/architectures/expert-placement.js';
 import { serveExperts } from '../../src/engine/expert-parallel/index.js';
 import type { Hello, ModelIdentity } from '../../src/engine/expert-parallel/protocol.js';
-import { randomExperts, shardOf, type ExpertSetShape } from './moe-experts.js';
+import { randomExperts, shardOf, type ExpertSetShape } from '../../bench/moe-experts.js';
 
 export interface RankWorkerData {
   host: string;

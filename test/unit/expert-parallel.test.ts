@@ -37,7 +37,7 @@ import {
 } from '../../src/engine/expert-parallel/protocol.js';
 import type { LinkEvent } from '../../src/engine/expert-parallel/link-thread.js';
 import { freePort } from '../helpers/svc-cli.js';
-import { randomExperts, randomRouting, rng, shardOf, type ExpertSetShape } from '../helpers/moe-experts.js';
+import { randomExperts, randomRouting, rng, shardOf, type ExpertSetShape } from '../../bench/moe-experts.js';
 import type { RankWorkerData } from '../helpers/ep-rank-worker.js';
 
 const IDENTITY: ModelIdentity = { hash: 'a'.repeat(64), summary: 'qwen3moe "test" (8 experts)' };
@@ -355,6 +355,7 @@ test('a hung worker: finish() throws after the reply timeout, the connection is 
 
 test('the listener cannot start (port taken): waitForPeer fails with the reason', async () => {
   const head = await startHead();
+  await until(() => head.events.some((e) => /waiting for rank 1/.test(e.message))); // listening
   const clash = new HeadLink({ worldSize: 2, host: '127.0.0.1', port: head.port, identity: IDENTITY, replyTimeoutMs: 1000 });
   links.add(clash);
   assert.throws(

@@ -1,7 +1,7 @@
-// Random mixture-of-experts layers for expert-parallel tests: every expert a SwiGLU FFN of seeded
+// Random mixture-of-experts layers for expert-parallel tests and bench/expert-parallel.ts: every expert a SwiGLU FFN of seeded
 // random weights (f32 or Q8_0, prepared for the ops), and the same set cut to one rank's share.
-import { quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
-import type { MoeExperts, Ops, WeightMatrix } from '../../src/kernels/ops.js';
+import { quantizeRowQ8_0 } from '../src/kernels/dequant.js';
+import type { MoeExperts, Ops, WeightMatrix } from '../src/kernels/ops.js';
 
 export interface ExpertSetShape {
   numLayers: number;
