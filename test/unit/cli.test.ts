@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
 import { checkImplemented, type Config } from '../../src/cli/config.js';
+import { toExpertRankOptions, toServeOptions } from '../../src/cli/serve-options.js';
 import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags/index.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 
@@ -253,6 +254,21 @@ test('expert parallelism: supported combinations, and clear refusals of the othe
     "svc: --rank 1: needs --master-addr, the head's address (and --master-port when it is not 29500)",
   );
   assert.match(error('serve', 'org/moe', '--world-size', '0'), /^svc: --world-size: /);
+  // What each rank starts with: the head listens on --master-addr, else its --bind address.
+  assert.deepEqual(toServeOptions(head).engine.expertParallel, { worldSize: 2, host: '127.0.0.1', port: 29500 });
+  assert.deepEqual(toServeOptions(config('serve', 'org/moe', '--world-size', '2', '--bind', '0.0.0.0')).engine.expertParallel, {
+    worldSize: 2,
+    host: '0.0.0.0',
+    port: 29500,
+  });
+  assert.equal(toServeOptions(config('serve', 'org/moe')).engine.expertParallel, null);
+  assert.deepEqual(toExpertRankOptions(worker), {
+    model: { id: 'org/moe', path: undefined, cacheDir: undefined, demo: false },
+    rank: 1,
+    worldSize: 2,
+    master: { host: '10.0.0.1', port: 29600 },
+    fastLoad: true,
+  });
   // Settings that cannot matter are said.
   assert.deepEqual(warnings('serve', 'org/moe', '--master-addr', 'h'), [
     'svc: warning: --master-addr/--master-port have no effect without --world-size 2',

@@ -8,7 +8,17 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import { expertRange, type RemoteExperts } from '../../model/architectures/expert-placement.js';
 import { CONNECTED, controlViews, FAILED, GEN, LOST, STATE, WAKE, type ControlViews } from './control.js';
 import type { FromLink, LinkThreadData, ToLink } from './link-thread.js';
-import { decodeReply, decodeText, encodeRequest, FrameType, payloadSeq, toBf16, type ModelIdentity, type RowsDtype } from './protocol.js';
+import {
+  decodeReply,
+  decodeText,
+  encodeRequest,
+  FrameType,
+  payloadSeq,
+  toBf16,
+  workerCommand,
+  type ModelIdentity,
+  type RowsDtype,
+} from './protocol.js';
 
 export interface HeadLinkOptions {
   worldSize: number;
@@ -84,7 +94,7 @@ export class HeadLink {
       if (left <= 0)
         throw new Error(
           `expert parallelism: rank 1 of ${this.options.worldSize} did not connect to ${this.endpoint} within ${Math.round(timeoutMs / 1000)} s ` +
-            `(start it with \`svc serve MODEL --rank 1 --world-size ${this.options.worldSize} --master-addr ${this.options.host} --master-port ${this.options.port}\`; ` +
+            `(start it with \`${workerCommand(this.options.worldSize, this.options.host, this.options.port)}\`; ` +
             'SVC_EP_CONNECT_TIMEOUT_S sets the wait)',
         );
       Atomics.wait(words, STATE, state, left);

@@ -21,6 +21,7 @@ import {
   MAX_HANDSHAKE_FRAME,
   PROTOCOL_MAGIC,
   PROTOCOL_VERSION,
+  workerCommand,
   type Hello,
   type ModelIdentity,
 } from './protocol.js';
@@ -223,14 +224,19 @@ server.listen(data.port, data.host, () => {
   event(
     'info',
     `Expert parallel: waiting for rank 1 of ${data.worldSize} on ${endpoint}${s > 0 ? ` (up to ${s} s)` : ''}; start it with ` +
-      `\`svc serve MODEL --rank 1 --world-size ${data.worldSize} --master-addr ${data.host} --master-port ${data.port}\``,
+      `\`${workerCommand(data.worldSize, data.host, data.port)}\``,
   );
 });
 
 data.data.on('message', (msg: ToLink) => {
   if (msg.type === 'request') {
     if (peer === null) {
-      toEngine({ type: 'unsent', seq: msg.seq, message: 'rank 1 is not connected' });
+      const lost = Atomics.load(words, STATE) === LOST;
+      toEngine({
+        type: 'unsent',
+        seq: msg.seq,
+        message: lost ? `rank 1 was lost; waiting for it to reconnect to ${endpoint}` : 'rank 1 is not connected',
+      });
       return;
     }
     Atomics.add(counters, REQUESTS, 1n);

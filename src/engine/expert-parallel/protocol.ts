@@ -142,6 +142,13 @@ export function decodeText(payload: ArrayBuffer, offset = 0): string {
   return decoder.decode(new Uint8Array(payload, offset));
 }
 
+/** The command that starts the expert worker of a head listening on host:port (for log lines and errors). */
+export function workerCommand(worldSize: number, host: string, port: number): string {
+  // A head listening on every interface is reached at an address of its own, which it cannot know.
+  const addr = host === '0.0.0.0' || host === '::' || host === '' ? 'HEAD_ADDRESS' : host;
+  return `svc serve MODEL --rank 1 --world-size ${worldSize} --master-addr ${addr} --master-port ${port}`;
+}
+
 // ---- REQUEST ----
 
 const REQUEST_HEADER = 24;
