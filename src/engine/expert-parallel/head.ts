@@ -6,7 +6,7 @@
 // is there, the peer is gone, or the reply timeout passes — an error, never a hang.
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { expertRange, type RemoteExperts } from '../../model/architectures/expert-placement.js';
-import { CONNECTED, controlViews, FAILED, GEN, LOST, STATE, WAKE, type ControlViews } from './control.js';
+import { CONNECTED, CONTROL_BYTES, controlViews, FAILED, GEN, LOST, STATE, WAKE, type ControlViews } from './control.js';
 import type { FromLink, LinkThreadData, ToLink } from './link-thread.js';
 import {
   decodeReply,
@@ -53,7 +53,7 @@ export class HeadLink {
   private fatal: string | null = null;
 
   constructor(private readonly options: HeadLinkOptions) {
-    this.control = options.control ?? new SharedArrayBuffer(128);
+    this.control = options.control ?? new SharedArrayBuffer(CONTROL_BYTES);
     this.views = controlViews(this.control);
     this.endpoint = `${options.host}:${options.port}`;
     const { port1, port2 } = new MessageChannel();
