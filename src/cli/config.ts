@@ -51,7 +51,18 @@ export function checkCrossFlagRules(c: Config): RuleOutcome {
       'svc: --dflash: DFlash drafting needs a DFlash draft model, which svc cannot run; ' +
         'use --ngram-speculative, --self-speculative or --speculative (MTP weights) instead',
     );
+  if (c.worldSize > 2)
+    return fail(
+      `svc: --world-size: at most 2 ranks are supported (two-way expert parallelism: --rank 0 the head, --rank 1 the expert worker), got ${c.worldSize}`,
+    );
   if (c.rank >= c.worldSize) return fail(`svc: --rank: must be below --world-size (${c.worldSize}), got ${c.rank}`);
+  if (c.worldSize > 1 && c.model === undefined && c.modelFromPath === undefined && !c.demo)
+    return fail(
+      `svc: --world-size ${c.worldSize}: needs the MODEL on the command line, the same on every rank ` +
+        '(expert parallelism is set up at start-up; Library loads and swaps are single-node)',
+    );
+  if (c.rank > 0 && c.masterAddr === undefined)
+    return fail(`svc: --rank ${c.rank}: needs --master-addr, the head's address (and --master-port when it is not 29500)`);
   // Spec: there is no accept-any-key mode, so auth without a key source cannot start.
   if (c.requireAuth && c.authToken === undefined && c.authTokensFile === undefined)
     return fail('svc: --require-auth: needs --auth-token or --auth-tokens-file');
@@ -65,7 +76,38 @@ export function checkCrossFlagRules(c: Config): RuleOutcome {
     warnings.push('svc: warning: --tbt-deadline-ms has no effect without --scheduling-policy slai');
   if (!c.requireAuth && (c.authToken !== undefined || c.authTokensFile !== undefined))
     warnings.push('svc: warning: --auth-token/--auth-tokens-file have no effect without --require-auth');
+  if (c.worldSize === 1 && (c.masterAddr !== undefined || c.masterPort !== 29500))
+    warnings.push('svc: warning: --master-addr/--master-port have no effect without --world-size 2');
+  if (c.rank > 0) {
+    // An expert worker has no HTTP side, scheduler or KV cache: the head's flags say nothing to it.
+    const ignored = new Map<string, string>();
+    for (const row of FLAGS as readonly FlagSpec<string, unknown>[])
+      if (!EXPERT_WORKER_KEYS.has(row.key) && !ignored.has(row.key) && !sameValue((c as Record<string, unknown>)[row.key], row.default))
+        ignored.set(row.key, flagLabel(row));
+    if (ignored.size > 0)
+      warnings.push(
+        `svc: warning: rank ${c.rank} is an expert worker (no HTTP, no scheduler): ${[...ignored.values()].join(', ')} ` +
+          `${ignored.size === 1 ? 'has' : 'have'} no effect there`,
+      );
+  }
   return { warnings };
+}
+
+/** The flags an expert worker (--rank 1) uses: what to load and how, and where the head is. */
+const EXPERT_WORKER_KEYS: ReadonlySet<string> = new Set([
+  'model',
+  'modelFromPath',
+  'cacheDir',
+  'demo',
+  'fastLoad',
+  'rank',
+  'worldSize',
+  'masterAddr',
+  'masterPort',
+]);
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return Object.is(a, b) || JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** Start-up check: a flag whose capability is not built may only hold its default value.

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, USAGE_EXIT_CODE } from './parse.js';
 import { checkImplemented } from './config.js';
-import { toServeOptions } from './serve-options.js';
+import { toExpertRankOptions, toServeOptions } from './serve-options.js';
 
 /** The version of the package this file ships in (dist/src/cli/main.js → package.json). */
 function packageVersion(): string {
@@ -43,6 +43,13 @@ async function main(argv: readonly string[]): Promise<number> {
   if (unbuilt !== undefined) {
     process.stderr.write(`${unbuilt}\n`);
     return USAGE_EXIT_CODE;
+  }
+
+  // --rank 1: an expert worker, no HTTP server (src/server/expert-rank.ts).
+  if (result.config.rank > 0) {
+    const { serveExpertRank } = await import('../server/expert-rank.js');
+    await serveExpertRank(toExpertRankOptions(result.config));
+    return 0;
   }
 
   // Loaded only now so that --help, --version and usage errors never pay for the server.

@@ -2,6 +2,7 @@
 // part of start-up (the HTTP app, the engine worker, the model's chat settings). serve() takes
 // only ServeOptions, so the server never sees the CLI's Config.
 import type { ServeOptions } from '../server/serve.js';
+import type { ExpertRankServeOptions } from '../server/expert-rank.js';
 import type { RecipeSettings } from '../server/model-swap.js';
 import type { RecipeFlags } from '../model/library.js';
 import type { SpeculativeOptions } from '../engine/messages.js';
@@ -45,6 +46,8 @@ export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): 
       adaptiveSampling: c.adaptiveSampling,
       schedulingPolicy: c.schedulingPolicy,
       tbtDeadlineMs: c.tbtDeadlineMs,
+      // --world-size 2 (this is rank 0): the head listens for rank 1 at --master-addr, else its --bind address.
+      expertParallel: c.worldSize > 1 ? { worldSize: c.worldSize, host: c.masterAddr ?? c.bind, port: c.masterPort } : null,
     },
     runtime: {
       toolCallParser: c.toolCallParser,
@@ -56,6 +59,17 @@ export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): 
     auth: c.requireAuth ? { tokens: c.authToken ?? [], tokensFile: c.authTokensFile } : null,
     // Process-level: serve opens it once, so it outlives model swaps.
     dump: c.dump ?? null,
+  };
+}
+
+/** --rank 1: an expert worker's settings (checkCrossFlagRules has made sure it has a MODEL and --master-addr). */
+export function toExpertRankOptions(c: Config): ExpertRankServeOptions {
+  return {
+    model: { id: c.model, path: c.modelFromPath, cacheDir: c.cacheDir, demo: c.demo },
+    rank: c.rank,
+    worldSize: c.worldSize,
+    master: { host: c.masterAddr!, port: c.masterPort },
+    fastLoad: c.fastLoad,
   };
 }
 

@@ -67,6 +67,17 @@ export function serverBusy(detail: string): ApiError {
   });
 }
 
+/**
+ * Retriable 503: expert parallelism's other rank (--world-size 2) is not connected, so the model
+ * cannot run; /health reports the same (`expertParallel.peers`).
+ */
+export function expertRankUnavailable(detail: string): ApiError {
+  return new ApiError(503, `The model cannot run right now: ${detail}. Retry once it is back.`, {
+    code: 'expert_rank_unavailable',
+    headers: { 'retry-after': '5' },
+  });
+}
+
 /** Request plus completion would not fit the model's context window. */
 export function contextLengthExceeded(message: string, param = 'messages'): ApiError {
   return new ApiError(400, message, { code: 'context_length_exceeded', param });

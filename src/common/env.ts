@@ -177,6 +177,27 @@ export const ENV_VARS = {
     default: 1 << 30,
     parse: positiveInt('SVC_RESPONSES_STORE_MAX_BYTES'),
   }),
+  SVC_EP_CONNECT_TIMEOUT_S: spec<number>({
+    name: 'SVC_EP_CONNECT_TIMEOUT_S',
+    doc: 'expert parallelism (`--world-size 2`): seconds the head waits at start-up for rank 1 to connect before start-up fails',
+    defaultText: '600',
+    default: 600,
+    parse: positiveInt('SVC_EP_CONNECT_TIMEOUT_S'),
+  }),
+  SVC_EP_REPLY_TIMEOUT_S: spec<number>({
+    name: 'SVC_EP_REPLY_TIMEOUT_S',
+    doc: "expert parallelism: seconds the head waits for rank 1's answer for one MoE layer before the step fails and the connection is dropped",
+    defaultText: '120',
+    default: 120,
+    parse: positiveInt('SVC_EP_REPLY_TIMEOUT_S'),
+  }),
+  SVC_EP_ROWS_DTYPE: spec<'f32' | 'bf16'>({
+    name: 'SVC_EP_ROWS_DTYPE',
+    doc: 'expert parallelism: how the head sends activation rows to rank 1; `f32` gives outputs identical to one rank, `bf16` halves those bytes (replies stay f32)',
+    defaultText: 'f32',
+    default: 'f32',
+    parse: oneOf('SVC_EP_ROWS_DTYPE', ['f32', 'bf16']),
+  }),
   HF_HUB_CACHE: spec<string | null>({
     name: 'HF_HUB_CACHE',
     doc: 'hub cache searched for `svc serve ORG/NAME` (after `--cache-dir`)',

@@ -1,15 +1,25 @@
 // The main thread's face of the engine: starts the worker, admits or refuses jobs, forwards them
 // and turns the worker's per-step updates into each job's event stream. No model math here.
 import { rmSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { LoadProgress } from '../model/types.js';
 import { packTokenizer } from './grammar/index.js';
-import { EngineAdmissionError, type Engine, type EngineEvent, type GenerationHandle, type GenerationRequest } from './types.js';
+import {
+  EngineAdmissionError,
+  type Engine,
+  type EngineEvent,
+  type ExpertParallelStatus,
+  type GenerationHandle,
+  type GenerationRequest,
+} from './types.js';
+import { CONTROL_BYTES, readStatus } from './expert-parallel/control.js';
+import type { LinkEvent } from './expert-parallel/link-thread.js';
 import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ProfileRequest, ToWorker, WorkerStats } from './messages.js';
 import type { ProfileSnapshot } from './profile.js';
 
-export type { EngineInfo, EngineOptions, WorkerStats } from './messages.js';
+export type { EngineInfo, EngineOptions, ExpertParallelOptions, WorkerStats } from './messages.js';
+export type { LinkEvent } from './expert-parallel/link-thread.js';
 
 export interface RunningEngine extends Engine {
   /** Model config and KV pool size, for the start-up log. */
@@ -27,17 +37,47 @@ export interface RunningEngine extends Engine {
   profile(): Promise<ProfileSnapshot | null>;
 }
 
+/** The main thread's end of the expert-parallel link (--world-size 2): its shared words and its log lines. */
+interface ExpertParallelSide {
+  control: SharedArrayBuffer;
+  worldSize: number;
+  endpoint: string;
+  events: MessagePort;
+}
+
 /**
  * Starts the worker and resolves once the model is loaded; rejects with the worker's load error.
  * onProgress hears how far the load has got (a few times a second at most). Aborting `signal`
- * stops a load in progress (the worker is terminated and the promise rejects).
+ * stops a load in progress (the worker is terminated and the promise rejects). With expert
+ * parallelism, onLinkEvent hears the link's log lines (waiting for rank 1, connected, lost), from
+ * the start of the load on; the engine is ready only once rank 1 has connected.
  */
-export function startEngine(options: EngineOptions, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal): Promise<RunningEngine> {
+export function startEngine(
+  options: EngineOptions,
+  onProgress?: (p: LoadProgress) => void,
+  signal?: AbortSignal,
+  onLinkEvent?: (e: LinkEvent) => void,
+): Promise<RunningEngine> {
   checkOptions(options);
-  const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: options });
+  let ep: ExpertParallelSide | null = null;
+  let workerData = options;
+  const transferList: MessagePort[] = [];
+  if (options.expertParallel) {
+    const { worldSize, host, port } = options.expertParallel;
+    const control = new SharedArrayBuffer(CONTROL_BYTES);
+    const { port1, port2 } = new MessageChannel();
+    port1.on('message', (e: LinkEvent) => onLinkEvent?.(e));
+    port1.unref();
+    ep = { control, worldSize, endpoint: `${host}:${port}`, events: port1 };
+    workerData = { ...options, expertParallel: { ...options.expertParallel, control, events: port2 } };
+    transferList.push(port2);
+  }
+  const side = ep;
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, transferList });
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       detach();
+      side?.events.close();
       void worker.terminate();
       reject(new Error('model load aborted'));
     };
@@ -46,20 +86,23 @@ export function startEngine(options: EngineOptions, onProgress?: (p: LoadProgres
         onProgress?.(msg.progress);
       } else if (msg.type === 'ready') {
         detach();
-        resolve(new EngineClient(worker, msg.info, options));
+        resolve(new EngineClient(worker, msg.info, options, side));
       } else if (msg.type === 'load-error') {
         detach();
+        side?.events.close();
         void worker.terminate();
         reject(new Error(msg.message));
       }
     };
     const onError = (err: Error) => {
       detach();
+      side?.events.close();
       void worker.terminate();
       reject(err);
     };
     const onExit = (code: number) => {
       detach();
+      side?.events.close();
       reject(new Error(`engine worker exited during start-up (exit code ${code})`));
     };
     const detach = () => {
@@ -92,6 +135,8 @@ function checkOptions(o: EngineOptions): void {
     throw new RangeError(`--gpu-memory-utilization must be in (0, 1], got ${o.gpuMemoryUtilization}`);
   }
   if (!(o.oomGuardMb >= 0)) throw new RangeError(`--oom-guard-mb must be ≥ 0, got ${o.oomGuardMb}`);
+  if (o.expertParallel && o.expertParallel.worldSize !== 2)
+    throw new RangeError(`expert parallelism runs on 2 ranks, got --world-size ${o.expertParallel.worldSize}`);
 }
 
 class EngineClient implements RunningEngine {
@@ -114,6 +159,8 @@ class EngineClient implements RunningEngine {
     private readonly worker: Worker,
     readonly info: EngineInfo,
     private readonly options: EngineOptions,
+    /** --world-size 2: the link's shared words and log port; null on one rank. */
+    private readonly ep: ExpertParallelSide | null = null,
   ) {
     this.snapshot = {
       running: 0,
@@ -157,6 +204,12 @@ class EngineClient implements RunningEngine {
 
   submit(req: GenerationRequest): GenerationHandle {
     if (this.down !== null) throw new EngineAdmissionError('not_ready', this.down);
+    const ep = this.expertParallel();
+    if (ep !== null && ep.peers !== 'connected')
+      throw new EngineAdmissionError(
+        'peer_unavailable',
+        `expert-parallel rank 1 of ${ep.worldSize} ${ep.peers === 'lost' ? 'was lost' : 'is not connected'}; the head waits for it on ${ep.endpoint}`,
+      );
     if (req.promptTokens.length === 0) throw new RangeError('the prompt has no tokens');
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1)
       throw new RangeError(`maxTokens must be a positive integer, got ${req.maxTokens}`);
@@ -202,6 +255,10 @@ class EngineClient implements RunningEngine {
     });
   }
 
+  expertParallel(): ExpertParallelStatus | null {
+    return this.ep === null ? null : readStatus(this.ep.control, this.ep.worldSize, this.ep.endpoint);
+  }
+
   stats(): WorkerStats {
     // Jobs the worker has not reported as running (including ones it has not seen yet) are waiting.
     return { ...this.snapshot, waiting: Math.max(0, this.jobs.size - this.snapshot.running) };
@@ -209,6 +266,7 @@ class EngineClient implements RunningEngine {
 
   async shutdown(): Promise<void> {
     this.fail('the engine was shut down', 'cancelled');
+    this.ep?.events.close();
     await this.worker.terminate();
     this.removeSwap();
   }

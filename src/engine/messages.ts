@@ -6,6 +6,8 @@ import type { SchedulingPolicy } from './slo-policy.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
 import type { ProfileSnapshot } from './profile.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { RowsDtype } from './expert-parallel/protocol.js';
 
 /** EngineStats plus counters only the engine's own tests and metrics need. */
 export interface WorkerStats extends EngineStats {
@@ -40,6 +42,28 @@ export interface SpeculativeOptions {
   mtpQuantization: 'nvfp4' | 'fp8' | 'bf16';
   /** --mtp-vocab: the MTP head scores the first N ids (clamped to the vocabulary); 0 = all. */
   mtpVocab: number;
+}
+
+/**
+ * Two-rank expert parallelism as the head (rank 0) runs it: it listens for rank 1 at host:port and
+ * sends it the rows routed to its experts (src/engine/expert-parallel/).
+ */
+export interface ExpertParallelOptions {
+  /** 2 (the only size supported). */
+  worldSize: number;
+  /** Where the head listens for rank 1: --master-addr, else --bind; --master-port. */
+  host: string;
+  port: number;
+  /** Start-up wait for rank 1; default SVC_EP_CONNECT_TIMEOUT_S. */
+  connectTimeoutMs?: number;
+  /** Per-layer reply timeout; default SVC_EP_REPLY_TIMEOUT_S. */
+  replyTimeoutMs?: number;
+  /** How rows travel; default SVC_EP_ROWS_DTYPE. */
+  rowsDtype?: RowsDtype;
+  /** Set by startEngine: the link's state and counters, shared with the main thread (control.ts). */
+  control?: SharedArrayBuffer;
+  /** Set by startEngine: the main thread's end hears the link's log lines (LinkEvent). */
+  events?: MessagePort;
 }
 
 /** How to start an engine. Passed to the worker as its workerData. */
@@ -84,6 +108,8 @@ export interface EngineOptions {
   schedulingPolicy?: SchedulingPolicy;
   /** --tbt-deadline-ms: the step-time deadline of slai; default 100. */
   tbtDeadlineMs?: number;
+  /** --world-size 2 on the head: half the experts here, half on rank 1; null or absent = one rank. */
+  expertParallel?: ExpertParallelOptions | null;
 }
 
 /** What the engine reports once loaded (the lead logs it). */

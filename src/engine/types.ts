@@ -103,7 +103,7 @@ export interface GenerationHandle {
 /** Why a job was refused at submission. */
 export class EngineAdmissionError extends Error {
   constructor(
-    readonly kind: 'queue_full' | 'too_long' | 'not_ready',
+    readonly kind: 'queue_full' | 'too_long' | 'not_ready' | 'peer_unavailable',
     message: string,
   ) {
     super(message);
@@ -127,6 +127,24 @@ export interface EngineStats {
   verifySteps: number;
 }
 
+/** Expert parallelism's peer, as the head sees it: never connected yet, serving, gone, or the listener failed. */
+export type PeerState = 'waiting' | 'connected' | 'lost' | 'failed';
+
+/** The head's view of two-rank expert parallelism (--world-size 2), for /health and /metrics. */
+export interface ExpertParallelStatus {
+  worldSize: number;
+  rank: number;
+  /** host:port the head listens on for the worker. */
+  endpoint: string;
+  peers: PeerState;
+  /** Since start, on the link's socket: bytes each way (handshakes included), requests and rows sent, connections accepted. */
+  bytesSent: number;
+  bytesReceived: number;
+  requests: number;
+  rowsSent: number;
+  connections: number;
+}
+
 export interface Engine {
   /** Most sequences it holds queued or running at once (--max-num-seqs). */
   readonly maxSequences: number;
@@ -136,4 +154,6 @@ export interface Engine {
   shutdown(): Promise<void>;
   /** --profile's timing table (src/engine/profile.ts); null, or absent, when not profiling. */
   profile?(): Promise<ProfileSnapshot | null>;
+  /** Expert parallelism's state (--world-size 2); null, or absent, on one rank. */
+  expertParallel?(): ExpertParallelStatus | null;
 }

@@ -8,7 +8,9 @@ import { totalmem } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { defaultOps } from '../kernels/index.js';
 import { loadCheckpoint } from '../model/loaders/index.js';
-import { createModel } from '../model/architectures/index.js';
+import { createModel, isMoe, type ModelOptions } from '../model/architectures/index.js';
+import { readEnv } from '../common/env.js';
+import { HeadLink, modelIdentity } from './expert-parallel/index.js';
 import { allocateKvCache, kvBytesPerToken } from './kv-cache.js';
 import { describeKvPlan, kvLayerPlan } from './kv-plan.js';
 import { withKvCalibration } from './kv-calibration.js';
@@ -29,9 +31,18 @@ import { acceptToken, changesLogits, forcedToken, logitsProcessors, processLogit
 import { buildDrafter, planMtp } from './speculative/index.js';
 import type { Drafter } from './speculative/drafter.js';
 import type { GenerationRequest } from './types.js';
-import type { LoadProgress, Tensor } from '../model/types.js';
+import type { Checkpoint, LoadProgress, Tensor } from '../model/types.js';
 import type { EngineFinishReason } from './types.js';
-import type { EngineInfo, EngineOptions, FromWorker, JobUpdate, ProfileRequest, ToWorker, WorkerStats } from './messages.js';
+import type {
+  EngineInfo,
+  EngineOptions,
+  ExpertParallelOptions,
+  FromWorker,
+  JobUpdate,
+  ProfileRequest,
+  ToWorker,
+  WorkerStats,
+} from './messages.js';
 
 const port = parentPort!;
 const post = (msg: FromWorker) => port.postMessage(msg);
@@ -336,7 +347,9 @@ function start(options: EngineOptions): void {
     const calibration = options.fp8KvCalibrationTokens ?? 0;
     const calibrated = calibration > 0 ? withKvCalibration(defaultOps(), calibration) : defaultOps();
     const ops = profile ? withProfile(calibrated, profile) : calibrated;
-    const model = createModel(checkpoint, ops);
+    // --world-size 2: the link to rank 1 listens from now on, while the rest loads.
+    const ep = options.expertParallel ? startExpertParallel(checkpoint, options.expertParallel) : null;
+    const model = createModel(checkpoint, ops, ep?.modelOptions);
     const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
     const spec = options.speculative;
     const built = spec
@@ -389,6 +402,8 @@ function start(options: EngineOptions): void {
       ...(built?.detail ? { drafterDetail: built.detail } : {}),
       loadMs: Math.round(performance.now() - t0),
     };
+    // Ready only with rank 1 connected (its experts are half the model).
+    ep?.link.waitForPeer(ep.connectTimeoutMs);
   } catch (err) {
     post({ type: 'load-error', message: err instanceof Error ? err.message : String(err) });
     return;
@@ -398,6 +413,33 @@ function start(options: EngineOptions): void {
     else loop.receive(msg);
   });
   post({ type: 'ready', info });
+}
+
+/** The head's link to rank 1 and the model options that route half the experts over it. */
+function startExpertParallel(
+  checkpoint: Checkpoint,
+  o: ExpertParallelOptions,
+): { link: HeadLink; modelOptions: ModelOptions; connectTimeoutMs: number } {
+  const { config } = checkpoint;
+  if (!isMoe(checkpoint))
+    throw new Error(
+      `--world-size ${o.worldSize}: ${config.architecture} "${config.nameOrPath ?? checkpoint.source}" is not a mixture-of-experts model ` +
+        '(its config names no routed experts); expert parallelism splits the experts of one',
+    );
+  const connectTimeoutMs = o.connectTimeoutMs ?? readEnv('SVC_EP_CONNECT_TIMEOUT_S') * 1000;
+  const link = new HeadLink({
+    worldSize: o.worldSize,
+    host: o.host,
+    port: o.port,
+    identity: modelIdentity(checkpoint),
+    control: o.control,
+    events: o.events ?? null,
+    replyTimeoutMs: o.replyTimeoutMs ?? readEnv('SVC_EP_REPLY_TIMEOUT_S') * 1000,
+    connectTimeoutMs,
+    rowsDtype: o.rowsDtype ?? readEnv('SVC_EP_ROWS_DTYPE'),
+  });
+  const remote = link.remoteExperts(config.numExperts!, config.hiddenSize);
+  return { link, modelOptions: { experts: { shard: { rank: 0, worldSize: o.worldSize }, remote } }, connectTimeoutMs };
 }
 
 /** Tied embeddings expose one buffer under two names: count each buffer once. */

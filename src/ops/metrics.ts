@@ -21,8 +21,13 @@
 //   svc_kv_pool_utilization_ratio                    gauge      KV blocks in use / KV blocks in the pool (0–1)
 //   svc_active_sequences                             gauge      sequences the engine is running (holding KV, stepping)
 //   svc_queue_depth                                  gauge      sequences admitted but waiting to run
+//
+// With expert parallelism (--world-size 2) only, read at scrape time from the link's shared counters:
+//   svc_expert_parallel_bytes_total{direction}       counter    bytes on the socket to rank 1, "sent" / "received"
+//   svc_expert_parallel_rows_total                   counter    activation rows sent to rank 1
+//   svc_expert_parallel_peer_connected               gauge      1 while rank 1 is connected, else 0
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EngineStats } from '../engine/types.js';
+import type { EngineStats, ExpertParallelStatus } from '../engine/types.js';
 import { decodeThroughput, type OutcomeSink, type RequestOutcome } from './request-log.js';
 
 /** Request duration (s): fast refusals in milliseconds up to long generations in minutes. */
@@ -53,6 +58,8 @@ export interface MetricsOptions {
   engineStats: () => EngineStats | null;
   /** Append the process metrics (default true). */
   processMetrics?: boolean;
+  /** --world-size 2: the head's expert-parallel state (counters absent while loading); absent: one rank, no such metrics. */
+  expertParallel?: () => Pick<ExpertParallelStatus, 'peers'> & Partial<ExpertParallelStatus>;
 }
 
 export class ServerMetrics {
@@ -190,6 +197,38 @@ export class ServerMetrics {
         this.set(stats()?.waiting ?? 0);
       },
     });
+    const ep = options.expertParallel;
+    if (ep !== undefined) {
+      new Counter({
+        name: 'svc_expert_parallel_bytes_total',
+        help: 'Bytes on the expert-parallel link to rank 1 (frames and handshakes), by direction: sent or received.',
+        labelNames: ['direction'],
+        registers,
+        collect() {
+          const s = ep();
+          this.reset();
+          this.inc({ direction: 'sent' }, s.bytesSent ?? 0);
+          this.inc({ direction: 'received' }, s.bytesReceived ?? 0);
+        },
+      });
+      new Counter({
+        name: 'svc_expert_parallel_rows_total',
+        help: 'Activation rows sent to rank 1 for its experts (a row routed to none of them is not sent).',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(ep().rowsSent ?? 0);
+        },
+      });
+      new Gauge({
+        name: 'svc_expert_parallel_peer_connected',
+        help: 'Whether expert-parallel rank 1 is connected (1) or not (0: waiting or lost; the model cannot run).',
+        registers,
+        collect() {
+          this.set(ep().peers === 'connected' ? 1 : 0);
+        },
+      });
+    }
     // The served model's series exist from the start, at 0.
     const m = { model: this.modelName() };
     this.promptTokens.inc(m, 0);

@@ -127,7 +127,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // line and the request metrics per request, when its response closes (src/ops/request-log.ts).
   // The served name changes on a model swap (serve.ts updates options.modelName): read it per request.
   const servedName = () => options.modelName;
-  const metrics = new ServerMetrics({ model: servedName, engineStats: () => lifecycle.runtime?.engine.stats() ?? null });
+  const metrics = new ServerMetrics({
+    model: servedName,
+    engineStats: () => lifecycle.runtime?.engine.stats() ?? null,
+    ...(lifecycle.worldSize > 1 ? { expertParallel: () => lifecycle.expertParallel()! } : {}),
+  });
   const recent = new RecentRequests();
   registerRequestOutcome(app, [requestLogSink(servedName), metrics.record, recent.record]);
   // --dump: every exchange, refused ones included, as a line of the dump file (src/ops/dump.ts).

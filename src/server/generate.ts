@@ -12,7 +12,7 @@ import { OutputPipeline, runSequence, type SequenceStep } from '../chat/pipeline
 import type { ChatPrompt } from '../chat/prompt.js';
 import type { ChatRequest, GenerationOptions } from '../chat/request.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
-import { contextLengthExceeded, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
+import { contextLengthExceeded, expertRankUnavailable, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
 import type { GenerationLog } from '../ops/request-log.js';
 import type { TokenUsage } from '../protocols/stream.js';
 
@@ -268,5 +268,7 @@ function admissionToApiError(err: unknown): unknown {
       return contextLengthExceeded(err.message);
     case 'not_ready':
       return modelNotLoaded();
+    case 'peer_unavailable':
+      return expertRankUnavailable(err.message);
   }
 }

@@ -10,8 +10,13 @@
 //
 // A request takes the runtime once, when it starts, and keeps it: in-flight requests finish on
 // the model they started on even if a swap begins meanwhile.
+//
+// With expert parallelism (--world-size 2) Ready has a second condition, the worker rank being
+// connected: while it is not, /health answers 503 `degraded` and generations 503
+// `expert_rank_unavailable` (the engine refuses them), both retriable.
 import { modelNotLoaded } from '../common/api-error.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
+import type { ExpertParallelStatus } from '../engine/types.js';
 
 export type ServerState = 'starting' | 'no_model' | 'loading' | 'ready';
 
@@ -22,8 +27,21 @@ export class Lifecycle {
   private inFlight = 0;
   private onDrained: (() => void)[] = [];
 
-  constructor(initial: 'starting' | 'no_model' = 'starting') {
+  constructor(
+    initial: 'starting' | 'no_model' = 'starting',
+    /** --world-size: 1, or 2 for expert parallelism (this process is the head). */
+    readonly worldSize = 1,
+  ) {
     this.current = initial;
+  }
+
+  /**
+   * Expert parallelism's state: the loaded engine's view of its peer, or "waiting" while the model
+   * (and the wait for rank 1) is still loading; null on one rank.
+   */
+  expertParallel(): Pick<ExpertParallelStatus, 'worldSize' | 'rank' | 'peers'> | ExpertParallelStatus | null {
+    if (this.worldSize <= 1) return null;
+    return this.live?.engine.expertParallel?.() ?? { worldSize: this.worldSize, rank: 0, peers: 'waiting' };
   }
 
   get state(): ServerState {

@@ -57,7 +57,10 @@ export async function loadModel(
   const modelName = request.servedName ?? checkpointName(source) ?? request.fallbackName;
   log.info(`Loading ${modelName} from ${source}`);
   // The engine worker starts on the weights first; the tokenizer is built meanwhile.
-  const loading = startEngine({ ...request.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }, onProgress, signal);
+  // With expert parallelism the link's lines (waiting for rank 1, connected, lost) go to the log, for the engine's whole life.
+  const loading = startEngine({ ...request.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }, onProgress, signal, (e) =>
+    log[e.level](e.message),
+  );
   loading.catch(() => undefined);
   let runtime: ModelRuntime | null = null;
   let engine: RunningEngine | null = null;

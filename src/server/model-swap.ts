@@ -83,6 +83,13 @@ export class ModelSwitcher {
   plan(id: string, recipe = 'default'): SwapPlan {
     const entry = this.deps.library.find(id);
     if (!entry) throw new ApiError(404, `The model '${id}' is not in the Library.`, { code: 'model_not_found', param: 'model' });
+    const worldSize = this.deps.lifecycle.worldSize;
+    if (worldSize > 1)
+      throw new ApiError(
+        409,
+        `The model '${id}' cannot be loaded: this server runs with --world-size ${worldSize} (expert parallelism); a hot swap is single-node.`,
+        { code: 'model_refused' },
+      );
     return planFor(entry, recipe, this.deps.recipeSettings);
   }
 
@@ -184,6 +191,8 @@ function planFor(entry: LibraryEntry, recipeName: string, recipeSettings: Switch
   }
   const settings = recipeSettings(flags);
   if ('error' in settings) throw refuse(`recipe '${recipeName}': ${settings.error}`);
+  if (settings.engine.expertParallel)
+    throw refuse(`recipe '${recipeName}' runs expert parallelism over several ranks; a hot swap is single-node`);
   return {
     id: entry.id,
     recipe: recipeName,

@@ -107,7 +107,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       });
     }
 
-    const lifecycle = new Lifecycle(first === null ? 'no_model' : 'starting');
+    const lifecycle = new Lifecycle(first === null ? 'no_model' : 'starting', options.engine.expertParallel?.worldSize ?? 1);
     // Routes read the served name per request: a swap updates it here.
     const appOptions: AppOptions = {
       ...options.app,

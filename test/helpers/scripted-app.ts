@@ -94,11 +94,15 @@ export interface ScriptedAppSetup {
   store?: AppDeps['store'];
   /** --dump's file; default: none. */
   dump?: AppDeps['dump'];
+  /** The engine; default: a ScriptedEngine of `script`. */
+  engine?: ScriptedEngine;
+  /** --world-size (2: the head of expert parallelism); default 1. */
+  worldSize?: number;
 }
 
 /** The app, its engine, the log records it wrote and its lifecycle. */
 export function scriptedApp(setup: ScriptedAppSetup = {}) {
-  const engine = new ScriptedEngine(setup.script ?? { ids: [...tinyTokenizer.encode('Paris.'), IM_END] });
+  const engine = setup.engine ?? new ScriptedEngine(setup.script ?? { ids: [...tinyTokenizer.encode('Paris.'), IM_END] });
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -106,7 +110,7 @@ export function scriptedApp(setup: ScriptedAppSetup = {}) {
       done();
     },
   });
-  const lifecycle = new Lifecycle();
+  const lifecycle = new Lifecycle('starting', setup.worldSize ?? 1);
   const runtime: ModelRuntime = {
     engine,
     tokenizer: tinyTokenizer,

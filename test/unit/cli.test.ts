@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
 import { checkImplemented, type Config } from '../../src/cli/config.js';
+import { toExpertRankOptions, toServeOptions } from '../../src/cli/serve-options.js';
 import { FLAGS, GROUPS, KV_CACHE_DTYPES, TOOL_CALL_PARSERS, type FlagSpec } from '../../src/cli/flags/index.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 
@@ -214,7 +215,7 @@ test('cross-flag rules', () => {
   assert.match(error('serve', 'm', '--dflash'), /^svc: --dflash: DFlash drafting needs a DFlash draft model, which svc cannot run/);
   assert.match(error('serve', 'm', '--model-from-path', '/x'), /^svc: --model-from-path: cannot be combined/);
   assert.match(error('serve', 'm', '--rank', '1'), /^svc: --rank: must be below --world-size \(1\)/);
-  assert.equal(config('serve', 'm', '--rank', '1', '--world-size', '2').rank, 1);
+  assert.equal(config('serve', 'm', '--rank', '1', '--world-size', '2', '--master-addr', 'h').rank, 1);
   assert.match(error('serve', 'm', '--require-auth'), /^svc: --require-auth: needs --auth-token/);
   assert.deepEqual(config('serve', 'm', '--require-auth', '--auth-token', 'k').authToken, ['k']);
   assert.equal(config('serve', 'm', '--require-auth', '--auth-tokens-file', '/k').authTokensFile, '/k');
@@ -226,6 +227,56 @@ test('cross-flag rules', () => {
   assert.match(warnings('serve', 'm', '--tbt-deadline-ms', '50')[0], /no effect without --scheduling-policy slai/);
   assert.deepEqual(warnings('serve', 'm', '--tbt-deadline-ms', '50', '--scheduling-policy', 'slai'), []);
   assert.ok(!warnings('serve', 'm', '--auth-token', 'k').some((w) => w.includes('k ') || w.endsWith('k')), 'no key in warnings');
+});
+
+test('expert parallelism: supported combinations, and clear refusals of the others', () => {
+  // The head: --world-size 2 with a MODEL; it listens on --master-addr, else its --bind address.
+  const head = config('serve', 'org/moe', '--world-size', '2');
+  assert.deepEqual([head.rank, head.worldSize, head.masterAddr, head.masterPort], [0, 2, undefined, 29500]);
+  assert.deepEqual(warnings('serve', 'org/moe', '--world-size', '2', '--master-port', '29600'), []);
+  // The worker: rank 1 with the same MODEL and the head's address.
+  const worker = config('serve', 'org/moe', '--rank', '1', '--world-size', '2', '--master-addr', '10.0.0.1', '--master-port', '29600');
+  assert.deepEqual([worker.rank, worker.masterAddr, worker.masterPort], [1, '10.0.0.1', 29600]);
+  assert.deepEqual(warnings('serve', 'org/moe', '--rank', '1', '--world-size', '2', '--master-addr', 'h', '--no-fast-load'), []);
+  assert.equal(
+    error('serve', 'org/moe', '--world-size', '3'),
+    'svc: --world-size: at most 2 ranks are supported (two-way expert parallelism: --rank 0 the head, --rank 1 the expert worker), got 3',
+  );
+  assert.equal(error('serve', 'org/moe', '--world-size', '2', '--rank', '2'), 'svc: --rank: must be below --world-size (2), got 2');
+  assert.match(error('serve', 'org/moe', '--rank', '1', '--master-addr', 'h'), /^svc: --rank: must be below --world-size \(1\), got 1/);
+  assert.match(
+    error('serve', '--rank', '1', '--world-size', '2', '--master-addr', 'h'),
+    /^svc: --world-size 2: needs the MODEL on the command line/,
+  );
+  assert.match(error('serve', '--world-size', '2'), /^svc: --world-size 2: needs the MODEL on the command line, the same on every rank/);
+  assert.equal(
+    error('serve', 'org/moe', '--rank', '1', '--world-size', '2'),
+    "svc: --rank 1: needs --master-addr, the head's address (and --master-port when it is not 29500)",
+  );
+  assert.match(error('serve', 'org/moe', '--world-size', '0'), /^svc: --world-size: /);
+  // What each rank starts with: the head listens on --master-addr, else its --bind address.
+  assert.deepEqual(toServeOptions(head).engine.expertParallel, { worldSize: 2, host: '127.0.0.1', port: 29500 });
+  assert.deepEqual(toServeOptions(config('serve', 'org/moe', '--world-size', '2', '--bind', '0.0.0.0')).engine.expertParallel, {
+    worldSize: 2,
+    host: '0.0.0.0',
+    port: 29500,
+  });
+  assert.equal(toServeOptions(config('serve', 'org/moe')).engine.expertParallel, null);
+  assert.deepEqual(toExpertRankOptions(worker), {
+    model: { id: 'org/moe', path: undefined, cacheDir: undefined, demo: false },
+    rank: 1,
+    worldSize: 2,
+    master: { host: '10.0.0.1', port: 29600 },
+    fastLoad: true,
+  });
+  // Settings that cannot matter are said.
+  assert.deepEqual(warnings('serve', 'org/moe', '--master-addr', 'h'), [
+    'svc: warning: --master-addr/--master-port have no effect without --world-size 2',
+  ]);
+  assert.deepEqual(
+    warnings('serve', 'org/moe', '--rank', '1', '--world-size', '2', '--master-addr', 'h', '--port', '9000', '--enable-prefix-caching'),
+    ['svc: warning: rank 1 is an expert worker (no HTTP, no scheduler): --port, --enable-prefix-caching have no effect there'],
+  );
 });
 
 test('--auth-token is repeatable: every key is kept, in order (other valued flags: the last wins)', () => {
@@ -262,10 +313,10 @@ test('checkImplemented: unbuilt flags at non-default values refuse to start', ()
   assert.equal(checkImplemented(config('serve')), undefined);
   assert.equal(checkImplemented(config('serve', '--demo')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--auto-swap')), undefined);
-  assert.equal(checkImplemented(config('serve', 'm', '--world-size', '2')), 'svc: not implemented yet: --world-size 2');
+  assert.equal(checkImplemented(config('serve', 'm', '--world-size', '2')), undefined);
   assert.equal(
-    checkImplemented(config('serve', 'm', '--ssm-cache-slots', '3', '--world-size', '2')),
-    'svc: not implemented yet: --ssm-cache-slots 3, --world-size 2',
+    checkImplemented(config('serve', 'm', '--ssm-cache-slots', '3', '--ssm-checkpoint-interval', '8')),
+    'svc: not implemented yet: --ssm-cache-slots 3, --ssm-checkpoint-interval 8',
   );
   assert.equal(checkImplemented(config('serve', 'm', '--num-drafts', '3', '--ngram-speculative')), undefined);
   assert.equal(checkImplemented(config('serve', 'm', '--kv-cache-dtype', 'nvfp4')), undefined);
@@ -293,7 +344,7 @@ test('bin/svc.js: --version prints the package version; a bad flag exits 2 with 
   assert.equal(bad.stdout, '');
   assert.equal(bad.stderr, 'svc: --port: expected an integer from 1 to 65535, got "abc"\n');
 
-  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--world-size', '2'], { encoding: 'utf8' });
+  const unbuilt = spawnSync(process.execPath, [bin, 'serve', 'm', '--ssm-cache-slots', '3'], { encoding: 'utf8' });
   assert.equal(unbuilt.status, 2);
-  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --world-size 2\n');
+  assert.equal(unbuilt.stderr, 'svc: not implemented yet: --ssm-cache-slots 3\n');
 });

@@ -9,8 +9,10 @@ export const MULTI_GPU_FLAGS = [
     group: 'Multi-GPU (expert parallelism)',
     value: integer(0),
     default: 0,
-    help: 'This process: 0 is the head (HTTP and scheduler), N > 0 a worker. Must be below --world-size.',
-    built: false,
+    help:
+      'This process: 0 is the head (HTTP, scheduler, attention and its share of the experts), 1 the expert worker ' +
+      '(its share of the experts, no HTTP). Must be below --world-size.',
+    built: true,
   }),
   flag({
     name: 'world-size',
@@ -18,8 +20,8 @@ export const MULTI_GPU_FLAGS = [
     group: 'Multi-GPU (expert parallelism)',
     value: integer(1),
     default: 1,
-    help: 'Total ranks; 2 enables two-way expert parallelism.',
-    built: false,
+    help: 'Total ranks; 2 enables two-way expert parallelism (a mixture-of-experts MODEL, named at start-up; at most 2).',
+    built: true,
   }),
   flag({
     name: 'master-addr',
@@ -28,8 +30,8 @@ export const MULTI_GPU_FLAGS = [
     value: text('host', 'host'),
     default: undefined,
     defaultText: 'none',
-    help: 'Rendezvous host of rank 0.',
-    built: false,
+    help: 'Rendezvous host: where the head listens for rank 1 (default: the --bind address) and where rank 1 connects (required there).',
+    built: true,
   }),
   flag({
     name: 'master-port',
@@ -37,7 +39,7 @@ export const MULTI_GPU_FLAGS = [
     group: 'Multi-GPU (expert parallelism)',
     value: PORT,
     default: 29500,
-    help: 'Rendezvous port.',
-    built: false,
+    help: 'Rendezvous port: the head listens on it, rank 1 connects to it.',
+    built: true,
   }),
 ] as const;
