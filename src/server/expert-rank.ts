@@ -9,7 +9,8 @@ import { resolveModelSource } from '../model/hub-cache.js';
 import { DEMO_MODEL_PATH } from '../model/library.js';
 import { loadCheckpoint } from '../model/loaders/index.js';
 import type { MoeExperts } from '../kernels/ops.js';
-import { loadRankExperts, modelIdentity, serveExperts } from '../engine/expert-parallel/index.js';
+import { modelIdentity, serveExperts } from '../engine/expert-parallel/index.js';
+import { loadExpertShard } from '../model/architectures/index.js';
 import { createLogger } from '../ops/logger.js';
 
 export interface ExpertRankServeOptions {
@@ -53,7 +54,7 @@ export async function serveExpertRank(o: ExpertRankServeOptions): Promise<void> 
       );
     const shard = { rank, worldSize };
     const ops = defaultOps();
-    const experts = loadRankExperts(checkpoint, ops, shard);
+    const experts = loadExpertShard(checkpoint, ops, shard);
     const [first, end] = expertRange(config.numExperts!, shard);
     const moeLayers = experts.filter((e) => e !== null).length;
     log.info(

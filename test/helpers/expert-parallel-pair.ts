@@ -18,7 +18,7 @@ export const HEAD_READY = /^Listening on /m;
 export const WORKER_READY = /connected to the head at /;
 
 export const MOE_SHAPE = 'qwen3moe';
-export const MOE_ARCHITECTURE = 'qwen3moe';
+export const MOE_ARCHITECTURE = 'qwen3_moe';
 
 let generated: Map<string, string> | null = null;
 

@@ -3,7 +3,6 @@
 export { HeadLink, PeerUnavailableError, type HeadLinkOptions } from './head.js';
 export { serveExperts, type ExpertRank, type ExpertRankOptions, type ExpertRankStats } from './rank-server.js';
 export { modelIdentity } from './identity.js';
-export { loadRankExperts } from './shard.js';
 export { CONTROL_BYTES, readStatus } from './control.js';
 export type { LinkEvent } from './link-thread.js';
 export { PROTOCOL_VERSION, type ModelIdentity, type RowsDtype } from './protocol.js';
