@@ -204,6 +204,12 @@ function sizedTensorsInFile(path: string): SizedTensor[] {
   return readGgufHeader(path).tensors.map((t) => ({ name: t.name, dims: t.dims, bytes: ggufTensorBytes(t) }));
 }
 
+/** Per-token weight reads of an artifact, by part: from the file's own header for a GGUF (llama-quantize's too). */
+export function activeBytesOfArtifact(a: Artifact): ActiveBytes {
+  if (a.format === 'bf16') return activeBytesOf(a.shape, a.format);
+  return activeBytesOfTensors(sizedTensorsInFile(a.path), a.shape.moe?.numExpertsPerTok ?? 0);
+}
+
 function modelSeed(shape: ModelShape): number {
   return hashString(`svc-bench:${shape.id}`);
 }
