@@ -163,9 +163,10 @@ function describe(r: MoeRun, a: Artifact): string {
 
 /** svc as one process against svc as ranks: decode tok/s and its share of the roofline. */
 function formatRanks(r: MoeRun, o: MoeOptions): string {
+  const threads = (n: number) => `${n} thread${n === 1 ? '' : 's'}`;
   const rows: [string, EngineOutcome][] = [
-    [`svc, 1 rank × ${o.threads} threads`, r.svc],
-    [`svc, ${o.worldSize} ranks × ${o.rankThreads} threads`, r.svcRanks],
+    [`svc, 1 rank × ${threads(o.threads)}`, r.svc],
+    [`svc, ${o.worldSize} ranks × ${threads(o.rankThreads)}`, r.svcRanks],
   ];
   const cell = (x: EngineOutcome, f: (e: EngineResult) => string) => (isResult(x) ? f(x) : x ? 'error' : '—');
   const lines = [

@@ -89,10 +89,19 @@ export async function startSvcServer(
   // Workers first, so the head finds them at the rendezvous; they serve no HTTP, so only the head
   // gets the serving flags.
   const masterPort = worldSize > 1 ? await freePort() : 0;
+  // The head listens for the rendezvous on --master-port; workers dial it at --master-addr.
   const rankArgs = (rank: number) =>
-    worldSize > 1
-      ? ['--rank', String(rank), '--world-size', String(worldSize), '--master-addr', '127.0.0.1', '--master-port', String(masterPort)]
-      : [];
+    worldSize === 1
+      ? []
+      : [
+          '--rank',
+          String(rank),
+          '--world-size',
+          String(worldSize),
+          ...(rank > 0 ? ['--master-addr', '127.0.0.1'] : []),
+          '--master-port',
+          String(masterPort),
+        ];
   const t0 = performance.now();
   const workers = Array.from({ length: worldSize - 1 }, (_, i) => spawnSvc(`svc rank ${i + 1}`, [...model, ...rankArgs(i + 1)], opts));
   const head = spawnSvc(
