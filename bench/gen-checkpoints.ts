@@ -6,7 +6,8 @@
 //   node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-bf16] [--small] [--cache DIR]
 //                                      [--llama-quantize PATH]
 //
-// Artifacts are <shape>-<format>: format q8_0 / q4_0 / q4_k_m / q5_k_m / bf16-gguf is one .gguf
+// Artifacts are <shape>-<format>, shape qwen3 / llama (the default set) or qwen3moe (only on
+// request: --only qwen3moe-q8_0; bench/moe.ts generates what it needs). Format q8_0 / q4_0 / q4_k_m / q5_k_m / bf16-gguf is one .gguf
 // file, bf16 is a Hugging Face directory (config.json, model.safetensors, tokenizer files). The
 // K-quant mixes follow llama.cpp's Q4_K_M / Q5_K_M recipe with the built-in quantizers
 // (src/kernels/quantize.ts), or come from a llama-quantize binary when one is given.
@@ -22,7 +23,7 @@ import { quantizeRowQ4K, quantizeRowQ5K, quantizeRowQ6K } from '../src/kernels/q
 import { readGgufHeader } from '../src/model/loaders/gguf-header.js';
 import { GgufStreamWriter, ggufTensorBytes, meta, type GgufMeta } from './gguf-stream-writer.js';
 import { SafetensorsStreamWriter } from './safetensors-stream-writer.js';
-import { hfConfig, SHAPE_IDS, shapeOf, tensorSpecs, type ModelShape, type TensorSpec } from './shapes.js';
+import { DEFAULT_SHAPE_IDS, hfConfig, hfTensorSpecs, SHAPE_IDS, shapeOf, tensorSpecs, type ModelShape, type TensorSpec } from './shapes.js';
 import { loadBenchTokenizer, TOKENIZER_FILES, type BenchTokenizer } from './tokenizer-assets.js';
 import { hashString, hfRowOfPermuted, RowSource } from './weights.js';
 
@@ -44,8 +45,14 @@ export interface Artifact {
   format: Format;
   /** The .gguf file, or the HF directory for bf16. */
   path: string;
-  /** Bytes of tensor data: with tied embeddings, what one decode step reads (KV cache aside). */
+  /** Bytes of tensor data (the file less its header and padding). */
   weightBytes: number;
+  /**
+   * Weight bytes one decode step reads per token (KV cache aside): every tensor but the experts,
+   * top-k of each expert stack, the embedding (tied: the LM head) plus the one row looked up.
+   * A dense shape reads all its weights, so this is weightBytes plus one embedding row.
+   */
+  activeBytes: number;
   /** Whether this call wrote it (false: found in the cache). */
   generated: boolean;
   /** What quantized it: the built-in quantizers, or `llama-quantize (<version>)`. */
@@ -97,37 +104,110 @@ export function useMoreBits(layer: number, numLayers: number): boolean {
 }
 
 /**
- * GGUF tensor type of a tensor in a format: norms stay F32. Single-type formats put every matrix in
- * their type. The K mixes follow llama.cpp's Q4_K_M / Q5_K_M recipe for a tied-embedding model: the
- * embedding doubles as the output and takes the output's Q6_K; attn_v and ffn_down take Q6_K on the
- * use_more_bits layers; everything else Q4_K (Q5_K).
+ * GGUF tensor type of a tensor in a format: norms and the MoE router (ffn_gate_inp, which neither
+ * llama.cpp's converter nor its quantizer ever quantizes) stay F32. Single-type formats put every
+ * other matrix in their type. The K mixes follow llama.cpp's Q4_K_M / Q5_K_M recipe for a
+ * tied-embedding model: the embedding doubles as the output and takes the output's Q6_K; attn_v
+ * and ffn_down take Q6_K on the use_more_bits layers (ffn_down_exps too: llama-quantize matches
+ * "ffn_down" in the name and reads the layer from it); everything else Q4_K (Q5_K). A model of
+ * exactly 8 experts gets llama-quantize's Mixtral exceptions: attn_v and attn_k Q8_0, attn_output Q5_K.
  */
-export function ggmlTypeOf(spec: TensorSpec, format: GgufFormat, numLayers: number): number {
-  if (spec.role === 'norm') return GGML_TYPE.F32;
+export function ggmlTypeOf(spec: TensorSpec, format: GgufFormat, shape: ModelShape): number {
+  if (spec.role === 'norm' || spec.role === 'router') return GGML_TYPE.F32;
   if (!K_MIX_FORMATS.includes(format)) return GGML_OF[format];
   if (spec.role === 'embedding') return GGML_TYPE.Q6_K;
-  const moreBitsTensor = /\.(attn_v|ffn_down)\.weight$/.test(spec.ggufName);
-  return moreBitsTensor && useMoreBits(spec.layer, numLayers) ? GGML_TYPE.Q6_K : GGML_OF[format];
+  const part = /^blk\.\d+\.(\w+)\.weight$/.exec(spec.ggufName)?.[1] ?? '';
+  if (shape.moe?.numExperts === 8) {
+    if (part === 'attn_v' || part === 'attn_k') return GGML_TYPE.Q8_0;
+    if (part === 'attn_output') return GGML_TYPE.Q5_K;
+  }
+  const moreBitsTensor = part === 'attn_v' || part === 'ffn_down' || part === 'ffn_down_exps';
+  return moreBitsTensor && useMoreBits(spec.layer, shape.numLayers) ? GGML_TYPE.Q6_K : GGML_OF[format];
+}
+
+/** A tensor as the byte counts see it: its GGUF name, ggml dims (innermost first) and stored bytes. */
+export interface SizedTensor {
+  name: string;
+  dims: number[];
+  bytes: number;
+}
+
+/** The tensors of an artifact this generator writes, with their stored sizes (BF16 for the HF directory). */
+function sizedTensors(shape: ModelShape, format: Format): SizedTensor[] {
+  return tensorSpecs(shape).map((spec) => {
+    const dims = [...spec.shape].reverse();
+    const bytes =
+      format === 'bf16'
+        ? dims.reduce((a, b) => a * b, 1) * 2
+        : ggufTensorBytes({ name: spec.ggufName, dims, ggmlType: ggmlTypeOf(spec, format, shape) });
+    return { name: spec.ggufName, dims, bytes };
+  });
 }
 
 export function weightBytesOf(shape: ModelShape, format: Format): number {
-  let total = 0;
-  for (const spec of tensorSpecs(shape)) {
-    const elements = spec.shape.reduce((a, b) => a * b, 1);
-    if (format === 'bf16') total += elements * 2;
-    else
-      total += ggufTensorBytes({
-        name: spec.ggufName,
-        dims: [...spec.shape].reverse(),
-        ggmlType: ggmlTypeOf(spec, format, shape.numLayers),
-      });
-  }
-  return total;
+  return sizedTensors(shape, format).reduce((sum, t) => sum + t.bytes, 0);
 }
 
-/** Tensor bytes of a GGUF file as its header lists them (files this generator did not lay out). */
-function weightBytesInFile(path: string): number {
-  return readGgufHeader(path).tensors.reduce((sum, t) => sum + ggufTensorBytes(t), 0);
+/** What one decode step reads per token, by part (bytes). `active` is their sum. */
+export interface ActiveBytes {
+  /** The one embedding row looked up for the input token. */
+  embeddingRow: number;
+  /** The LM head: output.weight, or with tied embeddings the whole embedding matrix. */
+  lmHead: number;
+  /** Attention projections (q, k, v, o). */
+  attention: number;
+  /** MoE routers (ffn_gate_inp). */
+  router: number;
+  /** Top-k of every expert stack: bytes × experts used ÷ experts. */
+  experts: number;
+  /** Dense FFN projections. */
+  denseFfn: number;
+  norms: number;
+  active: number;
+  /** Every tensor, for the total / active ratio. */
+  total: number;
+}
+
+/**
+ * Per-token weight reads of a decode step from GGUF tensor names and sizes, so it applies to any
+ * GGUF file of these shapes (llama-quantize's too). Routing is assumed spread: a step reads
+ * expertsUsed of each stack's experts, which is what random weights (and a trained router, on
+ * average) give; KV-cache reads are left out.
+ */
+export function activeBytesOfTensors(tensors: readonly SizedTensor[], expertsUsed: number): ActiveBytes {
+  const b: ActiveBytes = { embeddingRow: 0, lmHead: 0, attention: 0, router: 0, experts: 0, denseFfn: 0, norms: 0, active: 0, total: 0 };
+  const untied = tensors.some((t) => t.name === 'output.weight');
+  for (const t of tensors) {
+    b.total += t.bytes;
+    if (t.name === 'token_embd.weight') {
+      b.embeddingRow += t.bytes / t.dims[1];
+      if (!untied) b.lmHead += t.bytes;
+    } else if (t.name === 'output.weight') b.lmHead += t.bytes;
+    else if (t.name.endsWith('_norm.weight')) b.norms += t.bytes;
+    else if (t.name.includes('.ffn_gate_inp.')) b.router += t.bytes;
+    else if (t.name.includes('_exps.')) b.experts += (t.bytes * expertsUsed) / t.dims[2];
+    else if (t.name.includes('.attn_')) b.attention += t.bytes;
+    else if (t.name.includes('.ffn_')) b.denseFfn += t.bytes;
+    else throw new Error(`activeBytesOfTensors: no category for tensor ${t.name}`);
+  }
+  b.active = b.embeddingRow + b.lmHead + b.attention + b.router + b.experts + b.denseFfn + b.norms;
+  return b;
+}
+
+/** Per-token weight reads of a shape in a format, as this generator lays it out. */
+export function activeBytesOf(shape: ModelShape, format: Format): ActiveBytes {
+  return activeBytesOfTensors(sizedTensors(shape, format), shape.moe?.numExpertsPerTok ?? 0);
+}
+
+/** Tensors of a GGUF file as its header lists them (files this generator did not lay out). */
+function sizedTensorsInFile(path: string): SizedTensor[] {
+  return readGgufHeader(path).tensors.map((t) => ({ name: t.name, dims: t.dims, bytes: ggufTensorBytes(t) }));
+}
+
+/** Per-token weight reads of an artifact, by part: from the file's own header for a GGUF (llama-quantize's too). */
+export function activeBytesOfArtifact(a: Artifact): ActiveBytes {
+  if (a.format === 'bf16') return activeBytesOf(a.shape, a.format);
+  return activeBytesOfTensors(sizedTensorsInFile(a.path), a.shape.moe?.numExpertsPerTok ?? 0);
 }
 
 function modelSeed(shape: ModelShape): number {
@@ -172,6 +252,14 @@ function emitTensor(spec: TensorSpec, seed: number, type: number, permute: boole
 
 function ggufArchMetadata(shape: ModelShape, format: GgufFormat): Record<string, GgufMeta> {
   const a = shape.family;
+  // What convert_hf_to_gguf.py adds for Qwen3-MoE (llama.cpp's qwen3moe always renormalizes top-k).
+  const moe: Record<string, GgufMeta> = shape.moe
+    ? {
+        [`${a}.expert_count`]: meta.u32(shape.moe.numExperts),
+        [`${a}.expert_used_count`]: meta.u32(shape.moe.numExpertsPerTok),
+        [`${a}.expert_feed_forward_length`]: meta.u32(shape.moe.moeIntermediateSize),
+      }
+    : {};
   return {
     'general.architecture': meta.str(a),
     'general.name': meta.str(shape.name),
@@ -189,6 +277,7 @@ function ggufArchMetadata(shape: ModelShape, format: GgufFormat): Record<string,
     [`${a}.rope.freq_base`]: meta.f32(shape.ropeTheta),
     [`${a}.attention.layer_norm_rms_epsilon`]: meta.f32(shape.rmsNormEps),
     [`${a}.vocab_size`]: meta.u32(shape.vocabSize),
+    ...moe,
   };
 }
 
@@ -201,7 +290,7 @@ function writeGgufArtifact(path: string, shape: ModelShape, format: GgufFormat, 
     specs.map((s) => ({
       name: s.ggufName,
       dims: [...s.shape].reverse(),
-      ggmlType: ggmlTypeOf(s, format, shape.numLayers),
+      ggmlType: ggmlTypeOf(s, format, shape),
     })),
   );
   const seed = modelSeed(shape);
@@ -209,7 +298,7 @@ function writeGgufArtifact(path: string, shape: ModelShape, format: GgufFormat, 
   const permute = shape.family === 'llama';
   try {
     for (const spec of specs) {
-      emitTensor(spec, seed, ggmlTypeOf(spec, format, shape.numLayers), permute, (b) => {
+      emitTensor(spec, seed, ggmlTypeOf(spec, format, shape), permute, (b) => {
         writer.write(b);
         progress.add(b.byteLength);
       });
@@ -227,7 +316,8 @@ function writeHfArtifact(dir: string, shape: ModelShape, tok: BenchTokenizer, pr
   writeFileSync(join(dir, 'config.json'), json(hfConfig(shape, tok.bosId, tok.eosId)));
   writeFileSync(join(dir, 'generation_config.json'), json({ bos_token_id: tok.bosId, eos_token_id: tok.eosId, do_sample: false }));
   for (const f of TOKENIZER_FILES) copyFileSync(join(tok.dir, f), join(dir, f));
-  const specs = tensorSpecs(shape);
+  // Experts one tensor each (mlp.experts.M.*), as transformers' Qwen3-MoE checkpoints store them.
+  const specs = hfTensorSpecs(shape);
   const writer = new SafetensorsStreamWriter(
     join(dir, 'model.safetensors'),
     specs.map((s) => ({ name: s.hfName, dtype: 'BF16', shape: s.shape })),
@@ -310,7 +400,8 @@ export function ensureCheckpoint(id: string, opts: GenerateOptions = {}): Artifa
   const tok = loadBenchTokenizer(opts.tokenizerDir);
   const key = cacheKey(shape, format, tok);
   const weightBytes = weightBytesOf(shape, format);
-  const artifact = { id, shape, format, path, weightBytes, quantizer: BUILT_IN };
+  const activeBytes = activeBytesOf(shape, format).active;
+  const artifact = { id, shape, format, path, weightBytes, activeBytes, quantizer: BUILT_IN };
   if (isCached(path, format, key)) return { ...artifact, generated: false };
 
   const log = opts.log;
@@ -357,9 +448,17 @@ function ensureLlamaQuantized(id: string, binary: string, opts: GenerateOptions)
   const name = `${opts.small ? 'small-' : ''}${id}`;
   const path = join(dirname(source.path), `${name}.llama-quantize.gguf`);
   const artifact = { id, shape: source.shape, format, path };
+  // llama-quantize picks its own types, so the sizes come from the file's header.
+  const sizes = () => {
+    const tensors = sizedTensorsInFile(path);
+    return {
+      weightBytes: tensors.reduce((sum, t) => sum + t.bytes, 0),
+      activeBytes: activeBytesOfTensors(tensors, source.shape.moe?.numExpertsPerTok ?? 0).active,
+    };
+  };
   if (isCached(path, format, key)) {
     const sidecar = JSON.parse(readFileSync(`${path}.gen.json`, 'utf8')) as Sidecar;
-    return { ...artifact, weightBytes: weightBytesInFile(path), quantizer: sidecar.quantizer ?? 'llama-quantize', generated: false };
+    return { ...artifact, ...sizes(), quantizer: sidecar.quantizer ?? 'llama-quantize', generated: false };
   }
   opts.log?.(`quantizing ${name} with ${bin} from ${source.path}`);
   const t0 = Date.now();
@@ -381,11 +480,11 @@ function ensureLlamaQuantized(id: string, binary: string, opts: GenerateOptions)
     writeFileSync(`${path}.gen.json`, `${JSON.stringify({ ...sidecar, quantizer }, null, 2)}\n`);
   }
   opts.log?.(`  ${name}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  return { ...artifact, weightBytes: weightBytesInFile(path), quantizer, generated: true };
+  return { ...artifact, ...sizes(), quantizer, generated: true };
 }
 
 function parseCli(argv: string[]): { ids: string[]; small: boolean; cacheDir?: string; llamaQuantize?: string } {
-  let ids = SHAPE_IDS.flatMap((s) => DEFAULT_FORMATS.map((f) => `${s}-${f}`));
+  let ids = DEFAULT_SHAPE_IDS.flatMap((s) => DEFAULT_FORMATS.map((f) => `${s}-${f}`));
   let small = false;
   let cacheDir: string | undefined;
   let llamaQuantize: string | undefined;
@@ -402,7 +501,7 @@ function parseCli(argv: string[]): { ids: string[]; small: boolean; cacheDir?: s
     else if (a.startsWith('--llama-quantize')) llamaQuantize = resolve(value());
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-q4_k_m,...] [--small] [--cache DIR] [--llama-quantize PATH]\n',
+        'usage: node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-q4_k_m,qwen3moe-q8_0,...] [--small] [--cache DIR] [--llama-quantize PATH]\n',
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);

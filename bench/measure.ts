@@ -97,11 +97,13 @@ export async function measureEngine(engine: BenchEngine, s: BenchSettings, log: 
   // Warm-up: first-touch of weights, thread pools, allocator, JIT; both request shapes.
   await timed(engine, [prompts.take(s.shortPromptTokens)], 4);
   await timed(engine, [prompts.take(s.promptTokens)], 2);
-  await timed(
-    engine,
-    Array.from({ length: Math.max(...s.concurrency) }, () => prompts.take(s.shortPromptTokens)),
-    2,
-  );
+  // No concurrency levels (bench/moe.ts: single-stream decode only): nothing concurrent to warm.
+  if (s.concurrency.length)
+    await timed(
+      engine,
+      Array.from({ length: Math.max(...s.concurrency) }, () => prompts.take(s.shortPromptTokens)),
+      2,
+    );
 
   const first: number[] = [];
   const full: number[] = [];

@@ -11,7 +11,7 @@ export interface CheckpointRun {
   /** What svc and llama.cpp loaded. */
   svcCheckpoint: string;
   llamaCheckpoint: string;
-  /** Weight bytes read per decoded token (tied embeddings: the whole file's tensors). */
+  /** Weight bytes read per decoded token (Artifact.activeBytes: a dense shape's whole file, a MoE's top-k experts). */
   weightBytes: number;
   /** Size of svc's checkpoint file (what peak load RSS compares against). */
   fileBytes: number;

@@ -9,20 +9,27 @@
 // so the two never share the machine. llama.cpp is a native `llama-server` child process when
 // --llama-server (or $SVC_BENCH_LLAMA_SERVER) names one, else node-llama-cpp in-process. Prints one table per checkpoint, writes the JSON summary
 // to bench/results/latest.json (--small: bench/results/small.json).
-import { accessSync, constants, mkdirSync, statSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, totalmem } from 'node:os';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { measureReadBandwidth, type Bandwidth } from './bandwidth.js';
 import { ensureCheckpoint } from './gen-checkpoints.js';
-import { openLlamaCpp, type LlamaCppInfo } from './llamacpp.js';
-import { openLlamaServer } from './llama-server.js';
-import { measureEngine, type BenchEngine, type BenchSettings } from './measure.js';
-import { formatRun, type CheckpointRun, type EngineOutcome } from './report.js';
-import { SHAPE_IDS } from './shapes.js';
+import {
+  executable,
+  list,
+  log,
+  machineInfo,
+  openLlamaEngine,
+  parseFlags,
+  positiveInt,
+  REPO_ROOT,
+  runEngine,
+  threadCount,
+} from './harness.js';
+import type { LlamaCppInfo } from './llamacpp.js';
+import type { BenchSettings } from './measure.js';
+import { formatRun, type CheckpointRun } from './report.js';
+import { DEFAULT_SHAPE_IDS, SHAPE_IDS } from './shapes.js';
 import { openSvc } from './svc.js';
-
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BENCH_FORMATS = ['q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'bf16'] as const;
 const DEFAULT_BENCH_FORMATS = 'q8_0,q4_0,q4_k_m,q5_k_m';
 type BenchFormat = (typeof BENCH_FORMATS)[number];
@@ -47,41 +54,7 @@ interface RunOptions {
   llamaQuantize: string | null;
 }
 
-function list<T extends string>(raw: string, allowed: readonly T[], what: string): T[] {
-  const items = raw
-    .split(',')
-    .map((x) => x.trim())
-    .filter(Boolean);
-  for (const x of items) if (!allowed.includes(x as T)) throw new Error(`unknown ${what} "${x}" (known: ${allowed.join(', ')})`);
-  return items as T[];
-}
-
-function positiveInt(raw: string, flag: string): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got "${raw}"`);
-  return n;
-}
-
 function parseCli(argv: string[]): RunOptions {
-  const flags = new Map<string, string>();
-  const switches = new Set<string>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--help' || a === '-h') {
-      process.stdout.write(`${readUsage()}\n`);
-      process.exit(0);
-    }
-    if (a === '--quick' || a === '--small') {
-      switches.add(a);
-      continue;
-    }
-    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
-    const eq = a.indexOf('=');
-    const name = eq >= 0 ? a.slice(0, eq) : a;
-    const value = eq >= 0 ? a.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new Error(`${name} needs a value`);
-    flags.set(name, value);
-  }
   const known = [
     '--models',
     '--formats',
@@ -98,7 +71,7 @@ function parseCli(argv: string[]): RunOptions {
     '--llama-server',
     '--llama-quantize',
   ];
-  for (const f of flags.keys()) if (!known.includes(f)) throw new Error(`unknown flag ${f}`);
+  const { flags, switches } = parseFlags(argv, known, ['--quick', '--small'], USAGE);
 
   const small = switches.has('--small');
   const quick = switches.has('--quick');
@@ -121,14 +94,13 @@ function parseCli(argv: string[]): RunOptions {
     reps: get('--reps') ? positiveInt(get('--reps')!, '--reps') : base.reps,
   };
   if (settings.decodeTokens < 2) throw new Error('--decode must be at least 2 (decode rate is measured between token 1 and N)');
-  const envThreads = process.env.SVC_THREADS ? positiveInt(process.env.SVC_THREADS, 'SVC_THREADS') : undefined;
   return {
-    models: list(get('--models') ?? SHAPE_IDS.join(','), SHAPE_IDS, 'model'),
+    models: list(get('--models') ?? DEFAULT_SHAPE_IDS.join(','), SHAPE_IDS, 'model'),
     formats: list(get('--formats') ?? DEFAULT_BENCH_FORMATS, BENCH_FORMATS, 'format'),
     engines: list(get('--engines') ?? ENGINES.join(','), ENGINES, 'engine'),
     small,
     quick,
-    threads: get('--threads') ? positiveInt(get('--threads')!, '--threads') : (envThreads ?? availableParallelism()),
+    threads: threadCount(get('--threads')),
     settings,
     cacheDir: get('--cache') ? resolve(get('--cache')!) : undefined,
     out: resolve(get('--out') ?? resolve(REPO_ROOT, 'bench', 'results', small ? 'small.json' : 'latest.json')),
@@ -139,43 +111,12 @@ function parseCli(argv: string[]): RunOptions {
   };
 }
 
-/** An executable's absolute path, checked up front so a typo fails before minutes of generation. */
-function executable(raw: string | undefined, flag: string): string | null {
-  if (!raw) return null;
-  const path = resolve(raw);
-  try {
-    accessSync(path, constants.X_OK);
-  } catch {
-    throw new Error(`${flag}: ${path} is not an executable file`);
-  }
-  return path;
-}
-
-function readUsage(): string {
-  return [
-    'usage: node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,q4_k_m,q5_k_m,bf16] [--quick | --small]',
-    '                              [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N] [--decode N]',
-    '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."] [--svc-body JSON]',
-    '                              [--llama-server PATH (or $SVC_BENCH_LLAMA_SERVER)] [--llama-quantize PATH]',
-  ].join('\n');
-}
-
-const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** Runs the measurements on one engine; a failure becomes the outcome instead of ending the run. */
-async function runEngine(open: () => Promise<BenchEngine>, settings: BenchSettings): Promise<EngineOutcome> {
-  let engine: BenchEngine | null = null;
-  try {
-    engine = await open();
-    return await measureEngine(engine, settings, log);
-  } catch (err) {
-    const message = (err as Error).message;
-    log(`    failed: ${message}`);
-    return { error: message };
-  } finally {
-    await engine?.close().catch((err: Error) => log(`    close failed: ${err.message}`));
-  }
-}
+const USAGE = [
+  'usage: node dist/bench/run.js [--models qwen3,llama] [--formats q8_0,q4_0,q4_k_m,q5_k_m,bf16] [--quick | --small]',
+  '                              [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N] [--decode N]',
+  '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."] [--svc-body JSON]',
+  '                              [--llama-server PATH (or $SVC_BENCH_LLAMA_SERVER)] [--llama-quantize PATH]',
+].join('\n');
 
 async function main(): Promise<void> {
   const opts = parseCli(process.argv.slice(2));
@@ -218,16 +159,13 @@ async function main(): Promise<void> {
         : null;
       const llamacpp = opts.engines.includes('llamacpp')
         ? await runEngine(async () => {
-            const engine = opts.llamaServer
-              ? await openLlamaServer(llamaArtifact.path, {
-                  binary: opts.llamaServer,
-                  threads: opts.threads,
-                  contextTokens,
-                  parallel: maxConcurrency,
-                  startupTimeoutMs: 10 * 60_000,
-                  log,
-                })
-              : await openLlamaCpp(llamaArtifact.path, { threads: opts.threads, contextTokens, batchTokens: s.promptTokens });
+            const engine = await openLlamaEngine(llamaArtifact.path, {
+              llamaServer: opts.llamaServer,
+              threads: opts.threads,
+              contextTokens,
+              parallel: maxConcurrency,
+              batchTokens: s.promptTokens,
+            });
             llamaInfo = engine.info;
             return engine;
           }, s)
@@ -237,11 +175,12 @@ async function main(): Promise<void> {
         format,
         svcCheckpoint: svcArtifact.path,
         llamaCheckpoint: llamaArtifact.path,
-        weightBytes: svcArtifact.weightBytes,
+        // What a decode step reads: for a MoE shape only its top-k experts.
+        weightBytes: svcArtifact.activeBytes,
         fileBytes: statSync(svcArtifact.path).isDirectory() ? svcArtifact.weightBytes : statSync(svcArtifact.path).size,
         quantizer: svcArtifact.quantizer,
         llamaCppBuild: (llamaInfo as LlamaCppInfo | null)?.release ?? null,
-        rooflineTokS: (bandwidth.gbPerS * 1e9) / svcArtifact.weightBytes,
+        rooflineTokS: (bandwidth.gbPerS * 1e9) / svcArtifact.activeBytes,
         svc,
         llamacpp,
       };
@@ -256,13 +195,7 @@ async function main(): Promise<void> {
     generatedAt: new Date().toISOString(),
     mode: opts.small ? 'small' : opts.quick ? 'quick' : 'full',
     settings: { ...s, threads: opts.threads },
-    machine: {
-      cpu: cpus()[0]?.model ?? 'unknown',
-      logicalCores: availableParallelism(),
-      memoryGiB: Math.round(totalmem() / 2 ** 30),
-      node: process.version,
-      platform: `${process.platform}-${process.arch}`,
-    },
+    machine: machineInfo(),
     bandwidth,
     llamaCpp: llamaInfo,
     runs,

@@ -1,7 +1,20 @@
 // Model shapes the benchmark generates checkpoints for, and the tensor list each shape implies
 // (Hugging Face names, row-major shapes) in the order the files store them.
 
-export type ShapeFamily = 'qwen3' | 'llama';
+export type ShapeFamily = 'qwen3' | 'llama' | 'qwen3moe';
+
+/** The sparse FFN of a mixture-of-experts shape (Qwen3-MoE: every layer routed, no shared expert). */
+export interface MoeShape {
+  numExperts: number;
+  /** Experts each token is routed to (top-k). */
+  numExpertsPerTok: number;
+  /** Intermediate width of one expert's SwiGLU. */
+  moeIntermediateSize: number;
+  /** Whether the top-k routing weights are renormalized to sum to 1 (llama.cpp's qwen3moe always does). */
+  normTopkProb: boolean;
+  /** Every how many layers is sparse (1: all of them). */
+  decoderSparseStep: number;
+}
 
 export interface ModelShape {
   /** Short id used on the command line and in file names: qwen3, llama. */
@@ -14,11 +27,14 @@ export interface ModelShape {
   numHeads: number;
   numKvHeads: number;
   headDim: number;
+  /** Dense FFN width; for a MoE shape the (unused: every layer is sparse) dense width the config declares. */
   intermediateSize: number;
   vocabSize: number;
   ropeTheta: number;
   rmsNormEps: number;
   maxPositionEmbeddings: number;
+  /** Present on MoE shapes only (so dense shapes' cache keys are unchanged). */
+  moe?: MoeShape;
 }
 
 /** Every shape uses the real Qwen2.5 vocabulary size, since that is the tokenizer embedded. */
@@ -55,7 +71,32 @@ const FULL: Record<string, ModelShape> = {
     rmsNormEps: 1e-5,
     maxPositionEmbeddings: 131072,
   },
+  // A small Qwen3-MoE (Qwen3-30B-A3B's layout at a fraction of its size) that fits this 24 GiB,
+  // 2-core machine: 2.7 B parameters, 0.58 B active per token. In Q8_0 the file is 2.7 GiB and a
+  // decode step reads 0.58 GiB (attention 0.12, embedding as LM head 0.15, 8 of 64 experts 0.30,
+  // router F32 6 MiB), so it is memory-bound and the total/active gap (4.6×) is what expert
+  // routing must turn into speed. 24 layers keep generation to minutes.
+  qwen3moe: {
+    id: 'qwen3moe',
+    name: 'svc-bench Qwen3-MoE shape (random weights)',
+    family: 'qwen3moe',
+    hiddenSize: 1024,
+    numLayers: 24,
+    numHeads: 16,
+    numKvHeads: 4,
+    headDim: 128,
+    // Qwen3-30B-A3B declares intermediate_size = top-k × moe_intermediate_size (6144 = 8 × 768).
+    intermediateSize: 4096,
+    vocabSize: QWEN_VOCAB,
+    ropeTheta: 1e6,
+    rmsNormEps: 1e-6,
+    maxPositionEmbeddings: 40960,
+    moe: { numExperts: 64, numExpertsPerTok: 8, moeIntermediateSize: 512, normTopkProb: true, decoderSparseStep: 1 },
+  },
 };
+
+/** Shapes the dense benchmark (run.js) and a plain gen-checkpoints run cover by default. */
+export const DEFAULT_SHAPE_IDS = ['qwen3', 'llama'];
 
 // Tiny versions for tests: same families and quirks (Qwen3's heads·head_dim ≠ hidden, GQA),
 // every row a whole number of 256-element K-quant blocks. The vocabulary stays full size.
@@ -80,6 +121,19 @@ const SMALL: Record<string, ModelShape> = {
     headDim: 64,
     intermediateSize: 512,
   },
+  // 16 experts, not 8: llama-quantize treats n_expert == 8 as Mixtral (attn_v/attn_k Q8_0), and the
+  // tiny shape should take the full shape's recipe.
+  qwen3moe: {
+    ...FULL.qwen3moe,
+    name: 'svc-bench tiny Qwen3-MoE shape (random weights)',
+    hiddenSize: 256,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 1,
+    headDim: 128,
+    intermediateSize: 1024,
+    moe: { ...FULL.qwen3moe.moe!, numExperts: 16, numExpertsPerTok: 4, moeIntermediateSize: 256 },
+  },
 };
 
 export const SHAPE_IDS = Object.keys(FULL);
@@ -90,59 +144,97 @@ export function shapeOf(id: string, small: boolean): ModelShape {
   return shape;
 }
 
-export type TensorRole = 'embedding' | 'linear' | 'norm';
+export type TensorRole = 'embedding' | 'linear' | 'norm' | 'router';
+
+/** Where an expert stack's hfName holds the expert index. */
+export const EXPERT_SLOT = '{expert}';
 
 export interface TensorSpec {
-  /** Hugging Face name (also the seed of its random values). */
+  /**
+   * Hugging Face name (also the seed of its random values). For an expert stack it holds
+   * EXPERT_SLOT: HF stores each expert as its own tensor (expertSpecs).
+   */
   hfName: string;
   /** llama.cpp GGUF name. */
   ggufName: string;
-  /** Row-major shape, outermost first: [rows, cols] for matrices, [n] for norms. */
+  /** Row-major shape, outermost first: [rows, cols] for matrices, [n] for norms, [experts, rows, cols] for an expert stack. */
   shape: number[];
   role: TensorRole;
   /** For llama-arch GGUF: heads whose Q/K rows llama.cpp's converter interleaves (0 = none). */
   permuteHeads: number;
   /** Transformer layer the tensor belongs to; -1 for the embedding and the final norm. */
   layer: number;
+  /** Experts stacked in the tensor (GGUF's 3-D *_exps); 0 for an ordinary tensor. */
+  experts: number;
 }
 
-/** All tensors of a shape with tied embeddings (no lm_head / output.weight), in file order. */
+/** All tensors of a shape with tied embeddings (no lm_head / output.weight), in GGUF file order. */
 export function tensorSpecs(s: ModelShape): TensorSpec[] {
   const h = s.hiddenSize;
   const q = s.numHeads * s.headDim;
   const kv = s.numKvHeads * s.headDim;
   const llama = s.family === 'llama';
+  const base = { permuteHeads: 0, layer: -1, experts: 0 };
   const out: TensorSpec[] = [
-    {
-      hfName: 'model.embed_tokens.weight',
-      ggufName: 'token_embd.weight',
-      shape: [s.vocabSize, h],
-      role: 'embedding',
-      permuteHeads: 0,
-      layer: -1,
-    },
-    { hfName: 'model.norm.weight', ggufName: 'output_norm.weight', shape: [h], role: 'norm', permuteHeads: 0, layer: -1 },
+    { ...base, hfName: 'model.embed_tokens.weight', ggufName: 'token_embd.weight', shape: [s.vocabSize, h], role: 'embedding' },
+    { ...base, hfName: 'model.norm.weight', ggufName: 'output_norm.weight', shape: [h], role: 'norm' },
   ];
   for (let l = 0; l < s.numLayers; l++) {
     const hf = (part: string) => `model.layers.${l}.${part}.weight`;
     const gg = (part: string) => `blk.${l}.${part}.weight`;
     const add = (hfPart: string, ggPart: string, shape: number[], role: TensorRole, permuteHeads = 0) =>
-      out.push({ hfName: hf(hfPart), ggufName: gg(ggPart), shape, role, permuteHeads, layer: l });
+      out.push({ hfName: hf(hfPart), ggufName: gg(ggPart), shape, role, permuteHeads, layer: l, experts: 0 });
     add('input_layernorm', 'attn_norm', [h], 'norm');
     add('self_attn.q_proj', 'attn_q', [q, h], 'linear', llama ? s.numHeads : 0);
     add('self_attn.k_proj', 'attn_k', [kv, h], 'linear', llama ? s.numKvHeads : 0);
     add('self_attn.v_proj', 'attn_v', [kv, h], 'linear');
     add('self_attn.o_proj', 'attn_output', [h, q], 'linear');
-    if (s.family === 'qwen3') {
+    if (!llama) {
       add('self_attn.q_norm', 'attn_q_norm', [s.headDim], 'norm');
       add('self_attn.k_norm', 'attn_k_norm', [s.headDim], 'norm');
     }
     add('post_attention_layernorm', 'ffn_norm', [h], 'norm');
-    add('mlp.gate_proj', 'ffn_gate', [s.intermediateSize, h], 'linear');
-    add('mlp.up_proj', 'ffn_up', [s.intermediateSize, h], 'linear');
-    add('mlp.down_proj', 'ffn_down', [h, s.intermediateSize], 'linear');
+    // transformers' rule: layer l is sparse when (l + 1) % decoder_sparse_step == 0 (mlp_only_layers is empty).
+    if (s.moe && (l + 1) % s.moe.decoderSparseStep === 0) {
+      const { numExperts: e, moeIntermediateSize: f } = s.moe;
+      add('mlp.gate', 'ffn_gate_inp', [e, h], 'router');
+      // llama.cpp stacks the experts of a projection into one 3-D tensor, ne = [cols, rows, experts].
+      const stack = (proj: string, ggPart: string, shape: number[]) =>
+        out.push({
+          hfName: hf(`mlp.experts.${EXPERT_SLOT}.${proj}`),
+          ggufName: gg(ggPart),
+          shape,
+          role: 'linear',
+          permuteHeads: 0,
+          layer: l,
+          experts: e,
+        });
+      stack('gate_proj', 'ffn_gate_exps', [e, f, h]);
+      stack('up_proj', 'ffn_up_exps', [e, f, h]);
+      stack('down_proj', 'ffn_down_exps', [e, h, f]);
+    } else {
+      add('mlp.gate_proj', 'ffn_gate', [s.intermediateSize, h], 'linear');
+      add('mlp.up_proj', 'ffn_up', [s.intermediateSize, h], 'linear');
+      add('mlp.down_proj', 'ffn_down', [h, s.intermediateSize], 'linear');
+    }
   }
   return out;
+}
+
+/** An expert stack as the per-expert 2-D tensors HF stores (mlp.experts.M.*); any other spec as itself. */
+export function expertSpecs(spec: TensorSpec): TensorSpec[] {
+  if (!spec.experts) return [spec];
+  return Array.from({ length: spec.experts }, (_, m) => ({
+    ...spec,
+    hfName: spec.hfName.replace(EXPERT_SLOT, String(m)),
+    shape: spec.shape.slice(1),
+    experts: 0,
+  }));
+}
+
+/** The tensors of the Hugging Face checkpoint, in file order: every expert stack split per expert. */
+export function hfTensorSpecs(s: ModelShape): TensorSpec[] {
+  return tensorSpecs(s).flatMap(expertSpecs);
 }
 
 /** config.json of the shape, as transformers would write it for a tied-embedding checkpoint. */
@@ -166,7 +258,28 @@ export function hfConfig(s: ModelShape, bosId: number, eosId: number): Record<st
     eos_token_id: eosId,
     torch_dtype: 'bfloat16',
   };
-  return s.family === 'qwen3'
-    ? { architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', ...common, use_sliding_window: false }
-    : { architectures: ['LlamaForCausalLM'], model_type: 'llama', ...common, mlp_bias: false };
+  switch (s.family) {
+    case 'qwen3':
+      return { architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', ...common, use_sliding_window: false };
+    case 'llama':
+      return { architectures: ['LlamaForCausalLM'], model_type: 'llama', ...common, mlp_bias: false };
+    case 'qwen3moe': {
+      if (!s.moe) throw new Error(`shape ${s.id}: family qwen3moe without moe settings`);
+      return {
+        architectures: ['Qwen3MoeForCausalLM'],
+        model_type: 'qwen3_moe',
+        ...common,
+        use_sliding_window: false,
+        num_experts: s.moe.numExperts,
+        num_experts_per_tok: s.moe.numExpertsPerTok,
+        moe_intermediate_size: s.moe.moeIntermediateSize,
+        norm_topk_prob: s.moe.normTopkProb,
+        decoder_sparse_step: s.moe.decoderSparseStep,
+        mlp_only_layers: [],
+        // transformers' defaults, written so a reader need not know them.
+        output_router_logits: false,
+        router_aux_loss_coef: 0.001,
+      };
+    }
+  }
 }

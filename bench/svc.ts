@@ -1,6 +1,8 @@
 // svc as the benchmark sees it: a real `svc serve --model-from-path FILE` child process, driven
 // over HTTP with streamed /v1/completions requests (token-id prompts, greedy, ignore_eos), the
 // way a client would. The server is started once per checkpoint and serves every measurement.
+// With worldSize > 1 it is several processes: the head (rank 0, HTTP and scheduler) and workers
+// (ranks 1…, no HTTP) that meet it at --master-addr/--master-port (expert parallelism).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { BenchEngine, RequestTiming } from './measure.js';
@@ -21,67 +23,123 @@ export interface SvcOptions {
   extraBody?: Record<string, unknown>;
   startupTimeoutMs: number;
   log: (line: string) => void;
+  /** Ranks to start (default 1: a plain single process). */
+  worldSize?: number;
 }
 
-/**
- * Starts the server and resolves once it logs `Listening on` (the model is loaded and /health
- * answers 200 from then on); rejects if it exits or times out first.
- */
-export async function startSvcServer(
-  modelPath: string,
-  opts: SvcOptions,
-): Promise<{ child: ChildProcess; url: string; tail: OutputTail; load: LoadStats }> {
-  const port = await freePort();
-  const args = [
-    resolve(opts.repoRoot, 'bin', 'svc.js'),
-    'serve',
-    '--model-from-path',
-    modelPath,
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--max-seq-len',
-    String(opts.maxSeqLen),
-    '--max-batch-size',
-    String(opts.maxBatchSize),
-    ...opts.extraArgs,
-  ];
-  opts.log(`    svc: node ${args.map((a) => (a.includes(' ') ? JSON.stringify(a) : a)).join(' ')}`);
-  const t0 = performance.now();
-  const child = spawn(process.execPath, args, {
+/** A spawned `svc` process and the tail of its output. */
+interface SvcProcess {
+  child: ChildProcess;
+  tail: OutputTail;
+  label: string;
+}
+
+/** Spawns `node bin/svc.js ARGS` with SVC_THREADS; the pipes are drained into the tail for error messages. */
+function spawnSvc(label: string, args: string[], opts: SvcOptions): SvcProcess {
+  const argv = [resolve(opts.repoRoot, 'bin', 'svc.js'), ...args];
+  opts.log(`    ${label}: node ${argv.map((a) => (a.includes(' ') ? JSON.stringify(a) : a)).join(' ')}`);
+  const child = spawn(process.execPath, argv, {
     cwd: opts.repoRoot,
     env: { ...process.env, SVC_THREADS: String(opts.threads) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const tail = new OutputTail();
-  await new Promise<void>((ok, fail) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      fail(new Error(`svc did not log "Listening on" within ${opts.startupTimeoutMs / 1000} s; output:\n${tail}`));
-    }, opts.startupTimeoutMs);
-    const onData = (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      tail.add(text);
-      if (/Listening on/.test(tail.toString())) {
-        clearTimeout(timer);
-        ok();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      fail(new Error(`svc exited (${signal ?? `code ${code}`}) before it was ready; output:\n${tail}`));
-    });
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      fail(err);
-    });
+  const onData = (chunk: Buffer) => tail.add(chunk.toString('utf8'));
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return { child, tail, label };
+}
+
+/** Rejects when the process exits or fails to spawn (a dead worker must not leave the head waiting). */
+function exitOf(p: SvcProcess): Promise<never> {
+  return new Promise((_, fail) => {
+    p.child.once('exit', (code, signal) =>
+      fail(new Error(`${p.label} exited (${signal ?? `code ${code}`}) before it was ready; output:\n${p.tail}`)),
+    );
+    p.child.once('error', fail);
   });
-  const load = { ms: performance.now() - t0, peakRssBytes: peakRssBytes(child.pid) };
+}
+
+/** Resolves once the process has logged `pattern`. */
+function logged(p: SvcProcess, pattern: RegExp): Promise<void> {
+  return new Promise((ok) => {
+    const check = () => {
+      if (!pattern.test(p.tail.toString())) return;
+      p.child.stdout!.off('data', check);
+      p.child.stderr!.off('data', check);
+      ok();
+    };
+    p.child.stdout!.on('data', check);
+    p.child.stderr!.on('data', check);
+  });
+}
+
+/**
+ * Starts the server (and with worldSize > 1 its workers) and resolves once the head logs
+ * `Listening on` (the model is loaded and /health answers 200 from then on); rejects if any
+ * process exits or the start times out first, stopping the others.
+ */
+export async function startSvcServer(
+  modelPath: string,
+  opts: SvcOptions,
+): Promise<{ child: ChildProcess; workers: ChildProcess[]; url: string; tail: OutputTail; load: LoadStats }> {
+  const port = await freePort();
+  const worldSize = opts.worldSize ?? 1;
+  const model = ['serve', '--model-from-path', modelPath];
+  // Workers first, so the head finds them at the rendezvous; they serve no HTTP, so only the head
+  // gets the serving flags.
+  const masterPort = worldSize > 1 ? await freePort() : 0;
+  // The head listens for the rendezvous on --master-port; workers dial it at --master-addr.
+  const rankArgs = (rank: number) =>
+    worldSize === 1
+      ? []
+      : [
+          '--rank',
+          String(rank),
+          '--world-size',
+          String(worldSize),
+          ...(rank > 0 ? ['--master-addr', '127.0.0.1'] : []),
+          '--master-port',
+          String(masterPort),
+        ];
+  const t0 = performance.now();
+  const workers = Array.from({ length: worldSize - 1 }, (_, i) => spawnSvc(`svc rank ${i + 1}`, [...model, ...rankArgs(i + 1)], opts));
+  const head = spawnSvc(
+    worldSize > 1 ? 'svc rank 0' : 'svc',
+    [
+      ...model,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--max-seq-len',
+      String(opts.maxSeqLen),
+      '--max-batch-size',
+      String(opts.maxBatchSize),
+      ...rankArgs(0),
+      ...opts.extraArgs,
+    ],
+    opts,
+  );
+  const all = [head, ...workers];
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(
+      () => fail(new Error(`svc did not log "Listening on" within ${opts.startupTimeoutMs / 1000} s; output:\n${head.tail}`)),
+      opts.startupTimeoutMs,
+    );
+  });
+  try {
+    await Promise.race([logged(head, /Listening on/), timeout, ...all.map(exitOf)]);
+  } catch (err) {
+    await Promise.all(all.map((p) => stopServer(p.child)));
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  const load = { ms: performance.now() - t0, peakRssBytes: peakRssBytes(head.child.pid) };
   // The data listeners stay attached: they drain the pipes and keep the tail for later errors.
-  return { child, url: `http://127.0.0.1:${port}`, tail, load };
+  return { child: head.child, workers: workers.map((w) => w.child), url: `http://127.0.0.1:${port}`, tail: head.tail, load };
 }
 
 interface CompletionFrame {
@@ -132,7 +190,7 @@ async function streamCompletion(
 
 /** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */
 export async function openSvc(modelPath: string, opts: SvcOptions): Promise<BenchEngine> {
-  const { child, url, tail, load } = await startSvcServer(modelPath, opts);
+  const { child, workers, url, tail, load } = await startSvcServer(modelPath, opts);
   return {
     name: 'svc',
     load,
@@ -145,6 +203,9 @@ export async function openSvc(modelPath: string, opts: SvcOptions): Promise<Benc
         throw err;
       }
     },
-    close: () => stopServer(child),
+    close: async () => {
+      await stopServer(child);
+      await Promise.all(workers.map(stopServer));
+    },
   };
 }

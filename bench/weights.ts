@@ -2,7 +2,7 @@
 // tensor is seeded from (shape seed, tensor name, row index) alone, so any row can be produced on
 // its own: files are written row by row in any order (llama.cpp's Q/K row interleave needs that)
 // and every format holds the same values.
-import type { TensorSpec } from './shapes.js';
+import { expertSpecs, type TensorSpec } from './shapes.js';
 
 /** Standard deviation of matrix weights: small enough that activations stay finite over many layers. */
 export const WEIGHT_STD = 0.02;
@@ -56,18 +56,25 @@ export function randomInts(seed: number, length: number, bound: number): number[
   return out;
 }
 
-/** Produces rows of one tensor in its Hugging Face layout. */
+/**
+ * Produces rows of one tensor in its Hugging Face layout. An expert stack's rows are its experts'
+ * rows one expert after another, each seeded by that expert's own HF tensor name, so the stack
+ * holds exactly the values of the per-expert tensors (expertSpecs).
+ */
 export class RowSource {
-  private readonly tensorSeed: number;
+  /** One seed per expert (one for an ordinary tensor). */
+  private readonly tensorSeeds: number[];
+  private readonly rowsPerExpert: number;
   constructor(
     private readonly spec: TensorSpec,
     modelSeed: number,
   ) {
-    this.tensorSeed = hashString(spec.hfName, modelSeed);
+    this.tensorSeeds = expertSpecs(spec).map((s) => hashString(s.hfName, modelSeed));
+    this.rowsPerExpert = spec.shape.length === 1 ? 1 : spec.shape[spec.shape.length - 2];
   }
 
   get rows(): number {
-    return this.spec.shape.length === 1 ? 1 : this.spec.shape[0];
+    return this.rowsPerExpert * this.tensorSeeds.length;
   }
 
   get cols(): number {
@@ -80,7 +87,9 @@ export class RowSource {
       out.fill(1);
       return;
     }
-    fillNormalish(out, mix(this.tensorSeed ^ mix(row + 1)), WEIGHT_STD);
+    const expert = Math.floor(row / this.rowsPerExpert);
+    const r = row - expert * this.rowsPerExpert;
+    fillNormalish(out, mix(this.tensorSeeds[expert] ^ mix(r + 1)), WEIGHT_STD);
   }
 }
 

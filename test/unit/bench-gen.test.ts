@@ -2,15 +2,26 @@
 // safetensors output load in svc with the expected config, shapes and dtypes, carry the real
 // Qwen2.5 tokenizer, hold the same weights in every format (llama Q/K interleave undone), mix
 // the K-quant types per tensor as llama.cpp's Q4_K_M / Q5_K_M do, are byte-for-byte
-// deterministic, and are reused from the cache.
+// deterministic, and are reused from the cache. The qwen3moe shape: llama.cpp's qwen3moe GGUF
+// (stacked *_exps, F32 router, expert metadata), HF's per-expert safetensors with the same
+// weights, and the per-token active bytes of the roofline.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureCheckpoint, useMoreBits, weightBytesOf, type Artifact } from '../../bench/gen-checkpoints.js';
-import { shapeOf } from '../../bench/shapes.js';
+import {
+  activeBytesOf,
+  activeBytesOfArtifact,
+  ensureCheckpoint,
+  ggmlTypeOf,
+  useMoreBits,
+  weightBytesOf,
+  type Artifact,
+} from '../../bench/gen-checkpoints.js';
+import { openLlamaEngine } from '../../bench/harness.js';
+import { shapeOf, tensorSpecs, type ModelShape } from '../../bench/shapes.js';
 import { dequantize } from '../../src/kernels/dtypes.js';
 import { readGgufHeader, GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
 import { loadCheckpoint } from '../../src/model/loaders/index.js';
@@ -207,3 +218,210 @@ test('deterministic: the same bytes in another cache; a second call reuses the c
   const hfB = small('llama-bf16', cacheB);
   assert.equal(sha256(join(hfB.path, 'model.safetensors')), sha256(join(hfA.path, 'model.safetensors')));
 });
+
+// ---- qwen3moe ----
+
+/** The safetensors header of an HF directory's model.safetensors: name → dtype, shape, byte range (file offsets). */
+function safetensorsIndex(dir: string): {
+  tensors: Map<string, { dtype: string; shape: number[]; begin: number; end: number }>;
+  bytes: Buffer;
+} {
+  const bytes = readFileSync(join(dir, 'model.safetensors'));
+  const headerLen = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, unknown>;
+  const tensors = new Map<string, { dtype: string; shape: number[]; begin: number; end: number }>();
+  for (const [name, v] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const t = v as { dtype: string; shape: number[]; data_offsets: [number, number] };
+    tensors.set(name, { dtype: t.dtype, shape: t.shape, begin: 8 + headerLen + t.data_offsets[0], end: 8 + headerLen + t.data_offsets[1] });
+  }
+  return { tensors, bytes };
+}
+
+test('qwen3moe Q8_0 GGUF: llama.cpp qwen3moe metadata, stacked expert tensors, F32 router', () => {
+  const shape = shapeOf('qwen3moe', true);
+  const moe = shape.moe!;
+  const a = small('qwen3moe-q8_0');
+  const header = readGgufHeader(a.path);
+  const m = header.metadata;
+  assert.equal(m['general.architecture'], 'qwen3moe');
+  assert.equal(m['general.file_type'], 7);
+  assert.equal(m['qwen3moe.expert_count'], moe.numExperts);
+  assert.equal(m['qwen3moe.expert_used_count'], moe.numExpertsPerTok);
+  assert.equal(m['qwen3moe.expert_feed_forward_length'], moe.moeIntermediateSize);
+  assert.equal(m['qwen3moe.block_count'], shape.numLayers);
+  assert.equal(m['qwen3moe.embedding_length'], shape.hiddenSize);
+  assert.equal(m['qwen3moe.attention.head_count'], shape.numHeads);
+  assert.equal(m['qwen3moe.attention.head_count_kv'], shape.numKvHeads);
+  assert.equal(m['qwen3moe.attention.key_length'], shape.headDim);
+  assert.equal(m['qwen3moe.rope.freq_base'], 1e6);
+  assert.equal(m['tokenizer.ggml.pre'], 'qwen2');
+  // Per layer: attn_norm, q, k, v, o, q_norm, k_norm, ffn_norm, router, three expert stacks.
+  assert.equal(header.tensors.length, 2 + shape.numLayers * 12);
+  assert.ok(!header.tensors.some((t) => t.name === 'output.weight'), 'embeddings are tied');
+  assert.ok(!header.tensors.some((t) => /ffn_(gate|up|down)\.weight$/.test(t.name)), 'no dense FFN');
+  const h = shape.hiddenSize;
+  const f = moe.moeIntermediateSize;
+  const e = moe.numExperts;
+  const t = (name: string) => header.tensors.find((x) => x.name === name)!;
+  for (const l of [0, 1]) {
+    // ggml order (innermost first), as llama.cpp's create_tensor asks for them.
+    assert.deepEqual(t(`blk.${l}.ffn_gate_inp.weight`).dims, [h, e]);
+    assert.equal(t(`blk.${l}.ffn_gate_inp.weight`).ggmlType, GGML_TYPE.F32);
+    assert.deepEqual(t(`blk.${l}.ffn_gate_exps.weight`).dims, [h, f, e]);
+    assert.deepEqual(t(`blk.${l}.ffn_up_exps.weight`).dims, [h, f, e]);
+    assert.deepEqual(t(`blk.${l}.ffn_down_exps.weight`).dims, [f, h, e]);
+    for (const p of ['gate', 'up', 'down']) assert.equal(t(`blk.${l}.ffn_${p}_exps.weight`).ggmlType, GGML_TYPE.Q8_0);
+    assert.deepEqual(t(`blk.${l}.attn_q.weight`).dims, [h, shape.numHeads * shape.headDim]);
+    assert.deepEqual(t(`blk.${l}.attn_k_norm.weight`).dims, [shape.headDim]);
+    assert.equal(t(`blk.${l}.attn_q_norm.weight`).ggmlType, GGML_TYPE.F32);
+  }
+  assert.equal(t('token_embd.weight').ggmlType, GGML_TYPE.Q8_0);
+  assert.equal(a.weightBytes, weightBytesOf(shape, 'q8_0'));
+});
+
+test("qwen3moe Q4_K_M: llama.cpp's mix, ffn_down_exps following ffn_down; the router stays F32", () => {
+  const shape = shapeOf('qwen3moe', true);
+  const header = readGgufHeader(small('qwen3moe-q4_k_m').path);
+  const typeOf = (name: string) => header.tensors.find((x) => x.name === name)!.ggmlType;
+  assert.equal(header.metadata['general.file_type'], 15);
+  assert.equal(typeOf('token_embd.weight'), GGML_TYPE.Q6_K);
+  // Two layers: use_more_bits picks layer 1 only (as for the dense shapes).
+  for (const [l, more] of [
+    [0, GGML_TYPE.Q4_K],
+    [1, GGML_TYPE.Q6_K],
+  ] as const) {
+    assert.equal(typeOf(`blk.${l}.ffn_down_exps.weight`), more, `ffn_down_exps of layer ${l}`);
+    assert.equal(typeOf(`blk.${l}.attn_v.weight`), more, `attn_v of layer ${l}`);
+    for (const p of ['ffn_gate_exps', 'ffn_up_exps', 'attn_q', 'attn_k', 'attn_output'])
+      assert.equal(typeOf(`blk.${l}.${p}.weight`), GGML_TYPE.Q4_K, `${p} of layer ${l}`);
+    assert.equal(typeOf(`blk.${l}.ffn_gate_inp.weight`), GGML_TYPE.F32);
+  }
+  // Exactly 8 experts is llama-quantize's Mixtral case: attn_v and attn_k Q8_0, attn_output Q5_K.
+  const mixtralish: ModelShape = { ...shape, moe: { ...shape.moe!, numExperts: 8, numExpertsPerTok: 2 } };
+  const spec = (name: string) => tensorSpecs(mixtralish).find((x) => x.ggufName === name)!;
+  assert.equal(ggmlTypeOf(spec('blk.0.attn_v.weight'), 'q4_k_m', mixtralish), GGML_TYPE.Q8_0);
+  assert.equal(ggmlTypeOf(spec('blk.0.attn_k.weight'), 'q4_k_m', mixtralish), GGML_TYPE.Q8_0);
+  assert.equal(ggmlTypeOf(spec('blk.0.attn_output.weight'), 'q4_k_m', mixtralish), GGML_TYPE.Q5_K);
+  assert.equal(ggmlTypeOf(spec('blk.1.ffn_down_exps.weight'), 'q4_k_m', mixtralish), GGML_TYPE.Q6_K);
+});
+
+test("qwen3moe BF16: HF config and per-expert safetensors holding the GGUF stacks' weights", () => {
+  const shape = shapeOf('qwen3moe', true);
+  const moe = shape.moe!;
+  const dir = small('qwen3moe-bf16').path;
+  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  assert.deepEqual(config.architectures, ['Qwen3MoeForCausalLM']);
+  assert.equal(config.model_type, 'qwen3_moe');
+  assert.equal(config.num_experts, moe.numExperts);
+  assert.equal(config.num_experts_per_tok, moe.numExpertsPerTok);
+  assert.equal(config.moe_intermediate_size, moe.moeIntermediateSize);
+  assert.equal(config.norm_topk_prob, true);
+  assert.equal(config.decoder_sparse_step, 1);
+  assert.deepEqual(config.mlp_only_layers, []);
+  assert.equal(config.tie_word_embeddings, true);
+  assert.equal(config.head_dim, shape.headDim);
+
+  const { tensors, bytes } = safetensorsIndex(dir);
+  const h = shape.hiddenSize;
+  const f = moe.moeIntermediateSize;
+  assert.deepEqual(tensors.get('model.layers.0.mlp.gate.weight')?.shape, [moe.numExperts, h]);
+  for (let x = 0; x < moe.numExperts; x++) {
+    assert.deepEqual(tensors.get(`model.layers.1.mlp.experts.${x}.gate_proj.weight`)?.shape, [f, h]);
+    assert.deepEqual(tensors.get(`model.layers.1.mlp.experts.${x}.up_proj.weight`)?.shape, [f, h]);
+    assert.deepEqual(tensors.get(`model.layers.1.mlp.experts.${x}.down_proj.weight`)?.shape, [h, f]);
+  }
+  assert.ok(![...tensors.keys()].some((n) => n.includes('{') || /mlp\.(gate|up|down)_proj/.test(n)), 'no stacked or dense FFN names');
+  assert.equal(tensors.size, 2 + shape.numLayers * (9 + 3 * moe.numExperts));
+  assert.ok([...tensors.values()].every((t) => t.dtype === 'BF16'));
+
+  // Expert 5 of layer 1's down stack in the Q8_0 GGUF against its own HF tensor; the router too.
+  const gguf = small('qwen3moe-q8_0').path;
+  const file = readFileSync(gguf);
+  const header = readGgufHeader(gguf);
+  const compare = (ggufName: string, hfName: string, rows: number, cols: number, firstRow: number, dtype: 'q8_0' | 'f32') => {
+    const g = header.tensors.find((x) => x.name === ggufName)!;
+    const rowBytes = dtype === 'q8_0' ? (cols / 32) * 34 : cols * 4;
+    const x = dequantize(dtype, file.subarray(g.offset + firstRow * rowBytes, g.offset + (firstRow + rows) * rowBytes), rows, cols);
+    const hf = tensors.get(hfName)!;
+    const y = dequantize('bf16', bytes.subarray(hf.begin, hf.end), rows, cols);
+    let maxErr = 0;
+    for (let i = 0; i < x.length; i++) maxErr = Math.max(maxErr, Math.abs(x[i] - y[i]));
+    // Q8_0 / BF16 rounding is ~1e-3 here; another expert's rows would differ by ~0.03.
+    assert.ok(maxErr < 2e-3, `${hfName}: max |gguf − bf16| = ${maxErr}`);
+  };
+  compare('blk.1.ffn_down_exps.weight', 'model.layers.1.mlp.experts.5.down_proj.weight', h, f, 5 * h, 'q8_0');
+  compare('blk.0.ffn_gate_exps.weight', 'model.layers.0.mlp.experts.15.gate_proj.weight', f, h, 15 * f, 'q8_0');
+  compare('blk.0.ffn_gate_inp.weight', 'model.layers.0.mlp.gate.weight', moe.numExperts, h, 0, 'f32');
+});
+
+test('qwen3moe: generated deterministically, GGUF and HF directory', () => {
+  const a = small('qwen3moe-q8_0');
+  const b = small('qwen3moe-q8_0', cacheB);
+  assert.equal(b.generated, true);
+  assert.equal(sha256(b.path), sha256(a.path));
+  const hfA = small('qwen3moe-bf16');
+  const hfB = small('qwen3moe-bf16', cacheB);
+  assert.equal(sha256(join(hfB.path, 'model.safetensors')), sha256(join(hfA.path, 'model.safetensors')));
+  assert.equal(ensureCheckpoint('qwen3moe-q8_0', { small: true, cacheDir: cacheA }).generated, false);
+});
+
+test('active bytes per token: top-k of each expert stack, the LM head and one embedding row', () => {
+  const q8 = (elements: number) => (elements / 32) * 34;
+  for (const small of [true, false]) {
+    const s = shapeOf('qwen3moe', small);
+    const moe = s.moe!;
+    const h = s.hiddenSize;
+    const attention = q8(2 * h * s.numHeads * s.headDim + 2 * h * s.numKvHeads * s.headDim);
+    const experts = q8(3 * h * moe.moeIntermediateSize) * moe.numExpertsPerTok;
+    const router = moe.numExperts * h * 4;
+    const norms = (2 * h + 2 * s.headDim) * 4;
+    const embedding = q8(s.vocabSize * h);
+    const b = activeBytesOf(s, 'q8_0');
+    assert.equal(b.attention, s.numLayers * attention);
+    assert.equal(b.experts, s.numLayers * experts);
+    assert.equal(b.router, s.numLayers * router);
+    assert.equal(b.lmHead, embedding);
+    assert.equal(b.embeddingRow, q8(h));
+    assert.equal(b.denseFfn, 0);
+    assert.equal(b.norms, s.numLayers * norms + h * 4);
+    assert.equal(b.active, b.attention + b.experts + b.router + b.lmHead + b.embeddingRow + b.norms);
+    assert.equal(b.total, weightBytesOf(s, 'q8_0'));
+    // Everything but the experts is read whole, the experts' top-k share of theirs.
+    const allExperts = s.numLayers * q8(3 * h * moe.moeIntermediateSize) * moe.numExperts;
+    assert.equal(b.total - allExperts + b.experts + b.embeddingRow, b.active);
+  }
+  // The full shape: 2.7 GiB of Q8_0, 0.58 GiB read per token.
+  const full = activeBytesOf(shapeOf('qwen3moe', false), 'q8_0');
+  assert.ok(Math.abs(full.total / 2 ** 30 - 2.675) < 0.005, `total ${full.total / 2 ** 30} GiB`);
+  assert.ok(Math.abs(full.active / 2 ** 30 - 0.583) < 0.005, `active ${full.active / 2 ** 30} GiB`);
+  // From the file's header, the same figure; a dense shape reads everything plus one embedding row.
+  assert.deepEqual(activeBytesOfArtifact(small('qwen3moe-q4_k_m')), activeBytesOf(shapeOf('qwen3moe', true), 'q4_k_m'));
+  const dense = activeBytesOf(shapeOf('qwen3', true), 'q8_0');
+  assert.equal(dense.active, weightBytesOf(shapeOf('qwen3', true), 'q8_0') + q8(256));
+  assert.equal(dense.experts + dense.router, 0);
+});
+
+// The llama.cpp side of bench/moe.ts on the tiny checkpoint, when a native llama-server is named.
+const llamaServer = process.env.SVC_BENCH_LLAMA_SERVER;
+test(
+  'qwen3moe GGUF loads and decodes in llama.cpp (llama-server)',
+  { skip: llamaServer ? false : 'set SVC_BENCH_LLAMA_SERVER to a llama-server binary' },
+  async () => {
+    for (const id of ['qwen3moe-q8_0', 'qwen3moe-q4_k_m']) {
+      const engine = await openLlamaEngine(small(id).path, {
+        llamaServer: llamaServer!,
+        threads: 2,
+        contextTokens: 64,
+        parallel: 1,
+        batchTokens: 16,
+      });
+      try {
+        const [timing] = await engine.generate([[9707, 1879, 11, 220, 872, 3555, 374, 264]], 6);
+        assert.equal(timing.tokens, 6, id);
+      } finally {
+        await engine.close();
+      }
+    }
+  },
+);
