@@ -136,7 +136,9 @@ test(
       assert.deepEqual(h.expertParallel, { worldSize: 2, rank: 0, peers: 'lost' });
       const refused = await greedy(base, PROMPTS[0], MAX_TOKENS);
       assert.equal(refused.status, 503);
-      assert.match(JSON.stringify(refused.body), /expert_rank_unavailable.*rank 1 of 2 was lost/);
+      const refusedError = (refused.body as { error: { code: string; message: string } }).error;
+      assert.equal(refusedError.code, 'expert_rank_unavailable');
+      assert.match(refusedError.message, /rank 1 of 2 was lost/);
       assert.match(pair.head.svc.output().stderr, /Expert parallel: lost rank 1 \(127\.0\.0\.1:\d+\)/);
 
       worker = startWorker(model, pair.head.masterPort);
