@@ -217,7 +217,7 @@ async function main(): Promise<void> {
   if (flag('synthetic')) return synthetic();
   let model = process.argv.includes('--model') ? arg('model', '') : '';
   if (model === '') {
-    const moe = ARCHITECTURES.some((a) => a.name === 'qwen3moe') && SHAPE_IDS.includes('qwen3moe');
+    const moe = ARCHITECTURES.some((a) => a.name === 'qwen3_moe') && SHAPE_IDS.includes('qwen3moe');
     if (!moe) {
       console.log('No mixture-of-experts architecture or qwen3moe bench shape in this build yet: the synthetic layers instead.\n');
       return synthetic();
