@@ -17,6 +17,16 @@ export interface ForwardBatch {
   seqs: AttentionSeq[];
   /** Which token rows need logits (usually each sequence's last row). */
   logitRows: Int32Array;
+  /** Vision models: rows whose input is an image embedding instead of the token's (src/model/vision/). */
+  inputEmbeddings?: InputEmbeddings;
+  /** Qwen2-VL's multimodal RoPE: [3, n] temporal / height / width positions; absent, all three are `positions`. */
+  mropePositions?: Int32Array;
+}
+
+/** Row rows[i] of a batch takes values[i·hidden, (i + 1)·hidden) as its input in place of its token's embedding. */
+export interface InputEmbeddings {
+  rows: Int32Array;
+  values: Float32Array;
 }
 
 /** Rows of lm_head for a subset of the vocabulary, prepared once (OutputHead): drafts' logits at a fraction of the cost. */

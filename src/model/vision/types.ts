@@ -1,0 +1,25 @@
+// The seam between image input (the protocols decode images: src/server/images/) and vision
+// models (src/model/vision/): a decoded picture, and what a checkpoint's vision tower makes of it.
+
+/** A decoded image: 8-bit RGB, row-major, height × width × 3 (a GIF's first frame; alpha dropped). */
+export interface DecodedImage {
+  readonly width: number;
+  readonly height: number;
+  readonly rgb: Uint8Array;
+}
+
+/** An image encoded into the language model's input space. */
+export interface ImageEmbeddings {
+  /** [numTokens, textHiddenSize]: one row per image token the prompt holds for this image. */
+  readonly embeddings: Float32Array;
+  readonly numTokens: number;
+  /** Qwen2-VL: the merged patch grid (temporal, height, width) the decoder's M-RoPE positions follow. */
+  readonly grid?: { readonly t: number; readonly h: number; readonly w: number };
+}
+
+/** A checkpoint's vision tower and projector, preprocessing included (its preprocessor_config.json). */
+export interface VisionEncoder {
+  /** The token id the chat template's image placeholder expands to (config image_token_index / image_token_id). */
+  readonly imageTokenId: number;
+  encode(image: DecodedImage): ImageEmbeddings;
+}
