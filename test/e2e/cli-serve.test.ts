@@ -139,9 +139,9 @@ test('out of memory at start-up: exit 1 suggesting lower --gpu-memory-utilizatio
 });
 
 test('an unbuilt capability is refused at start-up: exit 2, not implemented yet', async () => {
-  const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--world-size', '2']);
+  const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--ssm-cache-slots', '4']);
   assert.equal(await svc.exited, 2);
-  assert.equal(svc.output().stderr.trim(), 'svc: not implemented yet: --world-size 2');
+  assert.equal(svc.output().stderr.trim(), 'svc: not implemented yet: --ssm-cache-slots 4');
 });
 
 test('an invalid environment variable is a one-line start-up error naming it: exit 1', async () => {
