@@ -53,6 +53,7 @@ function switching(plain: Ops, profiled: Ops, on: () => boolean): Ops {
     embed: (ids, table, out) => pick().embed(ids, table, out),
     rmsnorm: (x, rows, dim, weight, eps, out) => pick().rmsnorm(x, rows, dim, weight, eps, out),
     rope: (x, n, h, d, positions, theta, style) => pick().rope(x, n, h, d, positions, theta, style),
+    ropeMulti: (x, n, h, d, positions, sections, theta) => pick().ropeMulti(x, n, h, d, positions, sections, theta),
     siluMul: (gate, up, out, len) => pick().siluMul(gate, up, out, len),
     add: (a, b, out, len) => pick().add(a, b, out, len),
     storeKv: (layer, k, v, n, slots) => pick().storeKv(layer, k, v, n, slots),

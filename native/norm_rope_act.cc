@@ -32,14 +32,35 @@ void rmsnorm(const float* x, int rows, int dim, const float* w, double eps, floa
 }
 
 // cos/sin for every (token, pair) of the last call. A forward pass ropes q and k of every layer at
-// the same positions, so all but the first call per step reuse the table.
+// the same positions, so all but the first call per step reuse the table. rope and ropeMulti keep
+// a table each: a batch never mixes them, but each is keyed on its own arguments.
 struct RopeTable {
   std::vector<int32_t> positions;
+  std::vector<int32_t> sections;  // ropeMulti only
   double theta = 0;
   int head_dim = 0;
   std::vector<float> inv_freq;
   std::vector<double> cs;  // [n][half][2] = cos, sin
 };
+
+// Same arithmetic as the reference (and HF): inv_freq rounded to f32.
+void fill_inv_freq(RopeTable& t, int hd, double theta) {
+  const int half = hd / 2;
+  t.inv_freq.resize((size_t)half);  // vectors keep their capacity: rebuilds rarely allocate
+  for (int k = 0; k < half; k++) {
+    const float e = (float)(2 * k) / (float)hd;
+    t.inv_freq[(size_t)k] = 1.0f / (float)std::pow(theta, (double)e);
+  }
+  t.theta = theta;
+  t.head_dim = hd;
+}
+
+// The angle rounded to f32 (as HF), cos/sin in f64.
+inline void set_angle(double* cs, int32_t pos, float inv) {
+  const float angle = (float)pos * inv;
+  cs[0] = std::cos((double)angle);
+  cs[1] = std::sin((double)angle);
+}
 
 const double* rope_table(const int32_t* pos, int n, int hd, double theta) {
   static RopeTable t;
@@ -47,28 +68,36 @@ const double* rope_table(const int32_t* pos, int n, int hd, double theta) {
   if (t.theta == theta && t.head_dim == hd && t.positions.size() == (size_t)n &&
       std::memcmp(t.positions.data(), pos, (size_t)n * sizeof(int32_t)) == 0)
     return t.cs.data();
-  // Same arithmetic as the reference (and HF): inv_freq and the angle rounded to f32, cos/sin in f64.
-  std::vector<float>& inv = t.inv_freq;  // vectors keep their capacity: rebuilds rarely allocate
-  inv.resize((size_t)half);
-  for (int k = 0; k < half; k++) {
-    const float e = (float)(2 * k) / (float)hd;
-    inv[(size_t)k] = 1.0f / (float)std::pow(theta, (double)e);
-  }
+  fill_inv_freq(t, hd, theta);
   t.positions.assign(pos, pos + n);
-  t.theta = theta;
-  t.head_dim = hd;
   t.cs.resize((size_t)n * half * 2);
   for (int i = 0; i < n; i++)
-    for (int k = 0; k < half; k++) {
-      const float angle = (float)pos[i] * inv[(size_t)k];
-      t.cs[((size_t)i * half + k) * 2] = std::cos((double)angle);
-      t.cs[((size_t)i * half + k) * 2 + 1] = std::sin((double)angle);
-    }
+    for (int k = 0; k < half; k++) set_angle(&t.cs[((size_t)i * half + k) * 2], pos[i], t.inv_freq[(size_t)k]);
   return t.cs.data();
 }
 
-void rope(float* x, int n, int heads, int hd, const int32_t* pos, double theta, bool neox) {
-  const double* cs = rope_table(pos, n, hd, theta);
+// M-RoPE: pair k of token i turns at pos[s * n + i], s the section k falls in (sections sum to half,
+// checked by the binding).
+const double* mrope_table(const int32_t* pos, int n, int hd, const int32_t* sections, int nsec, double theta) {
+  static RopeTable t;
+  const int half = hd / 2;
+  const size_t npos = (size_t)nsec * n;
+  if (t.theta == theta && t.head_dim == hd && t.positions.size() == npos && t.sections.size() == (size_t)nsec &&
+      std::memcmp(t.positions.data(), pos, npos * sizeof(int32_t)) == 0 &&
+      std::memcmp(t.sections.data(), sections, (size_t)nsec * sizeof(int32_t)) == 0)
+    return t.cs.data();
+  fill_inv_freq(t, hd, theta);
+  t.positions.assign(pos, pos + npos);
+  t.sections.assign(sections, sections + nsec);
+  t.cs.resize((size_t)n * half * 2);
+  for (int s = 0, k0 = 0; s < nsec; k0 += sections[s++])
+    for (int i = 0; i < n; i++)
+      for (int k = k0; k < k0 + sections[s]; k++) set_angle(&t.cs[((size_t)i * half + k) * 2], pos[(size_t)s * n + i], t.inv_freq[(size_t)k]);
+  return t.cs.data();
+}
+
+// Rotates every head of every token by its row of the cos/sin table cs [n][half][2].
+void rotate(float* x, int n, int heads, int hd, const double* cs, bool neox) {
   const int half = hd / 2;
   auto body = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; i++) {
@@ -126,7 +155,33 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   const bool neox = a.boolean(6, "neox");
   if (!a.ok()) return info.Env().Undefined();
   std::lock_guard<std::mutex> lk(op_mutex());
-  rope(x, n, heads, hd, pos, theta, neox);
+  rotate(x, n, heads, hd, rope_table(pos, n, hd, theta), neox);
+  return info.Env().Undefined();
+}
+
+// ropeMulti(x, n, numHeads, headDim, positions [sections.length, n], sections, theta)
+Napi::Value RopeMulti(const Napi::CallbackInfo& info) {
+  Args a(info, "ropeMulti");
+  const int n = (int)a.integer(1, "n", 0, INT32_MAX);
+  const int heads = (int)a.integer(2, "numHeads", 1, INT32_MAX);
+  const int hd = (int)a.integer(3, "headDim", 2, INT32_MAX);
+  if (a.ok() && hd % 2 != 0) a.fail("headDim must be even");
+  float* x = a.f32(0, "x", (size_t)n * heads * hd);
+  const int32_t* sections = a.i32(5, "sections", 1);
+  const size_t nsec = a.last_length();
+  const int32_t* pos = a.i32(4, "positions", nsec * n);
+  const double theta = a.number(6, "theta");
+  if (a.ok()) {
+    int64_t sum = 0;
+    for (size_t s = 0; s < nsec; s++) {
+      if (sections[s] < 0) a.fail("sections must not be negative");
+      sum += sections[s];
+    }
+    if (a.ok() && sum != hd / 2) a.fail("sections must sum to headDim / 2");
+  }
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  rotate(x, n, heads, hd, mrope_table(pos, n, hd, sections, (int)nsec, theta), true);
   return info.Env().Undefined();
 }
 
@@ -163,6 +218,7 @@ Napi::Value Add(const Napi::CallbackInfo& info) {
 void InitNormRopeAct(Napi::Env env, Napi::Object exports) {
   exports.Set("rmsnorm", Napi::Function::New(env, Rmsnorm));
   exports.Set("rope", Napi::Function::New(env, Rope));
+  exports.Set("ropeMulti", Napi::Function::New(env, RopeMulti));
   exports.Set("siluMul", Napi::Function::New(env, SiluMul));
   exports.Set("add", Napi::Function::New(env, Add));
 }

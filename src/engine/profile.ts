@@ -119,6 +119,9 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     embed: t('embed', (ids, table, out) => ops.embed(ids, table, out)),
     rmsnorm: t('rmsnorm', (x, rows, dim, weight, eps, out) => ops.rmsnorm(x, rows, dim, weight, eps, out)),
     rope: t('rope', (x, n, numHeads, headDim, positions, theta, style) => ops.rope(x, n, numHeads, headDim, positions, theta, style)),
+    ropeMulti: t('ropeMulti', (x, n, numHeads, headDim, positions, sections, theta) =>
+      ops.ropeMulti(x, n, numHeads, headDim, positions, sections, theta),
+    ),
     siluMul: t('siluMul', (gate, up, out, len) => ops.siluMul(gate, up, out, len)),
     add: t('add', (a, b, out, len) => ops.add(a, b, out, len)),
     storeKv: t('storeKv', (layer, k, v, n, slots) => ops.storeKv(layer, k, v, n, slots)),

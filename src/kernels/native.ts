@@ -42,6 +42,15 @@ export interface NativeAddon {
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
   rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
+  ropeMulti(
+    x: Float32Array,
+    n: number,
+    numHeads: number,
+    headDim: number,
+    positions: Int32Array,
+    sections: Int32Array,
+    theta: number,
+  ): void;
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
   add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
   storeKv(
@@ -466,6 +475,25 @@ export const nativeOps: Ops = {
     checkLength('rope', 'x', x, n * numHeads * headDim);
     checkLength('rope', 'positions', positions, n);
     loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox');
+  },
+
+  ropeMulti(x, n, numHeads, headDim, positions, sections, theta) {
+    checkCount('ropeMulti', 'n', n);
+    checkCount('ropeMulti', 'numHeads', numHeads, 1);
+    checkCount('ropeMulti', 'headDim', headDim, 2);
+    if (headDim % 2 !== 0) fail('ropeMulti', `headDim must be even, got ${headDim}`);
+    checkKind('ropeMulti', 'x', x, Float32Array);
+    checkKind('ropeMulti', 'positions', positions, Int32Array);
+    checkKind('ropeMulti', 'sections', sections, Int32Array);
+    let sum = 0;
+    for (const len of sections) {
+      if (len < 0) fail('ropeMulti', `sections must not be negative, got [${sections.join(', ')}]`);
+      sum += len;
+    }
+    if (sum !== headDim / 2) fail('ropeMulti', `sections [${sections.join(', ')}] sum to ${sum}, not headDim / 2 = ${headDim / 2}`);
+    checkLength('ropeMulti', 'x', x, n * numHeads * headDim);
+    checkLength('ropeMulti', 'positions', positions, sections.length * n);
+    loadAddon().ropeMulti(x, n, numHeads, headDim, positions, sections, theta);
   },
 
   siluMul(gate, up, out, len) {

@@ -81,6 +81,22 @@ export interface Ops {
    * neox: rotate halves (HF rotate_half); normal: rotate adjacent pairs (GPT-J).
    */
   rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, style: RopeStyle): void;
+  /**
+   * Multimodal rotary embedding (Qwen2-VL's M-RoPE) in place on x[n, numHeads, headDim], neox pairing.
+   * `sections` splits the headDim / 2 frequencies, in order, among position rows: pair k (elements k
+   * and k + headDim / 2) turns at positions[s·n + i] for the section s that k falls in. positions is
+   * [sections.length, n] (Qwen2-VL: temporal, height, width). With every row the same it is
+   * rope(…, 'neox').
+   */
+  ropeMulti(
+    x: Float32Array,
+    n: number,
+    numHeads: number,
+    headDim: number,
+    positions: Int32Array,
+    sections: Int32Array,
+    theta: number,
+  ): void;
   /** out[i] = silu(gate[i]) * up[i] for i < len. out may alias gate. */
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
   /** out[i] = a[i] + b[i]. out may alias a. */

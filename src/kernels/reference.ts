@@ -61,28 +61,65 @@ function rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Arra
   }
 }
 
+/** theta^(-2k/headDim) for each pair k, rounded to f32 as HF computes inv_freq (and so the angle, in f32). */
+function ropeInvFreq(headDim: number, theta: number): Float64Array {
+  const half = headDim / 2;
+  const invFreq = new Float64Array(half);
+  for (let k = 0; k < half; k++) invFreq[k] = Math.fround(1 / Math.fround(Math.pow(theta, Math.fround((2 * k) / headDim))));
+  return invFreq;
+}
+
+/** Rotates pair (a, b) of x by the f32-rounded angle. */
+function rotatePair(x: Float32Array, a: number, b: number, angle: number): void {
+  const cos = Math.cos(angle);
+  const sin = Math.sin(angle);
+  const x1 = x[a];
+  const x2 = x[b];
+  x[a] = x1 * cos - x2 * sin;
+  x[b] = x2 * cos + x1 * sin;
+}
+
 function rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, style: RopeStyle): void {
   const half = headDim / 2;
   // Pair k turns at theta^(-2k/headDim). HF computes inv_freq and the angle in f32; doing the same
   // keeps long positions (where f32 angle rounding shows) matching it.
-  const invFreq = new Float64Array(half);
-  for (let k = 0; k < half; k++) invFreq[k] = Math.fround(1 / Math.fround(Math.pow(theta, Math.fround((2 * k) / headDim))));
+  const invFreq = ropeInvFreq(headDim, theta);
   for (let i = 0; i < n; i++) {
     const pos = positions[i];
     for (let h = 0; h < numHeads; h++) {
       const base = (i * numHeads + h) * headDim;
       for (let k = 0; k < half; k++) {
-        const angle = Math.fround(pos * invFreq[k]);
-        const cos = Math.cos(angle);
-        const sin = Math.sin(angle);
         // neox pairs element k with k+half (rotate_half); normal pairs adjacent elements 2k, 2k+1.
         const a = style === 'neox' ? base + k : base + 2 * k;
         const b = style === 'neox' ? base + k + half : base + 2 * k + 1;
-        const x1 = x[a];
-        const x2 = x[b];
-        x[a] = x1 * cos - x2 * sin;
-        x[b] = x2 * cos + x1 * sin;
+        rotatePair(x, a, b, Math.fround(pos * invFreq[k]));
       }
+    }
+  }
+}
+
+function ropeMulti(
+  x: Float32Array,
+  n: number,
+  numHeads: number,
+  headDim: number,
+  positions: Int32Array,
+  sections: Int32Array,
+  theta: number,
+): void {
+  const half = headDim / 2;
+  const invFreq = ropeInvFreq(headDim, theta);
+  // HF builds cos/sin per position row, then takes frequency k's from the row of the section k falls
+  // in (mrope_section repeated for both halves: both elements of a neox pair agree).
+  if (sections.some((len) => len < 0) || sections.reduce((a, b) => a + b, 0) !== half) {
+    throw new RangeError(`ropeMulti: sections [${sections.join(', ')}] do not split headDim / 2 = ${half}`);
+  }
+  const row = new Int32Array(half);
+  for (let s = 0, start = 0; s < sections.length; start += sections[s++]) row.fill(s, start, start + sections[s]);
+  for (let i = 0; i < n; i++) {
+    for (let h = 0; h < numHeads; h++) {
+      const base = (i * numHeads + h) * headDim;
+      for (let k = 0; k < half; k++) rotatePair(x, base + k, base + k + half, Math.fround(positions[row[k] * n + i] * invFreq[k]));
     }
   }
 }
@@ -208,6 +245,7 @@ export const referenceOps: Ops = {
   embed,
   rmsnorm,
   rope,
+  ropeMulti,
   siluMul,
   add,
   storeKv,

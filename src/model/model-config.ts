@@ -25,14 +25,16 @@ export interface HfConfigOptions {
 }
 
 /** Build a ModelConfig from a parsed config.json. */
-export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig {
+export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig {
   const where = opts.source ?? 'config.json';
-  const modelType = typeof raw.model_type === 'string' && raw.model_type !== '' ? raw.model_type : undefined;
-  const classes = Array.isArray(raw.architectures) ? raw.architectures.filter((a): a is string => typeof a === 'string') : [];
+  // The model is named at the top level; a vision-language model's decoder sizes may sit under text_config.
+  const modelType = typeof top.model_type === 'string' && top.model_type !== '' ? top.model_type : undefined;
+  const classes = Array.isArray(top.architectures) ? top.architectures.filter((a): a is string => typeof a === 'string') : [];
   if (!modelType && classes.length === 0) throw new ModelConfigError(`${where}: neither "architectures" nor "model_type"`);
   const arch = architectureForHf(classes, modelType);
   if (!arch) throw unsupported(modelType ?? classes.join(', '), `${modelType ? 'model_type' : 'architectures'} in ${where}`);
-  const nameOrPath = typeof raw._name_or_path === 'string' && raw._name_or_path ? raw._name_or_path : null;
+  const nameOrPath = typeof top._name_or_path === 'string' && top._name_or_path ? top._name_or_path : null;
+  const raw = withTextConfig(top);
 
   const num = (key: string, fallback?: number): number => {
     const v = raw[key];
@@ -54,6 +56,8 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
   // transformers 5 keeps rope_theta under rope_parameters.
   const ropeParameters = raw.rope_parameters as Json | undefined;
   const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
+  const headDim = num('head_dim', hiddenSize / numHeads);
+  const mropeSection = hfMropeSection(raw, headDim, where);
   return {
     architecture: arch.name,
     hiddenSize,
@@ -61,7 +65,7 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
     numLayers,
     numHeads,
     numKvHeads: num('num_key_value_heads', numHeads),
-    headDim: num('head_dim', hiddenSize / numHeads),
+    headDim,
     vocabSize: num('vocab_size'),
     ropeTheta: num('rope_theta', ropeTheta),
     rmsNormEps: num('rms_norm_eps', 1e-6),
@@ -76,7 +80,36 @@ export function configFromHf(raw: Json, opts: HfConfigOptions = {}): ModelConfig
     // Only when set, so configs without multi-token prediction read exactly as before.
     ...(mtpLayers > 0 ? { numMtpLayers: mtpLayers } : {}),
     ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
+    ...(mropeSection ? { mropeSection } : {}),
   };
+}
+
+/**
+ * The config with its text_config's fields (transformers 5 vision-language models nest the
+ * decoder's sizes there; older ones keep them at the top level) over the top level's, where set.
+ */
+function withTextConfig(top: Json): Json {
+  const text = top.text_config;
+  if (!text || typeof text !== 'object' || Array.isArray(text)) return top;
+  const merged: Json = { ...top };
+  for (const [key, value] of Object.entries(text as Json)) if (value !== null && value !== undefined) merged[key] = value;
+  return merged;
+}
+
+/**
+ * Qwen2-VL's `mrope_section` (under rope_scaling, or rope_parameters in transformers 5): the split
+ * of the headDim / 2 rotary frequencies among temporal, height and width positions.
+ */
+function hfMropeSection(raw: Json, headDim: number, where: string): number[] | undefined {
+  const holders = [raw.rope_scaling, raw.rope_parameters] as (Json | null | undefined)[];
+  const section = holders.map((h) => (h && typeof h === 'object' ? h.mrope_section : undefined)).find((v) => v !== undefined);
+  if (section === undefined) return undefined;
+  const valid = Array.isArray(section) && section.every((v) => Number.isInteger(v) && (v as number) >= 0);
+  const sum = valid ? (section as number[]).reduce((a, b) => a + b, 0) : NaN;
+  if (sum !== headDim / 2) {
+    throw new ModelConfigError(`${where}: mrope_section ${JSON.stringify(section)} does not split the ${headDim / 2} rotary frequencies`);
+  }
+  return section as number[];
 }
 
 type ExpertFields = Pick<ModelConfig, 'numExperts' | 'numExpertsPerTok' | 'moeIntermediateSize' | 'normTopkProb' | 'moeLayers'>;

@@ -58,6 +58,12 @@ export interface ModelConfig {
    * intermediateSize): Qwen3-MoE's decoder_sparse_step and mlp_only_layers; every layer otherwise.
    */
   moeLayers?: boolean[];
+  /**
+   * Multimodal RoPE (Qwen2-VL, config rope_scaling / rope_parameters `mrope_section`): how many of
+   * the headDim / 2 rotary frequencies follow the temporal, height and width positions, in that
+   * order. Absent for text-only families.
+   */
+  mropeSection?: number[];
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */

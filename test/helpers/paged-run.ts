@@ -5,12 +5,22 @@ import { readFileSync } from 'node:fs';
 import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import type { ForwardBatch, ForwardOptions, Model } from '../../src/model/architectures/index.js';
+import { writeMropeRows, type MropeLayout } from '../../src/model/vision/mrope-positions.js';
+
+/** New tokens for one sequence; embeddings[j], where set, replaces token j's embedding (an image row). */
+export interface PagedChunk {
+  seq: number;
+  tokens: number[];
+  embeddings?: (Float32Array | undefined)[];
+}
 
 /** Sequences sharing one paged cache; each gets interleaved, reversed blocks so its table is non-contiguous. */
 export class PagedRun {
   readonly kv: KvLayer[];
   private readonly tables: Int32Array[];
   private readonly lengths: number[];
+  /** Set (one entry per sequence, null for text-only ones): batches carry M-RoPE positions from these layouts. */
+  mrope: (MropeLayout | null)[] | null = null;
 
   constructor(
     private readonly model: Model,
@@ -29,16 +39,27 @@ export class PagedRun {
    * One forward step: appends `chunks[i].tokens` to sequence `chunks[i].seq`, all in one batch.
    * Returns the logits of every new row (allRows) or of each chunk's last row.
    */
-  step(chunks: { seq: number; tokens: number[] }[], allRows: boolean, options?: ForwardOptions): Float32Array {
+  step(chunks: PagedChunk[], allRows: boolean, options?: ForwardOptions): Float32Array {
     const tokens: number[] = [];
     const positions: number[] = [];
     const slots: number[] = [];
     const logitRows: number[] = [];
     const seqs = [];
-    for (const { seq, tokens: ids } of chunks) {
+    const inputRows: number[] = [];
+    const inputValues: Float32Array[] = [];
+    const total = chunks.reduce((a, c) => a + c.tokens.length, 0);
+    const layouts = this.mrope;
+    const mrope = layouts ? new Int32Array(3 * total) : undefined;
+    for (const { seq, tokens: ids, embeddings } of chunks) {
       const qStart = tokens.length;
-      for (const id of ids) {
+      if (layouts && mrope) writeMropeRows(layouts[seq], this.lengths[seq], ids.length, mrope, qStart, total);
+      for (const [j, id] of ids.entries()) {
         const pos = this.lengths[seq]++;
+        const embedding = embeddings?.[j];
+        if (embedding) {
+          inputRows.push(tokens.length);
+          inputValues.push(embedding);
+        }
         tokens.push(id);
         positions.push(pos);
         slots.push(this.tables[seq][Math.floor(pos / this.blockSize)] * this.blockSize + (pos % this.blockSize));
@@ -53,6 +74,10 @@ export class PagedRun {
       slots: Int32Array.from(slots),
       seqs,
       logitRows: Int32Array.from(logitRows),
+      ...(mrope ? { mropePositions: mrope } : {}),
+      ...(inputRows.length > 0
+        ? { inputEmbeddings: { rows: Int32Array.from(inputRows), values: Float32Array.from(inputValues.flatMap((v) => [...v])) } }
+        : {}),
     };
     return this.model.forward(batch, this.kv, options);
   }

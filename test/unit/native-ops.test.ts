@@ -10,7 +10,7 @@
 //     to int8 blocks first (32-element types: with f16 block scales, as llama.cpp) -> relative L2 error
 //     <= 1e-2 against the reference on the raw activations, and <= 1e-5 against the reference fed the
 //     same int8-rounded activations (which pins the integer kernels down exactly).
-//   embed: exact decode (1e-6 relative). rmsnorm, rope, siluMul: 1e-5. add: exact.
+//   embed: exact decode (1e-6 relative). rmsnorm, rope, ropeMulti, siluMul: 1e-5. add: exact.
 //   storeKv: byte-identical cache contents, every KV dtype (the shared encoders round each f32 step as
 //     the reference does). attention: 2e-5 (both read the same cache bytes; turbo K / V are taken in
 //     the rotated domain natively and un-rotated by the reference, which costs a few f32 roundings).
@@ -599,6 +599,50 @@ for (const path of PATHS) {
       }
     });
 
+    it('ropeMulti (M-RoPE) matches at far positions; equal rows give neox rope; sections key the cached table', () => {
+      const rand = rng(16);
+      for (const [n, heads, hd, theta, sections] of [
+        [5, 3, 8, 10000, [1, 1, 2]],
+        [9, 2, 128, 1000000, [16, 24, 24]],
+        [300, 4, 64, 10000, [8, 12, 12]],
+        [7, 2, 16, 10000, [3, 0, 5]],
+        [6, 1, 12, 10000, [6]],
+      ] as [number, number, number, number, number[]][]) {
+        const secs = Int32Array.from(sections);
+        const x = randomF32(rand, n * heads * hd);
+        const pos = Int32Array.from({ length: secs.length * n }, (_, i) => (i % 3 ? i : Math.floor(rand() * 30000)));
+        const want = x.slice(),
+          got = x.slice();
+        referenceOps.ropeMulti(want, n, heads, hd, pos, secs, theta);
+        nativeOps.ropeMulti(got, n, heads, hd, pos, secs, theta);
+        assertClose(got, want, 1e-5, `ropeMulti n=${n} hd=${hd} sections=${sections.join(',')}`);
+        const again = x.slice();
+        nativeOps.ropeMulti(again, n, heads, hd, pos, secs, theta);
+        assert.deepEqual(again, got);
+        // Every row the same: the plain rope's table and result, bit for bit.
+        const row = pos.subarray(0, n);
+        const same = Int32Array.from({ length: secs.length * n }, (_, i) => row[i % n]);
+        const multi = x.slice(),
+          plain = x.slice();
+        nativeOps.ropeMulti(multi, n, heads, hd, same, secs, theta);
+        nativeOps.rope(plain, n, heads, hd, row, theta, 'neox');
+        assert.deepEqual(multi, plain);
+      }
+      // Same positions, other sections: the cached table must not be reused.
+      const x = randomF32(rand, 2 * 8);
+      const pos = Int32Array.from([1, 2, 30, 40, 500, 600]);
+      for (const sections of [
+        [1, 1, 2],
+        [2, 1, 1],
+      ]) {
+        const want = x.slice(),
+          got = x.slice();
+        referenceOps.ropeMulti(want, 2, 1, 8, pos, Int32Array.from(sections), 10000);
+        nativeOps.ropeMulti(got, 2, 1, 8, pos, Int32Array.from(sections), 10000);
+        assertClose(got, want, 1e-5, `ropeMulti sections=${sections.join(',')}`);
+      }
+    });
+
     it('siluMul and add match (tails, large values, parallel lengths, in place)', () => {
       const rand = rng(7);
       for (const len of [1, 15, 1000, 300001]) {
@@ -1002,6 +1046,10 @@ describe('native kernels: argument checks', () => {
     assert.throws(() => nativeOps.matmul(shared.subarray(0, 64), 1, w, shared.subarray(60, 64)), TypeError);
     assert.throws(() => nativeOps.rmsnorm(new Float32Array(10), 2, 8, new Float32Array(8), 1e-6, new Float32Array(16)), TypeError);
     assert.throws(() => nativeOps.rope(new Float32Array(12), 1, 2, 6, new Int32Array(0), 1e4, 'neox'), TypeError);
+    const sections = Int32Array.from([1, 1, 1]);
+    assert.throws(() => nativeOps.ropeMulti(new Float32Array(12), 1, 2, 6, new Int32Array(2), sections, 1e4), TypeError);
+    assert.throws(() => nativeOps.ropeMulti(new Float32Array(12), 1, 2, 6, new Int32Array(3), Int32Array.from([1, 1]), 1e4), TypeError);
+    assert.throws(() => nativeOps.ropeMulti(new Float32Array(12), 1, 2, 6, new Int32Array(3), Int32Array.from([2, 2, -1]), 1e4), TypeError);
     assert.throws(() => nativeOps.siluMul(new Float32Array(4), new Float32Array(3), new Float32Array(4), 4), TypeError);
     // Each side is sized, aligned and scaled by its own dtype.
     const row = new Float32Array(8);

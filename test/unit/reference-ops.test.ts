@@ -113,6 +113,34 @@ test('rope: rotating by a then by b equals rotating by a+b, and preserves norms'
   }
 });
 
+test('ropeMulti: each frequency turns at the position row of its section; equal rows are neox rope', () => {
+  // headDim 8: pairs 0..3; sections [1, 1, 2] give pair 0 the first (temporal) row, pair 1 the
+  // second (height), pairs 2 and 3 the third (width) — HF's mrope_section split, repeated for both halves.
+  const rand = seededRandom(5);
+  const n = 3;
+  const x = Float32Array.from({ length: n * 2 * 8 }, rand);
+  const rows = [
+    [0, 4, 9],
+    [1, 7, 2],
+    [3, 3, 30],
+  ];
+  const got = x.slice();
+  ops.ropeMulti(got, n, 2, 8, Int32Array.from(rows.flat()), Int32Array.from([1, 1, 2]), 10000);
+  // Rotate with each row on its own; element k (and k + 4) must come from the row of pair k's section.
+  const byRow = rows.map((r) => {
+    const y = x.slice();
+    ops.rope(y, n, 2, 8, Int32Array.from(r), 10000, 'neox');
+    return y;
+  });
+  const sectionOf = [0, 1, 2, 2];
+  for (let i = 0; i < got.length; i++) assert.equal(got[i], byRow[sectionOf[(i % 8) % 4]][i], `element ${i}`);
+  // Same rows everywhere: plain neox rope, bit for bit.
+  const same = x.slice();
+  ops.ropeMulti(same, n, 2, 8, Int32Array.from([...rows[2], ...rows[2], ...rows[2]]), Int32Array.from([1, 1, 2]), 10000);
+  assert.deepEqual(same, byRow[2]);
+  assert.throws(() => ops.ropeMulti(x.slice(), n, 2, 8, new Int32Array(9), Int32Array.from([1, 1, 1]), 10000), RangeError);
+});
+
 test('siluMul and add', () => {
   const gate = new Float32Array([0, 1, -2]);
   const out = new Float32Array(3);

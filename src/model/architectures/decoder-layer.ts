@@ -1,6 +1,7 @@
 // One pre-norm decoder layer of the Llama family, shared by the main stack (decoder.ts) and the
 // multi-token-prediction layer (mtp.ts), which is the same layer fed another input:
-// RMSNorm → GQA attention with neox RoPE over the paged KV → residual → RMSNorm → feed-forward → residual.
+// RMSNorm → GQA attention with neox RoPE (or Qwen2-VL's M-RoPE) over the paged KV → residual → RMSNorm →
+// feed-forward → residual.
 // The feed-forward block is a dense SwiGLU MLP, or a MoE layer's routed experts (moe.ts).
 import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
@@ -16,6 +17,11 @@ export interface DecoderOptions {
   qkNorm: boolean;
   /** Keys older than this many positions are masked (Mistral); null = full causal attention. */
   slidingWindow: number | null;
+  /**
+   * Multimodal RoPE (Qwen2-VL): the split of the rotary frequencies among temporal / height / width
+   * positions (config.mropeSection), used for rows given M-RoPE positions. Absent: RoPE only.
+   */
+  mropeSection?: Int32Array;
 }
 
 export interface DecoderLayerWeights {
@@ -48,6 +54,8 @@ export type FeedForward = DenseMlp | MoeBlock;
 /** The rows a layer runs: where each sits, where its k/v go, and each sequence's share. */
 export interface LayerRows {
   positions: Int32Array;
+  /** [3, rows] M-RoPE positions (ForwardBatch.mropePositions); absent: all three are `positions`. */
+  mropePositions?: Int32Array;
   slots: Int32Array;
   seqs: AttentionSeq[];
 }
@@ -168,8 +176,15 @@ export function runDecoderLayer(
     ops.rmsnorm(s.q, n * c.numHeads, c.headDim, w.qNorm, c.rmsNormEps, s.q);
     ops.rmsnorm(s.k, n * c.numKvHeads, c.headDim, w.kNorm, c.rmsNormEps, s.k);
   }
-  ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
-  ops.rope(s.k, n, c.numKvHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
+  const mrope = rows.mropePositions;
+  if (mrope && options.mropeSection) {
+    ops.ropeMulti(s.q, n, c.numHeads, c.headDim, mrope, options.mropeSection, c.ropeTheta);
+    ops.ropeMulti(s.k, n, c.numKvHeads, c.headDim, mrope, options.mropeSection, c.ropeTheta);
+  } else {
+    // Text positions are M-RoPE's with all three rows equal, which is plain neox RoPE.
+    ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
+    ops.rope(s.k, n, c.numKvHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
+  }
   ops.storeKv(kv, s.k, s.v, n, rows.slots);
   ops.attention(s.q, kv, rows.seqs, attentionParams, s.attn);
   ops.matmul(s.attn, n, w.o, s.proj, w.oBias);

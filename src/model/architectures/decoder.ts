@@ -1,12 +1,14 @@
 // The pre-norm decoder-only transformer shared by the Llama family (Llama, SmolLM2, Mistral, Qwen2,
-// Qwen3, and the MoE ones: Mixtral, Qwen3-MoE):
+// Qwen3, Qwen2-VL's language model, and the MoE ones: Mixtral, Qwen3-MoE):
 // embed → N × [RMSNorm → GQA attention with neox RoPE → residual → RMSNorm → feed-forward → residual]
 // → final RMSNorm → lm_head. Architectures differ only in the DecoderOptions they pass; a layer's
 // feed-forward block is the dense SwiGLU MLP, or routed experts where config.moeLayers says so.
+// Vision models' image rows take their embeddings in place of the token's (batch.inputEmbeddings),
+// and Qwen2-VL's rows may carry M-RoPE positions (batch.mropePositions).
 import type { KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
-import type { ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
+import type { ForwardBatch, ForwardOptions, InputEmbeddings, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
 import { DecoderScratch, loadDecoderLayer, runDecoderLayer, type DecoderLayerWeights, type DecoderOptions } from './decoder-layer.js';
 import type { ModelOptions } from './expert-placement.js';
@@ -60,6 +62,7 @@ export class DecoderTransformer implements Model {
     const skip = options?.skipLayers;
     const onHidden = options?.onHidden;
     ops.embed(batch.tokens, this.embedTokens, s.hidden);
+    if (batch.inputEmbeddings) this.overwriteInputs(batch.inputEmbeddings);
     onHidden?.(0, s.hidden.subarray(0, n * c.hiddenSize));
     for (let l = 0; l < c.numLayers; l++) {
       if (skip?.has(l)) continue;
@@ -102,6 +105,17 @@ export class DecoderTransformer implements Model {
     return logits;
   }
 
+  /** Image rows take their embeddings in place of their (placeholder) tokens'. */
+  private overwriteInputs({ rows, values }: InputEmbeddings): void {
+    const h = this.config.hiddenSize;
+    const hidden = this.scratch.hidden;
+    for (let i = 0; i < rows.length; i++) {
+      const to = rows[i] * h;
+      const from = i * h;
+      for (let d = 0; d < h; d++) hidden[to + d] = values[from + d];
+    }
+  }
+
   private checkBatch(batch: ForwardBatch, kv: KvLayer[]): void {
     const n = batch.tokens.length;
     if (batch.positions.length !== n || batch.slots.length !== n) {
@@ -110,5 +124,18 @@ export class DecoderTransformer implements Model {
     if (kv.length !== this.config.numLayers) throw new Error(`forward: ${kv.length} KV layers for a ${this.config.numLayers}-layer model`);
     if (batch.logitRows.length > n) throw new Error(`forward: ${batch.logitRows.length} logit rows for ${n} tokens`);
     for (const r of batch.logitRows) if (r < 0 || r >= n) throw new Error(`forward: logit row ${r} outside the ${n}-token batch`);
+    const inputs = batch.inputEmbeddings;
+    if (inputs) {
+      if (inputs.values.length !== inputs.rows.length * this.config.hiddenSize) {
+        throw new Error(`forward: ${inputs.values.length} input embedding values for ${inputs.rows.length} rows`);
+      }
+      for (const r of inputs.rows) if (r < 0 || r >= n) throw new Error(`forward: input embedding row ${r} outside the ${n}-token batch`);
+    }
+    const mrope = batch.mropePositions;
+    if (mrope) {
+      const sections = this.options.mropeSection;
+      if (!sections) throw new Error(`forward: M-RoPE positions for a ${this.config.architecture} model, which has no M-RoPE`);
+      if (mrope.length !== sections.length * n) throw new Error(`forward: ${mrope.length} M-RoPE positions for ${n} tokens`);
+    }
   }
 }

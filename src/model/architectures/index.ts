@@ -9,6 +9,7 @@ import { llama } from './llama.js';
 import { mistral } from './mistral.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
+import { qwen2Vl } from './qwen2-vl.js';
 import { mixtral } from './mixtral.js';
 import { qwen3Moe } from './qwen3-moe.js';
 import { MtpLayer } from './mtp.js';
@@ -38,6 +39,14 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
   { name: 'mistral', hfArchitectures: ['MistralForCausalLM'], hfModelTypes: ['mistral'], ggufArchitectures: [], module: mistral },
   { name: 'qwen2', hfArchitectures: ['Qwen2ForCausalLM'], hfModelTypes: ['qwen2'], ggufArchitectures: ['qwen2'], module: qwen2 },
   { name: 'qwen3', hfArchitectures: ['Qwen3ForCausalLM'], hfModelTypes: ['qwen3'], ggufArchitectures: ['qwen3'], module: qwen3 },
+  // Vision-language: the language model only (its vision tower is src/model/vision/'s).
+  {
+    name: 'qwen2_vl',
+    hfArchitectures: ['Qwen2VLForConditionalGeneration'],
+    hfModelTypes: ['qwen2_vl'],
+    ggufArchitectures: [],
+    module: qwen2Vl,
+  },
   // Mixture of experts. llama.cpp writes Mixtral as 'llama' too: a GGUF's expert count picks this row over Llama's.
   { name: 'mixtral', hfArchitectures: ['MixtralForCausalLM'], hfModelTypes: ['mixtral'], ggufArchitectures: ['llama'], module: mixtral },
   {
