@@ -1,6 +1,6 @@
 // Runs a model through the paged KV cache as the engine does (non-contiguous block tables, several
 // sequences per batch) and measures its logits against Hugging Face's: whole-sequence prefill and
-// token-by-token decode. (architectures.test.ts keeps its own copy of the driver.)
+// token-by-token decode.
 import { readFileSync } from 'node:fs';
 import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';

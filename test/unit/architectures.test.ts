@@ -6,11 +6,11 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { FIXTURES, MODELS, REFERENCE, TINY_CHAT } from '../helpers/paths.js';
+import { PagedRun } from '../helpers/paged-run.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { nativeOps } from '../../src/kernels/native.js';
-import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
-import { allocateKvCache } from '../../src/engine/kv-cache.js';
-import { createModel, type ForwardBatch, type Model } from '../../src/model/architectures/index.js';
+import type { KvDType } from '../../src/kernels/ops.js';
+import { createModel, type Model } from '../../src/model/architectures/index.js';
 import { loadCheckpoint, loadSafetensorsCheckpoint } from '../../src/model/loaders/index.js';
 import type { Checkpoint } from '../../src/model/types.js';
 import { DecoderTransformer, type DecoderOptions } from '../../src/model/architectures/decoder.js';
@@ -18,58 +18,6 @@ import { DecoderTransformer, type DecoderOptions } from '../../src/model/archite
 const ops = referenceOps;
 
 // ---- a small paged-cache driver: block tables, slots, batches ---------------------------------
-
-/** Sequences sharing one paged cache; each gets interleaved, reversed blocks so its table is non-contiguous. */
-class PagedRun {
-  readonly kv: KvLayer[];
-  private readonly tables: Int32Array[];
-  private readonly lengths: number[];
-
-  constructor(
-    private readonly model: Model,
-    maxLens: number[],
-    private readonly blockSize: number,
-    dtype: KvDType = 'f32',
-  ) {
-    const perSeq = Math.max(...maxLens.map((l) => Math.ceil(l / blockSize)));
-    const numSeqs = maxLens.length;
-    this.kv = allocateKvCache(model.config, perSeq * numSeqs, blockSize, dtype);
-    this.tables = maxLens.map((_, s) => Int32Array.from({ length: perSeq }, (_, b) => (perSeq - 1 - b) * numSeqs + s));
-    this.lengths = maxLens.map(() => 0);
-  }
-
-  /**
-   * One forward step: appends `chunks[i].tokens` to sequence `chunks[i].seq`, all in one batch.
-   * Returns the logits of every new row (allRows) or of each chunk's last row.
-   */
-  step(chunks: { seq: number; tokens: number[] }[], allRows: boolean): Float32Array {
-    const tokens: number[] = [];
-    const positions: number[] = [];
-    const slots: number[] = [];
-    const logitRows: number[] = [];
-    const seqs = [];
-    for (const { seq, tokens: ids } of chunks) {
-      const qStart = tokens.length;
-      for (const id of ids) {
-        const pos = this.lengths[seq]++;
-        tokens.push(id);
-        positions.push(pos);
-        slots.push(this.tables[seq][Math.floor(pos / this.blockSize)] * this.blockSize + (pos % this.blockSize));
-        if (allRows) logitRows.push(tokens.length - 1);
-      }
-      if (!allRows) logitRows.push(tokens.length - 1);
-      seqs.push({ qStart, qLen: ids.length, kvLen: this.lengths[seq], blockTable: this.tables[seq] });
-    }
-    const batch: ForwardBatch = {
-      tokens: Int32Array.from(tokens),
-      positions: Int32Array.from(positions),
-      slots: Int32Array.from(slots),
-      seqs,
-      logitRows: Int32Array.from(logitRows),
-    };
-    return this.model.forward(batch, this.kv);
-  }
-}
 
 function argmax(a: Float32Array, offset: number, len: number): number {
   let best = 0;

@@ -29,32 +29,10 @@ import { f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src
 import { quantizeRowQ4K, quantizeRowQ5K, quantizeRowQ6K } from '../../src/kernels/quantize.js';
 import { ALL_DTYPES, WEIGHT_DTYPES, type DType } from '../../src/kernels/dtypes.js';
 import type { MoeExperts, WeightMatrix } from '../../src/kernels/ops.js';
+import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { relL2 } from '../helpers/int8-activations.js';
 
 // ---- helpers ----
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function randomF32(rand: () => number, len: number, amp = 1): Float32Array {
-  const a = new Float32Array(len);
-  for (let i = 0; i < len; i++) a[i] = (rand() * 2 - 1) * amp;
-  return a;
-}
-
-function maxAbs(a: Float32Array): number {
-  let m = 0;
-  for (const v of a) m = Math.max(m, Math.abs(v));
-  return m;
-}
 
 /** Where the f16 super-block scale(s) sit in the blocks no quantizer here writes (ggml-common.h). */
 const SCALE_AT: Partial<Record<DType, number[]>> = {

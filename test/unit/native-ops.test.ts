@@ -32,34 +32,12 @@ import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type K
 import type { AttentionSeq, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { FIXTURES } from '../helpers/paths.js';
+import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { relL2, roundActivations } from '../helpers/int8-activations.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 // ---- helpers ----
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function randomF32(rand: () => number, len: number, amp = 1): Float32Array {
-  const a = new Float32Array(len);
-  for (let i = 0; i < len; i++) a[i] = (rand() * 2 - 1) * amp;
-  return a;
-}
-
-function maxAbs(a: Float32Array): number {
-  let m = 0;
-  for (const v of a) m = Math.max(m, Math.abs(v));
-  return m;
-}
 
 /** max |actual - expected| <= tol * max |expected| (plus a tiny floor for all-zero outputs). */
 function assertClose(actual: Float32Array, expected: Float32Array, tol: number, what: string): void {
