@@ -41,19 +41,7 @@ test('a dense model is refused on both ranks with one clear line', async () => {
     head.output().stderr,
     /^svc: --world-size 2: llama ".*" is not a mixture-of-experts model \(its config names no routed experts\)/m,
   );
-  const worker = runSvc([
-    'serve',
-    '--model-from-path',
-    DEMO,
-    '--rank',
-    '1',
-    '--world-size',
-    '2',
-    '--master-addr',
-    '127.0.0.1',
-    '--master-port',
-    String(masterPort),
-  ]);
+  const worker = startWorker(DEMO, masterPort);
   assert.equal(await worker.exited, 1);
   const { stderr } = worker.output();
   assert.match(stderr, /^Rank 1 of 2: expert worker of the head at 127\.0\.0\.1:\d+; no HTTP listener/m);
