@@ -27,16 +27,29 @@ export class PagedRun {
 
   /**
    * One forward step: appends `chunks[i].tokens` to sequence `chunks[i].seq`, all in one batch.
-   * Returns the logits of every new row (allRows) or of each chunk's last row.
+   * A chunk's `embedded` rows (vision models) replace the embeddings of its tokens from index
+   * `first` on, one row of hiddenSize values each. Returns the logits of every new row (allRows)
+   * or of each chunk's last row.
    */
-  step(chunks: { seq: number; tokens: number[] }[], allRows: boolean, options?: ForwardOptions): Float32Array {
+  step(
+    chunks: { seq: number; tokens: number[]; embedded?: { first: number; values: Float32Array } }[],
+    allRows: boolean,
+    options?: ForwardOptions,
+  ): Float32Array {
     const tokens: number[] = [];
     const positions: number[] = [];
     const slots: number[] = [];
     const logitRows: number[] = [];
     const seqs = [];
-    for (const { seq, tokens: ids } of chunks) {
+    const hidden = this.model.config.hiddenSize;
+    const embeddedRows: number[] = [];
+    const embeddedValues: Float32Array[] = [];
+    for (const { seq, tokens: ids, embedded } of chunks) {
       const qStart = tokens.length;
+      if (embedded) {
+        embeddedValues.push(embedded.values);
+        for (let r = 0; r < embedded.values.length / hidden; r++) embeddedRows.push(qStart + embedded.first + r);
+      }
       for (const id of ids) {
         const pos = this.lengths[seq]++;
         tokens.push(id);
@@ -54,6 +67,12 @@ export class PagedRun {
       seqs,
       logitRows: Int32Array.from(logitRows),
     };
+    if (embeddedRows.length > 0) {
+      const values = new Float32Array(embeddedRows.length * hidden);
+      let at = 0;
+      for (const v of embeddedValues) values.set(v, (at += v.length) - v.length);
+      batch.inputEmbeddings = { rows: Int32Array.from(embeddedRows), values };
+    }
     return this.model.forward(batch, this.kv, options);
   }
 }

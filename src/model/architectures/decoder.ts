@@ -6,7 +6,7 @@
 import type { KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
-import type { ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
+import type { ForwardBatch, ForwardOptions, InputEmbeddings, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
 import { DecoderScratch, loadDecoderLayer, runDecoderLayer, type DecoderLayerWeights, type DecoderOptions } from './decoder-layer.js';
 import type { ModelOptions } from './expert-placement.js';
@@ -60,6 +60,7 @@ export class DecoderTransformer implements Model {
     const skip = options?.skipLayers;
     const onHidden = options?.onHidden;
     ops.embed(batch.tokens, this.embedTokens, s.hidden);
+    if (batch.inputEmbeddings) this.injectEmbeddings(batch.inputEmbeddings, s.hidden);
     onHidden?.(0, s.hidden.subarray(0, n * c.hiddenSize));
     for (let l = 0; l < c.numLayers; l++) {
       if (skip?.has(l)) continue;
@@ -102,6 +103,15 @@ export class DecoderTransformer implements Model {
     return logits;
   }
 
+  /** Vision models: image rows take the vision encoder's embedding in place of their (placeholder) token's. */
+  private injectEmbeddings({ rows, values }: InputEmbeddings, hidden: Float32Array): void {
+    const h = this.config.hiddenSize;
+    for (let i = 0; i < rows.length; i++) {
+      const to = rows[i] * h;
+      for (let d = 0; d < h; d++) hidden[to + d] = values[i * h + d];
+    }
+  }
+
   private checkBatch(batch: ForwardBatch, kv: KvLayer[]): void {
     const n = batch.tokens.length;
     if (batch.positions.length !== n || batch.slots.length !== n) {
@@ -110,5 +120,13 @@ export class DecoderTransformer implements Model {
     if (kv.length !== this.config.numLayers) throw new Error(`forward: ${kv.length} KV layers for a ${this.config.numLayers}-layer model`);
     if (batch.logitRows.length > n) throw new Error(`forward: ${batch.logitRows.length} logit rows for ${n} tokens`);
     for (const r of batch.logitRows) if (r < 0 || r >= n) throw new Error(`forward: logit row ${r} outside the ${n}-token batch`);
+    const inject = batch.inputEmbeddings;
+    if (inject) {
+      if (inject.values.length !== inject.rows.length * this.config.hiddenSize)
+        throw new Error(
+          `forward: ${inject.values.length} input embedding values for ${inject.rows.length} rows of ${this.config.hiddenSize}`,
+        );
+      for (const r of inject.rows) if (r < 0 || r >= n) throw new Error(`forward: input embedding row ${r} outside the ${n}-token batch`);
+    }
   }
 }

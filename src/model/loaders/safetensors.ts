@@ -6,6 +6,7 @@ import type { Checkpoint, DType, Tensor } from '../types.js';
 import { configFromHf } from '../model-config.js';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import { loadFileBytes } from './file-bytes.js';
+import { normalizeMultimodalNames } from './multimodal-names.js';
 
 /** safetensors dtype names → the weight dtypes stored under them (their rows in WEIGHT_DTYPES name them). */
 const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = Object.fromEntries(
@@ -106,6 +107,7 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
     Object.assign(aliases, parsed.metadata);
   }
   applyAliases(tensors, aliases);
+  normalizeMultimodalNames(tensors, spec.source ?? spec.configPath);
 
   // Tied embeddings: expose the one matrix under both names; HF ties lm_head to embed_tokens.
   const embed = tensors.get('model.embed_tokens.weight');
