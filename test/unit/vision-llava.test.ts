@@ -266,6 +266,24 @@ for (const ops of OPS) {
       assertNear(all, refLogits, 'chunked prefill and decode logits');
     });
 
+    it('leaves pixels past the last whole patch unread (image_size not a multiple of patch_size)', () => {
+      // The tower's weights at image_size 14, patch 4: still a 3×3 grid, the last 2 rows and columns unused.
+      const vision = ckpt.config.visionHfConfig!.vision_config as Json;
+      const at12 = new VisionTransformer(visionTowerConfig(vision, 'test'), new CheckpointWeights(ckpt, ops), 'vision_tower.', ops);
+      const at14 = new VisionTransformer(
+        visionTowerConfig({ ...vision, image_size: 14 }, 'test'),
+        new CheckpointWeights(ckpt, ops),
+        'vision_tower.',
+        ops,
+      );
+      assert.equal(at14.numTokens, 9);
+      const pixels12 = Float32Array.from(flat(ref.pixels));
+      const pixels14 = new Float32Array(3 * 14 * 14).fill(7);
+      for (let c = 0; c < 3; c++)
+        for (let y = 0; y < 12; y++) pixels14.set(pixels12.subarray((c * 12 + y) * 12, (c * 12 + y + 1) * 12), (c * 14 + y) * 14);
+      assert.deepEqual(at14.hiddenStates(pixels14, [2]), at12.hiddenStates(pixels12, [2]));
+    });
+
     it('encodes a decoded 12×12 image through the SigLIP default preprocessing', () => {
       // At the tower's size no resize happens: pixel_values are (v · (1/255) − 0.5) / 0.5, in f32 as transformers.
       const rgb = testCard(12, 12);

@@ -15,7 +15,7 @@ export interface VisionTowerConfig {
   readonly numLayers: number;
   readonly numHeads: number;
   readonly numChannels: number;
-  /** Side of the square input, in pixels. */
+  /** Side of the square input, in pixels; the patch grid is ⌊imageSize / patchSize⌋ (SigLIP-so400m: 384 / 14 → 27, the last 6 pixels unused, as the stride-14 convolution). */
   readonly imageSize: number;
   readonly patchSize: number;
   readonly hiddenAct: GeluKind;
@@ -96,9 +96,6 @@ export function visionTowerConfig(raw: Json, where: string, defaultType = 'clip_
   };
   if (config.hiddenSize % config.numHeads !== 0) {
     throw new Error(`${where}: vision hidden_size ${config.hiddenSize} is not a multiple of its ${config.numHeads} heads`);
-  }
-  if (config.imageSize % config.patchSize !== 0) {
-    throw new Error(`${where}: vision image_size ${config.imageSize} is not a multiple of patch_size ${config.patchSize}`);
   }
   return config;
 }

@@ -70,7 +70,8 @@ export class VisionTransformer {
   ) {
     const c = config;
     const H = c.hiddenSize;
-    const grid = c.imageSize / c.patchSize;
+    // A valid (unpadded) convolution: pixels past the last whole patch are not read.
+    const grid = Math.floor(c.imageSize / c.patchSize);
     this.numPatches = grid * grid;
     const clip = c.family === 'clip';
     this.numTokens = this.numPatches + (clip ? 1 : 0);
@@ -156,7 +157,7 @@ export class VisionTransformer {
     const H = c.hiddenSize;
     const P = c.patchSize;
     const S = c.imageSize;
-    const grid = S / P;
+    const grid = Math.floor(S / P);
     if (pixels.length !== c.numChannels * S * S) {
       throw new RangeError(`vision tower: ${pixels.length} pixel values, expected ${c.numChannels}×${S}×${S}`);
     }
