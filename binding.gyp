@@ -19,6 +19,7 @@
         "native/matmul.cc",
         "native/norm_rope_act.cc",
         "native/attention.cc",
+        "native/bidirectional_attention.cc",
         "native/moe.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

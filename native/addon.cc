@@ -7,6 +7,7 @@ namespace svc {
 void InitMatmul(Napi::Env env, Napi::Object exports);
 void InitNormRopeAct(Napi::Env env, Napi::Object exports);
 void InitAttention(Napi::Env env, Napi::Object exports);
+void InitBidirectionalAttention(Napi::Env env, Napi::Object exports);
 void InitMoe(Napi::Env env, Napi::Object exports);
 void InitRuntime(Napi::Env env, Napi::Object exports);
 }  // namespace svc
@@ -16,6 +17,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   svc::InitMatmul(env, exports);
   svc::InitNormRopeAct(env, exports);
   svc::InitAttention(env, exports);
+  svc::InitBidirectionalAttention(env, exports);
   svc::InitMoe(env, exports);
   svc::InitRuntime(env, exports);
   return exports;

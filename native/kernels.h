@@ -98,6 +98,12 @@ struct Kernels {
   // out[i] = silu(g[i]) * u[i]
   void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
   void (*add)(const float* a, const float* b, float* out, int64_t n);
+  // out[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i] over one row of n (biased variance, as torch).
+  void (*layer_norm)(const float* x, int n, double eps, const float* w, const float* b, float* out);
+  // out[i] = gelu(x[i]): exact (erf), tanh approximation, quick (x * sigmoid(1.702 x)). out may alias x.
+  void (*gelu_erf)(const float* x, float* out, int64_t n);
+  void (*gelu_tanh)(const float* x, float* out, int64_t n);
+  void (*gelu_quick)(const float* x, float* out, int64_t n);
 
   // ---- attention (all lengths in elements) ----
   // s[t] = dot(q, K row t) for t < nk; K rows are kstride floats apart.

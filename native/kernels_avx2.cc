@@ -744,6 +744,90 @@ SVC_AVX2 void add(const float* a, const float* b, float* out, int64_t n) {
   for (; i < n; i++) out[i] = a[i] + b[i];
 }
 
+// f32 lanes summed in double at the end (as sum_squares); the mean is subtracted before squaring.
+SVC_AVX2 void layer_norm(const float* x, int n, double eps, const float* w, const float* b, float* out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+  }
+  double s = hsum(_mm256_add_ps(a0, a1));
+  for (; i < n; i++) s += x[i];
+  const float mean = (float)(s / n);
+  const __m256 mv = _mm256_set1_ps(mean);
+  a0 = _mm256_setzero_ps();
+  a1 = _mm256_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), mv), d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), mv);
+    a0 = _mm256_fmadd_ps(d0, d0, a0);
+    a1 = _mm256_fmadd_ps(d1, d1, a1);
+  }
+  double ss = hsum(_mm256_add_ps(a0, a1));
+  for (; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
+  const float inv = (float)(1.0 / std::sqrt(ss / n + eps));
+  const __m256 iv = _mm256_set1_ps(inv);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv), iv);
+    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(d, _mm256_loadu_ps(w + i), _mm256_loadu_ps(b + i)));
+  }
+  for (; i < n; i++) out[i] = (x[i] - mean) * inv * w[i] + b[i];
+}
+
+// erfc(z) for z >= 0 (Numerical Recipes' erfcc): relative error below 1.2e-7 everywhere, so the
+// negative tail of gelu (0.5 * x * erfc(|x| / sqrt 2)) keeps its relative precision.
+SVC_AVX2_INLINE __m256 erfc8(__m256 z) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one));
+  __m256 p = _mm256_set1_ps(0.17087277f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.13520398f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.27886807f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.18628806f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.09678418f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
+  return _mm256_mul_ps(t, exp8(_mm256_fnmadd_ps(z, z, p)));
+}
+
+// gelu(x) = 0.5 x erfc(-x / sqrt 2): for x < 0 that is h = 0.5 x erfc(|x| / sqrt 2), for x >= 0 it is x - h.
+SVC_AVX2_INLINE __m256 gelu_erf8(__m256 x) {
+  const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 h = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), erfc8(_mm256_mul_ps(ax, _mm256_set1_ps(0.70710678f))));
+  return _mm256_blendv_ps(_mm256_sub_ps(x, h), h, x);  // the sign bit of x picks h
+}
+
+// 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3): no cancellation in either tail.
+SVC_AVX2_INLINE __m256 gelu_tanh8(__m256 x) {
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  const __m256 m2u = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_set1_ps(-0.0713548162726f), x2, _mm256_set1_ps(-1.59576912161f)));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(m2u)));
+}
+
+SVC_AVX2_INLINE __m256 gelu_quick8(__m256 x) {
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(_mm256_mul_ps(_mm256_set1_ps(-1.702f), x))));
+}
+
+// The tail goes through the same vector code from a padded copy, so an element's result does not
+// depend on where it sits.
+template <__m256 (*F)(__m256)>
+SVC_AVX2_INLINE void map8(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, F(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
+    _mm256_storeu_ps(buf, F(_mm256_loadu_ps(buf)));
+    std::memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));
+  }
+}
+
+SVC_AVX2 void gelu_erf(const float* x, float* out, int64_t n) { map8<gelu_erf8>(x, out, n); }
+SVC_AVX2 void gelu_tanh(const float* x, float* out, int64_t n) { map8<gelu_tanh8>(x, out, n); }
+SVC_AVX2 void gelu_quick(const float* x, float* out, int64_t n) { map8<gelu_quick8>(x, out, n); }
+
 // ---- attention ----
 
 SVC_AVX2 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
@@ -965,6 +1049,10 @@ const Kernels kAvx2Kernels = {
     .scale_mul = scale_mul,
     .silu_mul = silu_mul,
     .add = add,
+    .layer_norm = layer_norm,
+    .gelu_erf = gelu_erf,
+    .gelu_tanh = gelu_tanh,
+    .gelu_quick = gelu_quick,
     .qk = qk,
     .pv = pv,
     .exp_sum = exp_sum,

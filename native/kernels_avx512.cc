@@ -971,6 +971,86 @@ SVC_AVX512 void add(const float* a, const float* b, float* out, int64_t n) {
   }
 }
 
+// f32 lanes summed in double at the end (as sum_squares); the mean is subtracted before squaring.
+SVC_AVX512 void layer_norm(const float* x, int n, double eps, const float* w, const float* b, float* out) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
+  }
+  for (; i < n; i += 16) a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(tail16(n - i < 16 ? n - i : 16), x + i));
+  const float mean = (float)((double)_mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) / n);
+  const __m512 mv = _mm512_set1_ps(mean);
+  a0 = _mm512_setzero_ps();
+  a1 = _mm512_setzero_ps();
+  for (i = 0; i + 32 <= n; i += 32) {
+    const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), mv), d1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv);
+    a0 = _mm512_fmadd_ps(d0, d0, a0);
+    a1 = _mm512_fmadd_ps(d1, d1, a1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+    const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x + i), mv);
+    a0 = _mm512_fmadd_ps(d, d, a0);
+  }
+  const double ss = (double)_mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  const __m512 iv = _mm512_set1_ps((float)(1.0 / std::sqrt(ss / n + eps)));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? n - i : 16);
+    const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mv), iv);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(m, w + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+// erfc(z) for z >= 0 (Numerical Recipes' erfcc): relative error below 1.2e-7 everywhere, so the
+// negative tail of gelu (0.5 * x * erfc(|x| / sqrt 2)) keeps its relative precision.
+SVC_AVX512_INLINE __m512 erfc16(__m512 z) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
+  __m512 p = _mm512_set1_ps(0.17087277f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
+  return _mm512_mul_ps(t, exp16(_mm512_fnmadd_ps(z, z, p)));
+}
+
+// gelu(x) = 0.5 x erfc(-x / sqrt 2): for x < 0 that is h = 0.5 x erfc(|x| / sqrt 2), for x >= 0 it is x - h.
+SVC_AVX512_INLINE __m512 gelu_erf16(__m512 x) {
+  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), erfc16(_mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678f))));
+  const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(neg, _mm512_sub_ps(x, h), h);
+}
+
+// 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3): no cancellation in either tail.
+SVC_AVX512_INLINE __m512 gelu_tanh16(__m512 x) {
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  const __m512 m2u = _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_set1_ps(-0.0713548162726f), x2, _mm512_set1_ps(-1.59576912161f)));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(m2u)));
+}
+
+SVC_AVX512_INLINE __m512 gelu_quick16(__m512 x) {
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_mul_ps(_mm512_set1_ps(-1.702f), x))));
+}
+
+template <__m512 (*F)(__m512)>
+SVC_AVX512_INLINE void map16(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    _mm512_mask_storeu_ps(out + i, m, F(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+SVC_AVX512 void gelu_erf(const float* x, float* out, int64_t n) { map16<gelu_erf16>(x, out, n); }
+SVC_AVX512 void gelu_tanh(const float* x, float* out, int64_t n) { map16<gelu_tanh16>(x, out, n); }
+SVC_AVX512 void gelu_quick(const float* x, float* out, int64_t n) { map16<gelu_quick16>(x, out, n); }
+
 // ---- attention ----
 
 SVC_AVX512 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
@@ -1188,6 +1268,10 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .scale_mul = scale_mul,
       .silu_mul = silu_mul,
       .add = add,
+      .layer_norm = layer_norm,
+      .gelu_erf = gelu_erf,
+      .gelu_tanh = gelu_tanh,
+      .gelu_quick = gelu_quick,
       .qk = qk,
       .pv = pv,
       .exp_sum = exp_sum,

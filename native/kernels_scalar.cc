@@ -154,6 +154,34 @@ void add(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+// Sums in double, two passes (mean, then the centred squares): the reference's arithmetic.
+void layer_norm(const float* x, int n, double eps, const float* w, const float* b, float* out) {
+  double s = 0.0;
+  for (int i = 0; i < n; i++) s += x[i];
+  const double mean = s / n;
+  double ss = 0.0;
+  for (int i = 0; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
+  const double inv = 1.0 / std::sqrt(ss / n + eps);
+  for (int i = 0; i < n; i++) out[i] = (float)(((double)x[i] - mean) * inv) * w[i] + b[i];
+}
+
+// The GELUs in double, through erfc / exp so that neither tail cancels: 0.5 * (1 + erf(x / sqrt 2)) is
+// 0.5 * erfc(-x / sqrt 2), and 0.5 * (1 + tanh(u)) is sigmoid(2u).
+void gelu_erf(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = (float)(0.5 * x[i] * std::erfc(-(double)x[i] * 0.70710678118654752));
+}
+
+void gelu_tanh(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const double v = x[i], u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
+    out[i] = (float)(v / (1.0 + std::exp(-2.0 * u)));
+  }
+}
+
+void gelu_quick(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = (float)((double)x[i] / (1.0 + std::exp(-1.702 * (double)x[i])));
+}
+
 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
   for (int t = 0; t < nk; t++) {
     const float* kt = K + (size_t)t * kstride;
@@ -235,6 +263,10 @@ const Kernels kScalarKernels = {
     .scale_mul = scale_mul,
     .silu_mul = silu_mul,
     .add = add,
+    .layer_norm = layer_norm,
+    .gelu_erf = gelu_erf,
+    .gelu_tanh = gelu_tanh,
+    .gelu_quick = gelu_quick,
     .qk = qk,
     .pv = pv,
     .exp_sum = exp_sum,

@@ -1,4 +1,4 @@
-// The small per-token ops: rmsnorm, rotary embedding, silu(gate) * up, residual add. They are
+// The small per-token ops: rmsnorm, LayerNorm, rotary embedding, silu(gate) * up, GELU, residual add. They are
 // memory-bound, so they only fan out to the pool when the tensor is large (prefill).
 #include <napi.h>
 
@@ -26,6 +26,15 @@ void rmsnorm(const float* x, int rows, int dim, const float* w, double eps, floa
       const float inv = (float)(1.0 / std::sqrt(ss / dim + eps));
       K.scale_mul(xr, inv, w, out + (size_t)r * dim, dim);
     }
+  };
+  if ((int64_t)rows * dim >= kParallelElems && rows > 1) parallel_for(rows, std::max(1, rows / (4 * ThreadPool::instance().size())), body);
+  else body(0, rows, 0);
+}
+
+void layer_norm(const float* x, int rows, int dim, const float* w, const float* b, double eps, float* out) {
+  const Kernels& K = kernels();
+  auto body = [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; r++) K.layer_norm(x + (size_t)r * dim, dim, eps, w, b, out + (size_t)r * dim);
   };
   if ((int64_t)rows * dim >= kParallelElems && rows > 1) parallel_for(rows, std::max(1, rows / (4 * ThreadPool::instance().size())), body);
   else body(0, rows, 0);
@@ -142,6 +151,22 @@ Napi::Value Rmsnorm(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// layerNorm(x, rows, dim, weight, bias, eps, out)
+Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
+  Args a(info, "layerNorm");
+  const int rows = (int)a.integer(1, "rows", 0, INT32_MAX);
+  const int dim = (int)a.integer(2, "dim", 1, INT32_MAX);
+  const float* x = a.f32(0, "x", (size_t)rows * dim);
+  const float* w = a.f32(3, "weight", (size_t)dim);
+  const float* b = a.f32(4, "bias", (size_t)dim);
+  const double eps = a.number(5, "eps");
+  float* out = a.f32(6, "out", (size_t)rows * dim);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  layer_norm(x, rows, dim, w, b, eps, out);
+  return info.Env().Undefined();
+}
+
 // rope(x, n, numHeads, headDim, positions, theta, neox)
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   Args a(info, "rope");
@@ -199,6 +224,21 @@ Napi::Value SiluMul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// gelu(x, out, len, kind): kind 0 = erf (exact), 1 = tanh approximation, 2 = quick (x * sigmoid(1.702 x)).
+Napi::Value Gelu(const Napi::CallbackInfo& info) {
+  Args a(info, "gelu");
+  const int64_t len = a.integer(2, "len", 0, INT64_C(1) << 40);
+  const float* x = a.f32(0, "x", (size_t)len);
+  float* out = a.f32(1, "out", (size_t)len);
+  const int kind = (int)a.integer(3, "kind", 0, 2);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  const Kernels& K = kernels();
+  void (*f)(const float*, float*, int64_t) = kind == 0 ? K.gelu_erf : kind == 1 ? K.gelu_tanh : K.gelu_quick;
+  elementwise(len, [&](int64_t b, int64_t cnt) { f(x + b, out + b, cnt); });
+  return info.Env().Undefined();
+}
+
 // add(a, b, out, len)
 Napi::Value Add(const Napi::CallbackInfo& info) {
   Args a(info, "add");
@@ -217,9 +257,11 @@ Napi::Value Add(const Napi::CallbackInfo& info) {
 
 void InitNormRopeAct(Napi::Env env, Napi::Object exports) {
   exports.Set("rmsnorm", Napi::Function::New(env, Rmsnorm));
+  exports.Set("layerNorm", Napi::Function::New(env, LayerNorm));
   exports.Set("rope", Napi::Function::New(env, Rope));
   exports.Set("ropeMulti", Napi::Function::New(env, RopeMulti));
   exports.Set("siluMul", Napi::Function::New(env, SiluMul));
+  exports.Set("gelu", Napi::Function::New(env, Gelu));
   exports.Set("add", Napi::Function::New(env, Add));
 }
 

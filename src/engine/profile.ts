@@ -124,6 +124,11 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     ),
     siluMul: t('siluMul', (gate, up, out, len) => ops.siluMul(gate, up, out, len)),
     add: t('add', (a, b, out, len) => ops.add(a, b, out, len)),
+    layerNorm: t('layerNorm', (x, rows, dim, weight, bias, eps, out) => ops.layerNorm(x, rows, dim, weight, bias, eps, out)),
+    gelu: t('gelu', (x, out, len, kind) => ops.gelu(x, out, len, kind)),
+    bidirectionalAttention: t('bidirectionalAttention', (q, nq, k, v, nk, numHeads, headDim, scale, out) =>
+      ops.bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out),
+    ),
     storeKv: t('storeKv', (layer, k, v, n, slots) => ops.storeKv(layer, k, v, n, slots)),
     attention: t('attention', (q, layer, seqs, params, out) => ops.attention(q, layer, seqs, params, out)),
     moe: t('moe', (x, n, experts, ids, weights, k, out) => ops.moe(x, n, experts, ids, weights, k, out)),

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEnv } from '../common/env.js';
-import type { AttentionParams, AttentionSeq, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, WEIGHT_DTYPES, type KvDTypeTraits } from './dtypes.js';
 
 /** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
@@ -53,6 +53,20 @@ export interface NativeAddon {
   ): void;
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
   add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
+  layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, bias: Float32Array, eps: number, out: Float32Array): void;
+  /** kind: GELU_CODES. */
+  gelu(x: Float32Array, out: Float32Array, len: number, kind: number): void;
+  bidirectionalAttention(
+    q: Float32Array,
+    nq: number,
+    k: Float32Array,
+    v: Float32Array,
+    nk: number,
+    numHeads: number,
+    headDim: number,
+    scale: number,
+    out: Float32Array,
+  ): void;
   storeKv(
     kDtype: number,
     vDtype: number,
@@ -410,6 +424,9 @@ function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, w
   loadAddon().moe(handle, x, n, ids, weights, k, out);
 }
 
+/** The addon's code for each GELU kind (native/norm_rope_act.cc Gelu). */
+const GELU_CODES: Record<GeluKind, number> = { erf: 0, tanh: 1, quick: 2 };
+
 // ---- the ops ----
 
 export const nativeOps: Ops = {
@@ -520,6 +537,54 @@ export const nativeOps: Ops = {
       checkLength('add', name, arr, len);
     }
     loadAddon().add(a, b, out, len);
+  },
+
+  layerNorm(x, rows, dim, weight, bias, eps, out) {
+    checkCount('layerNorm', 'rows', rows);
+    checkCount('layerNorm', 'dim', dim, 1);
+    for (const [name, arr, len] of [
+      ['x', x, rows * dim],
+      ['weight', weight, dim],
+      ['bias', bias, dim],
+      ['out', out, rows * dim],
+    ] as const) {
+      checkKind('layerNorm', name, arr, Float32Array);
+      checkLength('layerNorm', name, arr, len);
+    }
+    loadAddon().layerNorm(x, rows, dim, weight, bias, eps, out);
+  },
+
+  gelu(x, out, len, kind) {
+    checkCount('gelu', 'len', len);
+    const code = GELU_CODES[kind] as number | undefined;
+    if (code === undefined) fail('gelu', `kind must be 'erf', 'tanh' or 'quick', got ${String(kind)}`);
+    checkKind('gelu', 'x', x, Float32Array);
+    checkKind('gelu', 'out', out, Float32Array);
+    checkLength('gelu', 'x', x, len);
+    checkLength('gelu', 'out', out, len);
+    loadAddon().gelu(x, out, len, code);
+  },
+
+  bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out) {
+    const op = 'bidirectionalAttention';
+    checkCount(op, 'nq', nq);
+    checkCount(op, 'nk', nk, 1);
+    checkCount(op, 'numHeads', numHeads, 1);
+    checkCount(op, 'headDim', headDim, 1);
+    if (!Number.isFinite(scale)) fail(op, `scale must be finite, got ${scale}`);
+    const width = numHeads * headDim;
+    for (const [name, arr, len] of [
+      ['q', q, nq * width],
+      ['k', k, nk * width],
+      ['v', v, nk * width],
+      ['out', out, nq * width],
+    ] as const) {
+      checkKind(op, name, arr, Float32Array);
+      checkLength(op, name, arr, len);
+    }
+    // Tasks of one head read all its keys and values while others write their rows of out.
+    if (overlaps(out, k) || overlaps(out, v)) fail(op, 'out must not overlap k or v');
+    loadAddon().bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out);
   },
 
   storeKv(layer, k, v, n, slots) {

@@ -56,6 +56,12 @@ export interface AttentionParams {
 export type RopeStyle = 'neox' | 'normal';
 
 /**
+ * Which GELU: erf is the exact one (HF 'gelu'); tanh is HF 'gelu_pytorch_tanh' / 'gelu_new',
+ * 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); quick is HF 'quick_gelu' (OpenAI CLIP), x·σ(1.702·x).
+ */
+export type GeluKind = 'erf' | 'tanh' | 'quick';
+
+/**
  * One mixture-of-experts layer's experts, each a SwiGLU FFN: gate and up [moeIntermediate, hidden],
  * down [hidden, moeIntermediate], prepared weights. Indexed by global expert id; null where this
  * process does not hold the expert (expert parallelism: another rank computes it).
@@ -101,6 +107,29 @@ export interface Ops {
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
   /** out[i] = a[i] + b[i]. out may alias a. */
   add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
+  /**
+   * LayerNorm over each of `rows` rows of length dim: out = (x − mean) / √(var + eps) · weight + bias,
+   * var the biased variance (as torch). out may alias x.
+   */
+  layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, bias: Float32Array, eps: number, out: Float32Array): void;
+  /** out[i] = gelu(x[i]) of the given kind for i < len. out may alias x. */
+  gelu(x: Float32Array, out: Float32Array, len: number, kind: GeluKind): void;
+  /**
+   * Unmasked multi-head attention over dense rows (vision encoders, attention pooling): every one of
+   * the nq queries sees all nk keys. q and out are [nq, numHeads, headDim], k and v [nk, numHeads,
+   * headDim]; out[i, h] = softmax(scale · q[i, h] · k[:, h]ᵀ) · v[:, h]. out may alias q, not k or v.
+   */
+  bidirectionalAttention(
+    q: Float32Array,
+    nq: number,
+    k: Float32Array,
+    v: Float32Array,
+    nk: number,
+    numHeads: number,
+    headDim: number,
+    scale: number,
+    out: Float32Array,
+  ): void;
   /** Write k/v rows [n, numKvHeads*headDim] into the cache at the given absolute slots. */
   storeKv(layer: KvLayer, k: Float32Array, v: Float32Array, n: number, slots: Int32Array): void;
   /**

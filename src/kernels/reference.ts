@@ -1,6 +1,6 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
-import type { AttentionParams, AttentionSeq, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
@@ -135,6 +135,99 @@ function add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): 
   for (let i = 0; i < len; i++) out[i] = a[i] + b[i];
 }
 
+function layerNorm(
+  x: Float32Array,
+  rows: number,
+  dim: number,
+  weight: Float32Array,
+  bias: Float32Array,
+  eps: number,
+  out: Float32Array,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const off = r * dim;
+    let sum = 0;
+    for (let d = 0; d < dim; d++) sum += x[off + d];
+    const mean = sum / dim;
+    // Two passes (mean, then the centred squares): no cancellation when |mean| ≫ the spread.
+    let sumSq = 0;
+    for (let d = 0; d < dim; d++) sumSq += (x[off + d] - mean) * (x[off + d] - mean);
+    const inv = 1 / Math.sqrt(sumSq / dim + eps);
+    for (let d = 0; d < dim; d++) out[off + d] = (x[off + d] - mean) * inv * weight[d] + bias[d];
+  }
+}
+
+/** erf(x) = 2/√π · x · e^(−x²) · Σ (2x²)^n / (1·3···(2n+1)): every term positive, so no cancellation; ±1 beyond |x| ≥ 6. */
+function erf(x: number): number {
+  const a = Math.abs(x);
+  if (a >= 6) return Math.sign(x);
+  let term = 1,
+    sum = 1;
+  for (let n = 1; term > 1e-17 * sum; n++) {
+    term *= (2 * a * a) / (2 * n + 1);
+    sum += term;
+  }
+  return Math.sign(x) * (2 / Math.sqrt(Math.PI)) * a * Math.exp(-a * a) * sum;
+}
+
+/** erfc(x) in double precision: 1 − erf(x), and from x ≥ 3 (where that would cancel) the continued fraction of e^(x²)·erfc(x). */
+function erfc(x: number): number {
+  if (x < 3) return 1 - erf(x);
+  let f = x;
+  for (let n = 80; n >= 1; n--) f = x + n / 2 / f;
+  return Math.exp(-x * x) / (Math.sqrt(Math.PI) * f);
+}
+
+const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
+
+// Each GELU in a form whose negative tail does not cancel: 0.5·(1 + erf(x/√2)) = 0.5·erfc(−x/√2), and
+// 0.5·(1 + tanh(u)) = σ(2u) = 1 / (1 + e^(−2u)).
+function gelu(x: Float32Array, out: Float32Array, len: number, kind: GeluKind): void {
+  for (let i = 0; i < len; i++) {
+    const v = x[i];
+    if (kind === 'erf') out[i] = 0.5 * v * erfc(-v / Math.SQRT2);
+    else if (kind === 'tanh') out[i] = v / (1 + Math.exp(-2 * SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)));
+    else out[i] = v / (1 + Math.exp(-1.702 * v));
+  }
+}
+
+function bidirectionalAttention(
+  q: Float32Array,
+  nq: number,
+  k: Float32Array,
+  v: Float32Array,
+  nk: number,
+  numHeads: number,
+  headDim: number,
+  scale: number,
+  out: Float32Array,
+): void {
+  const width = numHeads * headDim;
+  const scores = new Float64Array(nk);
+  const acc = new Float64Array(headDim);
+  for (let i = 0; i < nq; i++) {
+    for (let h = 0; h < numHeads; h++) {
+      const qOff = i * width + h * headDim;
+      let max = -Infinity;
+      for (let t = 0; t < nk; t++) {
+        let dot = 0;
+        for (let d = 0; d < headDim; d++) dot += q[qOff + d] * k[t * width + h * headDim + d];
+        scores[t] = dot * scale;
+        if (scores[t] > max) max = scores[t];
+      }
+      let denom = 0;
+      acc.fill(0);
+      for (let t = 0; t < nk; t++) {
+        const p = Math.exp(scores[t] - max);
+        denom += p;
+        for (let d = 0; d < headDim; d++) acc[d] += p * v[t * width + h * headDim + d];
+      }
+      // Written only after this (row, head)'s query was read: out may alias q.
+      for (let d = 0; d < headDim; d++) out[qOff + d] = acc[d] / denom;
+    }
+  }
+}
+
 // K and V are coded each with its own dtype's codec (KV_DTYPES) and scale, one head vector (row) at a time.
 function storeKv(layer: KvLayer, k: Float32Array, v: Float32Array, n: number, slots: Int32Array): void {
   const { numKvHeads, headDim } = layer;
@@ -248,6 +341,9 @@ export const referenceOps: Ops = {
   ropeMulti,
   siluMul,
   add,
+  layerNorm,
+  gelu,
+  bidirectionalAttention,
   storeKv,
   attention,
   moe,

@@ -33,6 +33,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   if (!modelType && classes.length === 0) throw new ModelConfigError(`${where}: neither "architectures" nor "model_type"`);
   const arch = architectureForHf(classes, modelType);
   if (!arch) throw unsupported(modelType ?? classes.join(', '), `${modelType ? 'model_type' : 'architectures'} in ${where}`);
+  if (arch.module.wrapsTextConfig) return visionLanguageConfig(top, arch.name, opts);
   const nameOrPath = typeof top._name_or_path === 'string' && top._name_or_path ? top._name_or_path : null;
   const raw = withTextConfig(top);
 
@@ -110,6 +111,42 @@ function hfMropeSection(raw: Json, headDim: number, where: string): number[] | u
     throw new ModelConfigError(`${where}: mrope_section ${JSON.stringify(section)} does not split the ${headDim / 2} rotary frequencies`);
   }
   return section as number[];
+}
+
+/** transformers' LlamaConfig defaults: llava-hf configs give their Llama text_config only where it differs. */
+const LLAMA_TEXT_DEFAULTS: Json = {
+  vocab_size: 32000,
+  hidden_size: 4096,
+  intermediate_size: 11008,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  max_position_embeddings: 2048,
+  rms_norm_eps: 1e-6,
+};
+
+/**
+ * A vision-language wrapper's config (LLaVA): the language model is text_config, read as a config of
+ * its own family (its model_type; llama when it has none, as transformers), with the wrapper's
+ * tie_word_embeddings and name; the whole config.json stays with it for the vision encoder.
+ */
+function visionLanguageConfig(raw: Json, name: string, opts: HfConfigOptions): ModelConfig {
+  const where = opts.source ?? 'config.json';
+  const text = raw.text_config;
+  if (!text || typeof text !== 'object' || Array.isArray(text)) throw new ModelConfigError(`${where}: no text_config object`);
+  const t = text as Json;
+  const textType = typeof t.model_type === 'string' && t.model_type !== '' ? t.model_type : 'llama';
+  const textRaw = textType === 'llama' ? { ...LLAMA_TEXT_DEFAULTS, ...t, model_type: 'llama' } : t;
+  const textConfig = configFromHf(textRaw, { ...opts, source: `${where} text_config` });
+  if (textConfig.textArchitecture !== undefined) throw new ModelConfigError(`${where}: text_config is itself a vision-language model`);
+  const nameOrPath = typeof raw._name_or_path === 'string' && raw._name_or_path ? raw._name_or_path : textConfig.nameOrPath;
+  return {
+    ...textConfig,
+    architecture: name,
+    tieWordEmbeddings: typeof raw.tie_word_embeddings === 'boolean' ? raw.tie_word_embeddings : textConfig.tieWordEmbeddings,
+    nameOrPath,
+    textArchitecture: textConfig.architecture,
+    visionHfConfig: raw,
+  };
 }
 
 type ExpertFields = Pick<ModelConfig, 'numExperts' | 'numExpertsPerTok' | 'moeIntermediateSize' | 'normTopkProb' | 'moeLayers'>;

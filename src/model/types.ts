@@ -64,6 +64,16 @@ export interface ModelConfig {
    * order. Absent for text-only families.
    */
   mropeSection?: number[];
+  /**
+   * Vision-language wrappers (LLaVA): the ARCHITECTURES row of text_config's family, which runs the
+   * language model; absent for text-only models.
+   */
+  textArchitecture?: string;
+  /**
+   * Vision-language models: config.json as read, whose vision_config and projector keys the vision
+   * encoder (src/model/vision/) parses; absent for text-only models.
+   */
+  visionHfConfig?: Readonly<Record<string, unknown>>;
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */

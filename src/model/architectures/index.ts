@@ -12,6 +12,7 @@ import { qwen3 } from './qwen3.js';
 import { qwen2Vl } from './qwen2-vl.js';
 import { mixtral } from './mixtral.js';
 import { qwen3Moe } from './qwen3-moe.js';
+import { llava } from './llava.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -56,6 +57,8 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     ggufArchitectures: ['qwen3moe'],
     module: qwen3Moe,
   },
+  // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
+  { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
 ];
 
 /** The row for a config.json: its first `architectures` class svc knows, else its `model_type`. */

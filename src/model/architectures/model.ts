@@ -82,6 +82,12 @@ export interface ArchitectureModule {
   readonly alwaysQkvBias: boolean;
   /** llama.cpp's converter interleaved its GGUF Q/K rows ("normal" RoPE); the GGUF loader undoes it. */
   readonly ggufQkPermuted: boolean;
+  /**
+   * Vision-language wrappers (LLaVA): config.json's text_config is the language model, of a family of
+   * its own (ModelConfig.textArchitecture) that runs the text path; the rest of the config is the
+   * vision encoder's (ModelConfig.visionHfConfig).
+   */
+  readonly wrapsTextConfig?: boolean;
   /** Routed experts (mixture of experts): how its config.json describes them; absent for dense families. */
   readonly experts?: ExpertConfigRules;
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */

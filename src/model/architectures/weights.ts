@@ -8,7 +8,7 @@ export class CheckpointWeights {
   private readonly told = new Set<string>();
 
   constructor(
-    private readonly checkpoint: Checkpoint,
+    private readonly checkpoint: Pick<Checkpoint, 'source' | 'tensors' | 'residency'>,
     private readonly ops: Ops,
   ) {}
 
@@ -36,6 +36,47 @@ export class CheckpointWeights {
     const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data });
     this.tell(t, w.data.buffer === data.buffer);
     return w;
+  }
+
+  /**
+   * A weight stored with more than two dimensions whose first is out_features (a convolution kernel
+   * [out, in, kh, kw]), checked against `shape` and taken as the matrix [shape[0], product of the
+   * rest]: its input features in the stored (row-major) order. Prepared once, as matrix().
+   */
+  flatMatrix(name: string, shape: readonly number[]): WeightMatrix {
+    const t = this.tensor(name);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new Error(`${name}: expected shape [${shape.join(', ')}], got [${t.shape.join(', ')}]`);
+    }
+    const cols = shape.slice(1).reduce((a, b) => a * b, 1);
+    const w = this.ops.prepareWeight({ dtype: t.dtype, rows: shape[0], cols, data: t.data });
+    this.tell(t, w.data.buffer === t.data.buffer);
+    return w;
+  }
+
+  /**
+   * The 2-D weight `name` [sum of parts, cols] cut into consecutive row blocks of `parts` rows, each
+   * prepared as a matrix of its own (a fused projection such as nn.MultiheadAttention's
+   * in_proj_weight, whose q, k and v blocks multiply different inputs).
+   */
+  rowBlocks(name: string, cols: number, parts: readonly number[]): WeightMatrix[] {
+    const t = this.tensor(name);
+    const rows = parts.reduce((a, b) => a + b, 0);
+    if (t.shape.length !== 2 || t.shape[0] !== rows || t.shape[1] !== cols) {
+      throw new Error(`${name}: expected shape [${rows}, ${cols}], got [${t.shape.join(', ')}]`);
+    }
+    const rowBytes = bytesPerRow(t.dtype, cols);
+    let start = 0,
+      inPlace = true;
+    const out = parts.map((take) => {
+      const data = t.data.subarray(start * rowBytes, (start + take) * rowBytes);
+      start += take;
+      const w = this.ops.prepareWeight({ dtype: t.dtype, rows: take, cols, data });
+      inPlace &&= w.data.buffer === t.data.buffer;
+      return w;
+    });
+    this.tell(t, inPlace);
+    return out;
   }
 
   /**
@@ -130,6 +171,23 @@ export class CheckpointWeights {
       throw new Error(`${name}: expected shape [${length}], got [${t.shape.join(', ')}]`);
     }
     const v = dequantize(t.dtype, t.data, 1, length);
+    this.tell(t, false);
+    return v;
+  }
+
+  /** A tensor of any shape (position embeddings, a probe) as f32, checked against `shape`. */
+  array(name: string, shape: readonly number[]): Float32Array {
+    const t = this.tensor(name);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new Error(`${name}: expected shape [${shape.join(', ')}], got [${t.shape.join(', ')}]`);
+    }
+    const cols = shape.length === 0 ? 1 : shape[shape.length - 1];
+    const v = dequantize(
+      t.dtype,
+      t.data,
+      shape.slice(0, -1).reduce((a, b) => a * b, 1),
+      cols,
+    );
     this.tell(t, false);
     return v;
   }

@@ -6,6 +6,7 @@ import type { Checkpoint, DType, Tensor } from '../types.js';
 import { configFromHf } from '../model-config.js';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import { loadFileBytes } from './file-bytes.js';
+import { normalizeMultimodalNames } from './multimodal-names.js';
 
 /** safetensors dtype names → the weight dtypes stored under them (their rows in WEIGHT_DTYPES name them). */
 const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = Object.fromEntries(
@@ -106,7 +107,7 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
     Object.assign(aliases, parsed.metadata);
   }
   applyAliases(tensors, aliases);
-  renameTextModel(tensors);
+  normalizeMultimodalNames(tensors, spec.source ?? spec.configPath);
 
   // Tied embeddings: expose the one matrix under both names; HF ties lm_head to embed_tokens.
   const embed = tensors.get('model.embed_tokens.weight');
@@ -176,23 +177,6 @@ function applyAliases(tensors: Map<string, Tensor>, metadata: Record<string, str
     if (typeof target !== 'string' || tensors.has(alias)) continue;
     const t = tensors.get(target);
     if (t) tensors.set(alias, { ...t, name: alias });
-  }
-}
-
-/**
- * transformers 5 saves a vision-language model's text decoder as model.language_model.* (beside
- * model.visual.* or model.vision_tower.*); the decoder reads the causal LM's names (model.*), as
- * older checkpoints of the same models store them. The vision tensors keep their names.
- */
-const TEXT_MODEL_PREFIX = 'model.language_model.';
-
-function renameTextModel(tensors: Map<string, Tensor>): void {
-  for (const [name, t] of [...tensors]) {
-    if (!name.startsWith(TEXT_MODEL_PREFIX)) continue;
-    const renamed = `model.${name.slice(TEXT_MODEL_PREFIX.length)}`;
-    if (tensors.has(renamed)) throw new Error(`${name}: the checkpoint also holds ${renamed}`);
-    tensors.delete(name);
-    tensors.set(renamed, { ...t, name: renamed });
   }
 }
 

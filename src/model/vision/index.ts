@@ -1,0 +1,38 @@
+// Vision encoders of vision-language checkpoints: what turns a decoded image into the rows its
+// placeholder tokens take in the language model (ForwardBatch.inputEmbeddings).
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Ops } from '../../kernels/ops.js';
+import type { Checkpoint } from '../types.js';
+import type { VisionEncoder } from './types.js';
+import { LlavaVisionEncoder } from './llava-encoder.js';
+
+export type { DecodedImage, ImageEmbeddings, VisionEncoder } from './types.js';
+export { LlavaVisionEncoder } from './llava-encoder.js';
+
+/** preprocessor_config.json beside a Hugging Face checkpoint (`source` its directory), or null when there is none. */
+export function readPreprocessorConfig(source: string): Record<string, unknown> | null {
+  const path = join(source, 'preprocessor_config.json');
+  if (!existsSync(source) || !statSync(source).isDirectory() || !existsSync(path)) return null;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`${path}: bad JSON (${(err as Error).message})`, { cause: err });
+  }
+}
+
+/**
+ * The checkpoint's vision encoder (tower, projector and preprocessing), its weights prepared for
+ * `ops` once, here; null for a text-only checkpoint. `preprocessorConfig`: the parsed
+ * preprocessor_config.json (default: the one beside the checkpoint; null: the tower family's defaults).
+ */
+export function createVisionEncoder(
+  checkpoint: Checkpoint,
+  ops: Ops,
+  preprocessorConfig: Record<string, unknown> | null = readPreprocessorConfig(checkpoint.source),
+): VisionEncoder | null {
+  const config = checkpoint.config;
+  if (config.visionHfConfig === undefined) return null;
+  if (config.architecture === 'llava') return new LlavaVisionEncoder(checkpoint, ops, preprocessorConfig);
+  throw new Error(`${checkpoint.source}: no vision encoder for architecture ${config.architecture}`);
+}
