@@ -41,7 +41,8 @@ export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Prom
   const options: SharpOptions = { limitInputPixels: limits.maxPixels, failOn: 'error', pages: 1 };
   let meta: Metadata;
   try {
-    meta = await sharp(bytes, options).metadata();
+    // The header only: its size is checked below, with a clearer message than sharp's limit gives.
+    meta = await sharp(bytes, { ...options, limitInputPixels: false }).metadata();
   } catch (err) {
     throw undecodable(format, err);
   }

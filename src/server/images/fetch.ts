@@ -12,7 +12,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { classifyAddress } from './address.js';
+import { classifyAddress, type AddressClass } from './address.js';
 import { ImageInputError, normalizeMediaType } from './image-error.js';
 import { tooManyBytes } from './data-url.js';
 
@@ -26,6 +26,16 @@ export interface FetchLimits {
   timeoutMs: number;
   /** --allow-private-image-urls: fetch from any address. */
   allowPrivate: boolean;
+  /**
+   * Which addresses may be connected to; default: public ones, or any with allowPrivate. (Tests
+   * narrow it to one loopback address, to show that a redirect and every resolved address are
+   * checked without sending traffic anywhere but loopback.)
+   */
+  allowAddress?: (address: string, cls: AddressClass | null) => boolean;
+}
+
+function addressPolicy(limits: FetchLimits): (address: string, cls: AddressClass | null) => boolean {
+  return limits.allowAddress ?? ((_, cls) => limits.allowPrivate || cls === 'public');
 }
 
 export interface FetchedImage {
@@ -49,19 +59,17 @@ function refused(host: string, address: string, cls: string): ImageInputError {
   );
 }
 
-/** A lookup that refuses (through `onRefused`, then as an error) any resolved address that is not public. */
-function guardedLookup(host: string, allowPrivate: boolean, onRefused: (err: ImageInputError) => void): LookupFunction {
+/** A lookup that refuses (through `onRefused`, then as an error) the name when any address it resolves to is not allowed. */
+function guardedLookup(host: string, allowed: ReturnType<typeof addressPolicy>, onRefused: (err: ImageInputError) => void): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { all: true, family: options.family ?? 0, hints: options.hints ?? 0 }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
-      if (!allowPrivate) {
-        for (const a of addresses) {
-          const cls = classifyAddress(a.address);
-          if (cls !== 'public') {
-            const refusal = refused(host, a.address, cls ?? 'unknown');
-            onRefused(refusal);
-            return callback(refusal, '', 0);
-          }
+      for (const a of addresses) {
+        const cls = classifyAddress(a.address);
+        if (!allowed(a.address, cls)) {
+          const refusal = refused(host, a.address, cls ?? 'unknown');
+          onRefused(refusal);
+          return callback(refusal, '', 0);
         }
       }
       if (addresses.length === 0) return callback(Object.assign(new Error('no address'), { code: 'ENOTFOUND' }), '', 0);
@@ -105,9 +113,10 @@ interface Hop {
 /** One request: resolves with the response's head, or rejects with why there is none. */
 function requestOnce(url: URL, limits: FetchLimits, signal: AbortSignal): Promise<Hop> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  if (isIP(host) !== 0 && !limits.allowPrivate) {
+  const allowed = addressPolicy(limits);
+  if (isIP(host) !== 0) {
     const cls = classifyAddress(host);
-    if (cls !== 'public') return Promise.reject(refused(host, host, cls ?? 'unknown'));
+    if (!allowed(host, cls)) return Promise.reject(refused(host, host, cls ?? 'unknown'));
   }
   return new Promise<Hop>((resolve, reject) => {
     let refusal: ImageInputError | null = null;
@@ -117,7 +126,7 @@ function requestOnce(url: URL, limits: FetchLimits, signal: AbortSignal): Promis
       headers: { accept: 'image/*', 'user-agent': 'svc-image-fetch' },
       // A connection of its own: never a pooled socket to an address checked for another request.
       agent: false,
-      lookup: guardedLookup(host, limits.allowPrivate, (err) => (refusal = err)),
+      lookup: guardedLookup(host, allowed, (err) => (refusal = err)),
       signal,
     });
     req.once('response', (response) => resolve({ response, host }));
