@@ -338,7 +338,6 @@ test('fetch: the redirect cap, the timeout, the content type, HTTP errors, the s
   const port = (gone.address() as AddressInfo).port;
   await new Promise((resolve) => gone.close(resolve));
   await fetchRejects(fetchImage(`http://127.0.0.1:${port}/x.png`, OPEN), 'image_fetch_failed', /connection to '127\.0\.0\.1' was refused/);
-  await fetchRejects(fetchImage('http://name.invalid/x.png', OPEN), 'image_fetch_failed', /'name\.invalid' does not resolve/);
   await fetchRejects(fetchImage('not a url', OPEN), 'invalid_image', /not a valid URL/);
   await fetchRejects(fetchImage('ftp://127.0.0.1/x.png', OPEN), 'invalid_image', /scheme 'ftp:'/);
 });
