@@ -46,6 +46,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       adaptiveSampling: false,
       schedulingPolicy: 'fifo',
       tbtDeadlineMs: 100,
+      expertParallel: null,
     },
     runtime: { toolCallParser: undefined, disableThinking: false, maxThinkingBudget: undefined },
     auth: null,
@@ -114,6 +115,7 @@ test("limits reach the engine (the context length the app serves is the engine's
     adaptiveSampling: false,
     schedulingPolicy: 'slai',
     tbtDeadlineMs: 40,
+    expertParallel: null,
   });
   assert.equal('maxSeqLen' in o.app, false);
 });
