@@ -130,7 +130,7 @@ function requestOnce(url: URL, limits: FetchLimits, signal: AbortSignal): Promis
       signal,
     });
     req.once('response', (response) => resolve({ response, host }));
-    req.once('error', (err: NodeJS.ErrnoException) => {
+    req.on('error', (err: NodeJS.ErrnoException) => {
       if (refusal) reject(refusal);
       else if (signal.aborted) reject(signal.reason);
       else reject(fetchFailed(networkReason(err, host)));
