@@ -3,7 +3,7 @@
 // place of the others: the model's summary, or a line saying what was left out), and the
 // middle-elision of long tool outputs. No model and no tokenizer here: src/chat/auto-compact.ts
 // measures and decides, src/chat/compaction-summary.ts has the model write the summary.
-import type { ChatMessage } from './request.js';
+import { addText, mapText, type ChatMessage } from './request.js';
 
 /**
  * Messages that stay or go together: an assistant turn that calls tools with the tool results
@@ -103,17 +103,13 @@ export function compactConversation(segments: readonly Segment[], keep: readonly
   const before = out[noteAt - 1];
   const after = out[noteAt + 1];
   if (before?.role === 'user') {
-    out[noteAt - 1] = { ...before, content: joinText(before.content, note) };
+    out[noteAt - 1] = addText(before, note, 'after', '\n\n');
     out.splice(noteAt, 1);
   } else if (after?.role === 'user') {
-    out[noteAt + 1] = { ...after, content: joinText(note, after.content) };
+    out[noteAt + 1] = addText(after, note, 'before', '\n\n');
     out.splice(noteAt, 1);
   }
   return out;
-}
-
-function joinText(a: string | null, b: string | null): string {
-  return [a ?? '', b ?? ''].filter((t) => t !== '').join('\n\n');
 }
 
 /** The marker left where the middle of a text was cut out. */
@@ -167,7 +163,8 @@ export function truncateToolOutputs(messages: readonly ChatMessage[], maxChars: 
   const out = messages.map((m) => {
     if (m.role !== 'tool' || m.content === null || m.content.length <= maxChars) return m;
     truncated++;
-    return { ...m, content: elideMiddle(m.content, maxChars) };
+    // A tool output with images (parts) has each of its texts elided to the cap.
+    return mapText(m, (text) => (text.length <= maxChars ? text : elideMiddle(text, maxChars)));
   });
   return { messages: out, truncated };
 }

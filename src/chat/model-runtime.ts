@@ -27,6 +27,19 @@ export interface ModelRuntime {
    * without, prompts are built on the calling thread, as in tests that build a runtime by hand).
    */
   prompts?: PromptWorkers;
+  /**
+   * The model's vision support; null or absent for a text-only model, whose chat routes refuse
+   * image input (400 no_vision_support, src/server/images/load.ts). Set by a vision model's
+   * runtime; the encoder itself (VisionEncoder, src/model/vision/types.ts) is model math and runs
+   * beside the weights in the engine worker, so the main thread holds only what it needs to know.
+   */
+  vision?: VisionSupport | null;
+}
+
+/** What a request needs to know of a vision model on the main thread. */
+export interface VisionSupport {
+  /** The token id the chat template's image placeholder is (VisionEncoder.imageTokenId). */
+  imageTokenId: number;
 }
 
 /** The model's own sampling defaults (MODEL.toml [sampling], else generation_config.json), under their usual names. */

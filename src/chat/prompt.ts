@@ -11,18 +11,31 @@
 import { ApiError, contextLengthExceeded, invalidParam } from '../common/api-error.js';
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { ModelRuntime } from './model-runtime.js';
-import type { PromptInput, ChatMessage, ChatRequest } from './request.js';
+import type { PromptInput, ChatContentPart, ChatMessage, ChatRequest } from './request.js';
 import { ChatTemplateError, renderChatTemplate, TemplateTooDeepError, type ChatTemplateMessage } from './template.js';
 
 /** A message as chat templates read it (OpenAI names; the reasoning under Qwen's name). */
 function templateMessage(m: ChatMessage): ChatTemplateMessage {
   // Templates know system, not OpenAI's newer developer role.
-  const out: ChatTemplateMessage = { role: m.role === 'developer' ? 'system' : m.role, content: m.content };
+  const out: ChatTemplateMessage = {
+    role: m.role === 'developer' ? 'system' : m.role,
+    content: m.parts ? templateParts(m.parts) : m.content,
+  };
   if (m.name !== undefined) out.name = m.name;
   if (m.toolCalls) out.tool_calls = m.toolCalls;
   if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
   if (m.reasoning !== undefined) out.reasoning_content = m.reasoning;
   return out;
+}
+
+/**
+ * Parts in the shape HF chat templates iterate (`{type: 'text', text}`, `{type: 'image'}`): a
+ * vision template writes its placeholder for each image (`<image>`,
+ * `<|vision_start|><|image_pad|><|vision_end|>`). The pixels stay behind: only the parts are posted
+ * to a prompt worker.
+ */
+function templateParts(parts: ChatContentPart[]): unknown[] {
+  return parts.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image' }));
 }
 
 export interface ChatPrompt {

@@ -2,6 +2,7 @@
 // the engine submission and the output pipeline consume. No wire names here (camelCase, decided
 // defaults); each protocol maps its own fields onto this.
 import type { LogitBias, SamplingParams } from '../engine/types.js';
+import type { DecodedImage } from '../model/vision/types.js';
 
 export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
@@ -11,10 +12,42 @@ export interface ChatToolCall {
   function: { name: string; /** JSON-encoded arguments object. */ arguments: string };
 }
 
+/**
+ * Where an image comes from, as the protocol gave it: a URL (`data:` with base64, or `http(s):`,
+ * fetched by the server) or base64 bytes with their declared media type (Anthropic's `base64`
+ * source). src/server/images/ loads both the same way.
+ */
+export type ImageSource = { kind: 'url'; url: string } | { kind: 'base64'; mediaType: string; data: string };
+
+export interface ChatTextPart {
+  type: 'text';
+  text: string;
+}
+
+export interface ChatImagePart {
+  type: 'image';
+  source: ImageSource;
+  /** The request field it came from, as the protocol names it (`messages[0].content[1]`), for errors. */
+  param: string;
+  /** The decoded picture, once the route has loaded it (src/server/images/); absent before. */
+  image?: DecodedImage;
+}
+
+export type ChatContentPart = ChatTextPart | ChatImagePart;
+
 export interface ChatMessage {
   role: ChatRole;
-  /** Text content; null on an assistant message that only carries tool calls. */
+  /**
+   * Text content; null on an assistant message that only carries tool calls. On a message with
+   * `parts`, its text parts joined (what text-only readers use: compaction, transcripts).
+   */
   content: string | null;
+  /**
+   * The content in order, text and images, on a message that holds an image (user and tool
+   * messages); absent otherwise. The chat template gets these parts (an image as HF's
+   * `{type: 'image'}`), so a vision template writes its placeholder where the image was.
+   */
+  parts?: ChatContentPart[];
   /** Earlier reasoning of an assistant turn, when the client sends it back. */
   reasoning?: string;
   toolCalls?: ChatToolCall[];
@@ -22,6 +55,43 @@ export interface ChatMessage {
   toolCallId?: string;
   /** On tool messages: the tool's name. */
   name?: string;
+}
+
+/**
+ * A message of text and image parts: `content` is the texts joined by `separator` (the protocol's
+ * own: newlines for chat completions and Messages, nothing for Responses); `parts` is kept only
+ * when there is an image among them.
+ */
+export function partsMessage(role: ChatRole, parts: ChatContentPart[], separator: string): ChatMessage {
+  const content = parts
+    .filter((p): p is ChatTextPart => p.type === 'text')
+    .map((p) => p.text)
+    .join(separator);
+  return parts.some((p) => p.type === 'image') ? { role, content, parts } : { role, content };
+}
+
+/** Every image part of the messages, in prompt order (the order of the template's placeholders). */
+export function imageParts(messages: readonly ChatMessage[]): ChatImagePart[] {
+  return messages.flatMap((m) => (m.parts ?? []).filter((p): p is ChatImagePart => p.type === 'image'));
+}
+
+/** The message with `text` added before or after its text (to its parts too, where it has them). */
+export function addText(m: ChatMessage, text: string, where: 'before' | 'after', separator: string): ChatMessage {
+  const joined = (a: string | null, b: string | null): string => [a ?? '', b ?? ''].filter((t) => t !== '').join(separator);
+  const out: ChatMessage = { ...m, content: where === 'before' ? joined(text, m.content) : joined(m.content, text) };
+  if (m.parts) {
+    const sep = m.content ? separator : '';
+    const part: ChatTextPart = { type: 'text', text: where === 'before' ? `${text}${sep}` : `${sep}${text}` };
+    out.parts = where === 'before' ? [part, ...m.parts] : [...m.parts, part];
+  }
+  return out;
+}
+
+/** The message with each text (its content, and each text part where it has parts) passed through `f`. */
+export function mapText(m: ChatMessage, f: (text: string) => string): ChatMessage {
+  const out: ChatMessage = { ...m, content: m.content === null ? null : f(m.content) };
+  if (m.parts) out.parts = m.parts.map((p) => (p.type === 'text' ? { type: 'text', text: f(p.text) } : p));
+  return out;
 }
 
 export interface ToolDefinition {

@@ -27,6 +27,13 @@ export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): 
       allowedHosts: c.allowedHosts ?? [],
       allowedOrigins: c.allowedOrigins ?? [],
       profile: c.profile,
+      images: {
+        allowPrivateUrls: c.allowPrivateImageUrls,
+        maxBytes: c.maxImageBytes,
+        maxPixels: c.maxImagePixels,
+        maxImages: c.maxImagesPerRequest,
+        fetchTimeoutSec: c.imageFetchTimeout,
+      },
     },
     engine: {
       fastLoad: c.fastLoad,

@@ -15,6 +15,7 @@ import { registerRequestOutcome, requestLogSink } from '../ops/request-log.js';
 import { registerRateLimit, type RateLimiter } from '../ops/rate-limiter.js';
 import { renderOpenAiError } from '../protocols/openai/errors.js';
 import { httpLimitsFromEnv, httpServer, type HttpLimits } from './http-server.js';
+import type { ImageOptions } from './images/load.js';
 import type { AutoSwap } from './auto-swap.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ModelSwitcher } from './model-swap.js';
@@ -61,6 +62,8 @@ export interface AppOptions {
   storeMaxBytes?: number;
   /** --profile: GET /debug/profile serves the engine's timing table (404 without it). */
   profile?: boolean;
+  /** Image input: caps, fetch timeout, private addresses (src/server/images/); default DEFAULT_IMAGE_OPTIONS. */
+  images?: ImageOptions;
 }
 
 export interface AppDeps {

@@ -1,4 +1,5 @@
 // The prompt of a generating chat route (chat completions, Messages, Responses): the request's
+// images loaded (src/server/images/: a 400 for a bad one, or for any on a text-only model), then its
 // chat rendered as it is, or, under --auto-compact, compacted once it passes the threshold
 // (src/chat/auto-compact.ts). A compacted prompt is announced to the client in the response
 // header COMPACTED_HEADER (set before the body or the SSE stream starts, so both carry it) and in
@@ -9,6 +10,7 @@ import type { ModelRuntime } from '../chat/model-runtime.js';
 import { buildChatPrompt, type ChatPrompt } from '../chat/prompt.js';
 import type { ChatRequest } from '../chat/request.js';
 import type { AppOptions } from './app.js';
+import { loadChatImages } from './images/load.js';
 
 /** `<tokens before> -> <tokens after>` (before as `>=N` when it was longer than could be counted), then the counts. */
 export const COMPACTED_HEADER = 'x-svc-context-compacted';
@@ -31,6 +33,8 @@ export async function routeChatPrompt(
   reply: FastifyReply,
   reserveTokens: number | null,
 ): Promise<{ chat: ChatRequest; prompt: ChatPrompt }> {
+  // Images first: fetched and decoded (or the request refused) before any prompt work.
+  chat = await loadChatImages(chat, runtime, options, request.log);
   const fraction = options.autoCompact ?? null;
   if (fraction === null) return { chat, prompt: await buildChatPrompt(chat, runtime) };
   // A client that hangs up while the summary is written cancels it.

@@ -314,6 +314,9 @@ test('conversations: CRUD, items, and responses appending to a conversation', as
   await assert.rejects(client.conversations.retrieve(conv.id), (err: APIError) => err.status === 404);
 });
 
+/** A valid 1×1 PNG. */
+const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
 test('bad input on every route: 400 / 404 in OpenAI error shape', async () => {
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${server.base}${path}`, {
@@ -329,10 +332,11 @@ test('bad input on every route: 400 / 404 in OpenAI error shape', async () => {
   assert.equal((await call('POST', '/v1/responses', { input: 5 })).status, 400);
   assert.equal((await call('POST', '/v1/responses', { input: [{ role: 'robot', content: 'x' }] })).status, 400);
   const image = await call('POST', '/v1/responses', {
-    input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }],
+    input: [{ role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${PNG_1X1}` }] }],
   });
   assert.equal(image.status, 400);
-  assert.match(image.error.message, /vision/);
+  assert.equal(image.error.code, 'no_vision_support');
+  assert.match(image.error.message, /no vision support/);
   assert.equal((await call('POST', '/v1/responses', { input: 'x', tool_choice: 'required' })).status, 400);
   assert.equal((await call('POST', '/v1/responses', { input: 'x', max_output_tokens: 0 })).status, 400);
   assert.equal((await call('POST', '/v1/responses', { input: 'x', conversation: 'conv_nope' })).status, 404);

@@ -20,6 +20,8 @@ import type { IndexedStep } from '../../src/server/generate.js';
 import { IM_END, scriptedApp, tinyTokenizer as tokenizer, type ScriptedAppSetup } from '../helpers/scripted-app.js';
 
 const DEFAULTS = { defaultMinP: 0.08, defaultTopNSigma: 1 };
+/** A valid 1×1 PNG. */
+const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 const USER = [{ role: 'user' as const, content: 'What is the capital of France?' }];
 const WEATHER = {
   name: 'get_weather',
@@ -188,13 +190,47 @@ test('decode: tools and tool_choice (server tools skipped with a warning; auto/a
   assert.equal(decodeMessagesRequest(base, DEFAULTS).chat.toolChoice, 'none');
 });
 
-test('decode: an image is a 400 "no vision support"; unknown block types are 400s', () => {
+test('decode: image blocks become image parts in order (user turns and tool results); documents, file sources and unknown block types are 400s', () => {
   const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } };
-  assert.throws(
-    () => decodeMessagesRequest({ max_tokens: 5, messages: [{ role: 'user', content: [image] }] }, DEFAULTS),
-    (err: { status: number; message: string; param: string }) =>
-      err.status === 400 && /no vision support/.test(err.message) && err.param === 'messages.0.content.0',
+  const { chat } = decodeMessagesRequest(
+    {
+      max_tokens: 5,
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'Compare' }, image, { type: 'image', source: { type: 'url', url: 'https://a/b.png' } }],
+        },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'shot', input: {} }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't1', is_error: true, content: [image, { type: 'text', text: 'x' }] }],
+        },
+      ],
+    },
+    DEFAULTS,
   );
+  const [user, , tool] = chat.messages;
+  assert.equal(user!.content, 'Compare');
+  assert.deepEqual(user!.parts, [
+    { type: 'text', text: 'Compare' },
+    { type: 'image', source: { kind: 'base64', mediaType: 'image/png', data: 'AAAA' }, param: 'messages.0.content.1' },
+    { type: 'image', source: { kind: 'url', url: 'https://a/b.png' }, param: 'messages.0.content.2' },
+  ]);
+  assert.equal(tool!.role, 'tool');
+  assert.equal(tool!.content, 'Error: \nx');
+  assert.deepEqual(
+    tool!.parts!.map((p) => p.type),
+    ['text', 'image', 'text'],
+  );
+  const refused = (block: object, param: RegExp) =>
+    assert.throws(
+      () => decodeMessagesRequest({ max_tokens: 5, messages: [{ role: 'user', content: [block as never] }] }, DEFAULTS),
+      (err: { status: number; param: string }) => err.status === 400 && param.test(err.param),
+    );
+  refused({ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'AAAA' } }, /^messages\.0\.content\.0$/);
+  refused({ type: 'image', source: { type: 'file', file_id: 'f' } }, /source$/);
+  refused({ type: 'image', source: { type: 'base64', data: 'AAAA' } }, /media_type$/);
+  refused({ type: 'image', source: { type: 'ftp', url: 'x' } }, /source\.type$/);
   assert.throws(
     () =>
       decodeMessagesRequest(
@@ -249,9 +285,10 @@ test('errors under /v1/messages in Anthropic shape: 400, 404, 405, 413, 503, 529
   const image = await post(app, '/v1/messages', {
     model: 'm',
     max_tokens: 5,
-    messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }],
+    messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_1X1 } }] }],
   });
   assert.equal(image.status, 400);
+  isAnthropic(image, 'invalid_request_error');
   assert.match(image.json().error.message, /no vision support/);
 
   const notFound = await post(app, '/v1/messages/nope', {});

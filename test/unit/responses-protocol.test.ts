@@ -64,7 +64,30 @@ test('decoding: the context comes before the input; effort none turns thinking o
       () => decode(body),
       (e: ApiError) => e.status === status,
     );
-  bad({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] });
+  bad({ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] });
+  bad({ input: [{ role: 'user', content: [{ type: 'input_image' }] }] });
+  bad({ input: [{ role: 'assistant', content: [{ type: 'input_image', image_url: 'data:,' }] }] });
+  bad({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] });
+  // Images in user messages and function outputs become image parts; their URLs are loaded by the route.
+  const images = decode({
+    input: [
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'a' },
+          { type: 'input_image', image_url: 'https://h/i.png', detail: 'low' },
+        ],
+      },
+      { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c', output: [{ type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] },
+    ],
+  }).chat.messages;
+  assert.deepEqual(images[0]!.parts, [
+    { type: 'text', text: 'a' },
+    { type: 'image', source: { kind: 'url', url: 'https://h/i.png' }, param: 'input.0.content.1.image_url' },
+  ]);
+  assert.equal(images[2]!.role, 'tool');
+  assert.equal(images[2]!.parts![0]!.type, 'image');
   bad({ input: [{ type: 'function_call', name: 'f' }] });
   bad({ input: [{ type: 'item_reference' }] });
   bad({ input: 'x', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'g' } });

@@ -26,6 +26,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
       allowedHosts: [],
       allowedOrigins: [],
       profile: false,
+      images: { allowPrivateUrls: false, maxBytes: 20 * 1024 * 1024, maxPixels: 32 * 1024 * 1024, maxImages: 16, fetchTimeoutSec: 10 },
     },
     engine: {
       fastLoad: true,
@@ -148,6 +149,7 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
     allowedHosts: [],
     allowedOrigins: [],
     profile: false,
+    images: { allowPrivateUrls: false, maxBytes: 20 * 1024 * 1024, maxPixels: 32 * 1024 * 1024, maxImages: 16, fetchTimeoutSec: 10 },
   });
   assert.deepStrictEqual(o.runtime, { toolCallParser: 'llama3_json', disableThinking: true, maxThinkingBudget: 64 });
 });
@@ -155,6 +157,25 @@ test('sampling defaults and timeouts go to the app; reasoning and tool settings 
 test('--auto-compact: the fraction goes to the app (off: null)', () => {
   assert.equal(toServeOptions(config('acme/tiny', '--auto-compact', '0.8')).app.autoCompact, 0.8);
   assert.equal(toServeOptions(config('acme/tiny')).app.autoCompact, null);
+});
+
+test('image input flags go to the app', () => {
+  const o = toServeOptions(
+    config(
+      'acme/tiny',
+      '--allow-private-image-urls',
+      '--max-image-bytes',
+      '1000',
+      '--max-image-pixels',
+      '4096',
+      '--max-images-per-request',
+      '2',
+      '--image-fetch-timeout',
+      '3',
+    ),
+  );
+  assert.deepStrictEqual(o.app.images, { allowPrivateUrls: true, maxBytes: 1000, maxPixels: 4096, maxImages: 2, fetchTimeoutSec: 3 });
+  assert.equal(parseArgs(['serve', 'acme/tiny', '--max-image-bytes', '0']).kind, 'error');
 });
 
 test('--allowed-hosts and --allowed-origins: comma lists, repeatable, in order; malformed entries refused', () => {

@@ -100,6 +100,15 @@ export const OPERATIONS_FLAGS = [
     built: true,
   }),
   flag({
+    name: 'allow-private-image-urls',
+    key: 'allowPrivateImageUrls',
+    group: 'Experimental and operations',
+    value: switchFlag(true),
+    default: false,
+    help: 'Fetch image URLs whose host is, or resolves to, a loopback, private, link-local, CGNAT or other non-public address (refused by default: the server would otherwise reach its own network for any client).',
+    built: true,
+  }),
+  flag({
     name: 'allowed-origins',
     key: 'allowedOrigins',
     group: 'Experimental and operations',

@@ -4,7 +4,17 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
-import type { ChatMessage, ChatRequest, ChatToolCall, OutputFormat, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import {
+  partsMessage,
+  type ChatContentPart,
+  type ChatImagePart,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatToolCall,
+  type OutputFormat,
+  type ToolChoice,
+  type ToolDefinition,
+} from '../../chat/request.js';
 import { applyReasoningEffort } from '../../chat/reasoning-effort.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
 import { requestSchema } from '../json-limits.js';
@@ -35,6 +45,16 @@ export interface WireContentBlock {
   thinking?: string;
   signature?: string;
   data?: string;
+  // image
+  source?: WireImageSource;
+}
+
+/** An image block's source: base64 bytes with their media type, or a URL the server fetches (a `file` source is refused). */
+export interface WireImageSource {
+  type: string;
+  media_type?: string;
+  data?: string;
+  url?: string;
 }
 
 export interface WireMessage {
@@ -224,30 +244,32 @@ function decodeMessage(m: WireMessage, at: string, toolNames: Map<string, string
   const blocks: WireContentBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
   if (m.role === 'assistant') return [decodeAssistant(blocks, at, toolNames)];
   const out: ChatMessage[] = [];
-  let texts: string[] = [];
+  let parts: ChatContentPart[] = [];
   const flush = (): void => {
-    if (texts.length > 0) out.push({ role: 'user', content: texts.join('\n') });
-    texts = [];
+    if (parts.length > 0) out.push(partsMessage('user', parts, '\n'));
+    parts = [];
   };
   blocks.forEach((b, j) => {
     const where = `${at}.content.${j}`;
     switch (b.type) {
       case 'text':
-        texts.push(b.text ?? '');
+        parts.push({ type: 'text', text: b.text ?? '' });
+        break;
+      case 'image':
+        parts.push(imagePart(b, where));
         break;
       case 'tool_result': {
         flush();
         const id = b.tool_use_id ?? '';
-        const content = toolResultText(b.content, `${where}.content`);
-        const msg: ChatMessage = { role: 'tool', content: b.is_error === true ? `Error: ${content}` : content, toolCallId: id };
+        const msg = toolResult(b.content, `${where}.content`, b.is_error === true);
+        msg.toolCallId = id;
         const name = toolNames.get(id);
         if (name !== undefined) msg.name = name;
         out.push(msg);
         break;
       }
-      case 'image':
       case 'document':
-        throw unsupportedParam(where, 'no vision support: this server does not accept image or document input');
+        throw unsupportedParam(where, 'this server does not accept document input');
       case 'thinking':
       case 'redacted_thinking':
         // Only assistant turns think; a client echoing one elsewhere loses nothing by its omission.
@@ -298,19 +320,43 @@ function decodeAssistant(blocks: WireContentBlock[], at: string, toolNames: Map<
   return msg;
 }
 
-/** A tool_result's content: a string, or text blocks (joined by newlines). */
-function toolResultText(content: string | WireContentBlock[] | undefined, at: string): string {
-  if (content === undefined) return '';
-  if (typeof content === 'string') return content;
-  return content
-    .map((b, k) => {
-      if (b.type === 'text') return b.text ?? '';
-      if (b.type === 'image' || b.type === 'document') {
-        throw unsupportedParam(`${at}.${k}`, 'no vision support: this server does not accept image or document input');
-      }
-      throw invalidParam(`${at}.${k}.type`, `${at}.${k}.type: '${b.type}' is not accepted in a tool_result.`);
-    })
-    .join('\n');
+/** An image block → its part; the source's fields are checked here (the schema only types them). */
+function imagePart(b: WireContentBlock, where: string): ChatImagePart {
+  const source = b.source;
+  if (source === undefined) throw invalidParam(`${where}.source`, `${where}.source: Field required`);
+  switch (source.type) {
+    case 'base64':
+      if (source.media_type === undefined) throw invalidParam(`${where}.source.media_type`, `${where}.source.media_type: Field required`);
+      if (source.data === undefined) throw invalidParam(`${where}.source.data`, `${where}.source.data: Field required`);
+      return { type: 'image', source: { kind: 'base64', mediaType: source.media_type, data: source.data }, param: where };
+    case 'url':
+      if (source.url === undefined) throw invalidParam(`${where}.source.url`, `${where}.source.url: Field required`);
+      return { type: 'image', source: { kind: 'url', url: source.url }, param: where };
+    case 'file':
+      throw unsupportedParam(`${where}.source`, "image sources of type 'file' (this server has no Files API: send 'base64' or 'url')");
+    default:
+      throw invalidParam(`${where}.source.type`, `${where}.source.type: '${source.type}' is not an image source type (base64, url).`);
+  }
+}
+
+/** A tool_result → a tool message: its content a string, or text and image blocks (texts joined by newlines). */
+function toolResult(content: string | WireContentBlock[] | undefined, at: string, isError: boolean): ChatMessage {
+  const parts: ChatContentPart[] =
+    content === undefined
+      ? []
+      : typeof content === 'string'
+        ? [{ type: 'text', text: content }]
+        : content.map((b, k): ChatContentPart => {
+            if (b.type === 'text') return { type: 'text', text: b.text ?? '' };
+            if (b.type === 'image') return imagePart(b, `${at}.${k}`);
+            if (b.type === 'document') throw unsupportedParam(`${at}.${k}`, 'this server does not accept document input');
+            throw invalidParam(`${at}.${k}.type`, `${at}.${k}.type: '${b.type}' is not accepted in a tool_result.`);
+          });
+  if (isError) {
+    if (parts[0]?.type === 'text') parts[0] = { type: 'text', text: `Error: ${parts[0].text}` };
+    else parts.unshift({ type: 'text', text: 'Error: ' });
+  }
+  return partsMessage('tool', parts, '\n');
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,16 +5,18 @@ import { randomUUID } from 'node:crypto';
 import type { LogitBias, SamplingParams, TokenLogprob } from '../../engine/types.js';
 import type { FinishReason, OutputEvent } from '../../chat/events.js';
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
-import type {
-  ChatMessage,
-  ChatRequest,
-  ChatRole,
-  ChatToolCall,
-  GenerationOptions,
-  ToolChoice,
-  ToolDefinition,
+import {
+  partsMessage,
+  type ChatContentPart,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatRole,
+  type ChatToolCall,
+  type GenerationOptions,
+  type ToolChoice,
+  type ToolDefinition,
 } from '../../chat/request.js';
-import { invalidParam, unsupportedParam, type ApiError } from '../../common/api-error.js';
+import { invalidParam, type ApiError } from '../../common/api-error.js';
 import { applyReasoningEffort, type ReasoningEffort } from '../../chat/reasoning-effort.js';
 import { checkJsonLimit, SCHEMA_LIMIT, TEMPLATE_KWARGS_LIMIT } from '../json-limits.js';
 import { decodeOutputFormat, type WireStructuredFields } from './structured.js';
@@ -27,7 +29,8 @@ import { closingFrames, dataFrames, errorFrames } from './stream.js';
 export interface WireContentPart {
   type: string;
   text?: string;
-  image_url?: { url: string };
+  /** `detail` is accepted and ignored (the model's own preprocessing decides the resolution). */
+  image_url?: { url: string; detail?: string };
 }
 
 export interface WireMessage {
@@ -268,8 +271,9 @@ function decodeMessages(wire: WireMessage[]): ChatMessage[] {
 
 function decodeMessage(m: WireMessage, i: number): ChatMessage {
   const at = `messages[${i}]`;
-  const content = decodeContent(m.content ?? null, `${at}.content`);
-  const out: ChatMessage = { role: m.role as ChatRole, content };
+  const role = m.role as ChatRole;
+  const out = decodeContent(role, m.content ?? null, `${at}.content`);
+  const content = out.content;
   if (m.name !== undefined) out.name = m.name;
   switch (m.role) {
     case 'assistant': {
@@ -296,22 +300,31 @@ function decodeMessage(m: WireMessage, i: number): ChatMessage {
   return out;
 }
 
-function decodeContent(content: string | WireContentPart[] | null, param: string): string | null {
-  if (content === null || typeof content === 'string') return content;
+/** A message's content: a string, or text and image parts (images in user messages only). */
+function decodeContent(role: ChatRole, content: string | WireContentPart[] | null, param: string): ChatMessage {
+  if (content === null || typeof content === 'string') return { role, content };
   if (content.length === 0) throw invalidParam(param, `'${param}' must not be an empty array: send a string or at least one content part.`);
-  const texts = content.map((part, j) => {
+  const parts = content.map((part, j): ChatContentPart => {
+    const at = `${param}[${j}]`;
     if (part.type === 'text') {
-      if (typeof part.text === 'string') return part.text;
-      throw invalidParam(
-        `${param}[${j}].text`,
-        `Missing required parameter: '${param}[${j}].text' (a content part of type 'text' needs its text).`,
-      );
+      if (typeof part.text === 'string') return { type: 'text', text: part.text };
+      throw invalidParam(`${at}.text`, `Missing required parameter: '${at}.text' (a content part of type 'text' needs its text).`);
     }
-    if (part.type === 'image_url') throw unsupportedParam(`${param}[${j}]`, 'this model does not accept image input');
-    throw invalidParam(`${param}[${j}].type`, `Invalid content part type '${part.type}' in '${param}[${j}]'.`);
+    if (part.type === 'image_url') {
+      if (role !== 'user')
+        throw invalidParam(`${at}.type`, `Image content parts are accepted in user messages only ('${at}' is in a ${role} message).`);
+      if (part.image_url === undefined) {
+        throw invalidParam(
+          `${at}.image_url`,
+          `Missing required parameter: '${at}.image_url' (a content part of type 'image_url' needs its url).`,
+        );
+      }
+      return { type: 'image', source: { kind: 'url', url: part.image_url.url }, param: at };
+    }
+    throw invalidParam(`${at}.type`, `Invalid content part type '${part.type}' in '${at}'.`);
   });
   // vLLM joins text parts with newlines.
-  return texts.join('\n');
+  return partsMessage(role, parts, '\n');
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ export interface ReasoningTextPart {
   type: 'reasoning_text';
   text: string;
 }
-/** Any content part as clients send it (input_image / input_file are refused by the decoder). */
+/** Any content part as clients send it (input_image is decoded into an image part; input_file is refused by the decoder). */
 export interface WirePart {
   type: string;
   text?: string;

@@ -3,7 +3,16 @@
 // input items; `instructions` is a system message ahead of them (not carried to the next turn,
 // as OpenAI does). The JSON schema is checked by the route first; here is what needs more.
 import type { ModelSamplingDefaults } from '../../chat/model-runtime.js';
-import type { ChatMessage, ChatRequest, OutputFormat, ToolChoice, ToolDefinition } from '../../chat/request.js';
+import {
+  partsMessage,
+  type ChatContentPart,
+  type ChatImagePart,
+  type ChatMessage,
+  type ChatRequest,
+  type OutputFormat,
+  type ToolChoice,
+  type ToolDefinition,
+} from '../../chat/request.js';
 import { invalidParam, unsupportedParam } from '../../common/api-error.js';
 import { applyReasoningEffort, type ReasoningEffort } from '../../chat/reasoning-effort.js';
 import type { Item, WireInputItem, WirePart } from './items.js';
@@ -175,29 +184,48 @@ function decodeToolChoice(choice: WireToolChoice, tools: ToolDefinition[]): { ch
   return { chat: { type: 'function', function: { name } }, wire: { type: 'function', name } };
 }
 
-/** Text of a message's parts; images and files are refused (no vision support). */
-function partsText(parts: string | WirePart[], at: string): string {
-  if (typeof parts === 'string') return parts;
-  return parts
-    .map((p, k) => {
-      switch (p.type) {
-        case 'input_text':
-        case 'output_text':
-        case 'text':
-        case 'summary_text':
-        case 'reasoning_text':
-          return p.text ?? '';
-        case 'refusal':
-          return typeof p.refusal === 'string' ? p.refusal : '';
-        case 'input_image':
-        case 'input_file':
-        case 'input_audio':
-          throw unsupportedParam(`${at}.${k}`, 'no vision support: this server does not accept image, file or audio input');
-        default:
-          throw invalidParam(`${at}.${k}.type`, `${at}.${k}.type: '${p.type}' is not a content part type this server accepts.`);
-      }
-    })
-    .join('');
+/**
+ * A message's (or a function_call_output's) parts: text, and input_image where `images` says the
+ * message may hold images (user messages and tool outputs); files and audio are refused.
+ */
+function decodeParts(parts: string | WirePart[], at: string, images: boolean): ChatContentPart[] {
+  if (typeof parts === 'string') return [{ type: 'text', text: parts }];
+  return parts.map((p, k): ChatContentPart => {
+    const where = `${at}.${k}`;
+    switch (p.type) {
+      case 'input_text':
+      case 'output_text':
+      case 'text':
+      case 'summary_text':
+      case 'reasoning_text':
+        return { type: 'text', text: p.text ?? '' };
+      case 'refusal':
+        return { type: 'text', text: typeof p.refusal === 'string' ? p.refusal : '' };
+      case 'input_image':
+        if (!images)
+          throw invalidParam(`${where}.type`, `${where}: input_image parts are accepted in user messages and function_call_output only.`);
+        return imagePart(p, where);
+      case 'input_file':
+      case 'input_audio':
+        throw unsupportedParam(where, 'this server does not accept file or audio input');
+      default:
+        throw invalidParam(`${where}.type`, `${where}.type: '${p.type}' is not a content part type this server accepts.`);
+    }
+  });
+}
+
+/** An input_image part: `image_url` (a data: or http(s) URL); `file_id` is refused (no Files API), `detail` ignored. */
+function imagePart(p: WirePart, where: string): ChatImagePart {
+  if (typeof p.image_url === 'string') return { type: 'image', source: { kind: 'url', url: p.image_url }, param: `${where}.image_url` };
+  if (p.file_id !== undefined && p.file_id !== null) {
+    throw unsupportedParam(`${where}.file_id`, "input_image by 'file_id' (this server has no Files API: send 'image_url')");
+  }
+  throw invalidParam(`${where}.image_url`, `${where}.image_url: Field required (a data: or http(s) URL)`);
+}
+
+/** Texts of parts, joined as Responses joins them (directly). */
+function partsText(parts: ChatContentPart[]): string {
+  return partsMessage('assistant', parts, '').content ?? '';
 }
 
 /**
@@ -229,13 +257,13 @@ export function itemsToMessages(items: Item[], at: string, offset = 0): ChatMess
         break;
       }
       case 'message': {
-        const text = partsText(item.content, `${where}.content`);
+        const parts = decodeParts(item.content, `${where}.content`, item.role === 'user');
         if (item.role === 'assistant') {
           const t = assistant();
-          t.content = `${t.content ?? ''}${text}`;
+          t.content = `${t.content ?? ''}${partsText(parts)}`;
         } else {
           turn = null;
-          out.push({ role: item.role, content: text });
+          out.push(partsMessage(item.role, parts, ''));
         }
         break;
       }
@@ -247,7 +275,10 @@ export function itemsToMessages(items: Item[], at: string, offset = 0): ChatMess
       }
       case 'function_call_output': {
         turn = null;
-        const msg: ChatMessage = { role: 'tool', content: partsText(item.output, `${where}.output`), toolCallId: item.call_id };
+        const msg: ChatMessage = {
+          ...partsMessage('tool', decodeParts(item.output, `${where}.output`, true), ''),
+          toolCallId: item.call_id,
+        };
         const name = names.get(item.call_id);
         if (name !== undefined) msg.name = name;
         out.push(msg);

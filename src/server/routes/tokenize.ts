@@ -3,13 +3,14 @@
 // /tokenize takes a `prompt` text or chat `messages` (rendered through the chat template, decoded
 // as /v1/chat/completions decodes them) → {count, max_model_len, tokens}; /detokenize takes
 // `tokens` → {prompt}. The work runs in the prompt workers (src/chat/tokenize.ts).
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { chatTemplateInput } from '../../chat/prompt.js';
 import type { ToolDefinition } from '../../chat/request.js';
 import { detokenize, tokenize, type TokenizeInput } from '../../chat/tokenize.js';
 import { invalidParam } from '../../common/api-error.js';
 import { decodeChatRequest, type WireMessage } from '../../protocols/openai/chat.js';
 import type { AppOptions, RouteDeps } from '../app.js';
+import { loadChatImages } from '../images/load.js';
 import { messageSchema, toolSchema } from './openai/chat-completions.js';
 
 export interface TokenizeBody {
@@ -56,8 +57,9 @@ const detokenizeSchema = {
   },
 };
 
-/** The request → what to tokenize (400 unless exactly one of `prompt` and `messages`). */
-function tokenizeInput(body: TokenizeBody, options: AppOptions): TokenizeInput {
+/** The request → what to tokenize (400 unless exactly one of `prompt` and `messages`); images are loaded as the chat routes load them. */
+async function tokenizeInput(request: FastifyRequest<{ Body: TokenizeBody }>, options: AppOptions): Promise<TokenizeInput> {
+  const body = request.body;
   const hasPrompt = body.prompt !== undefined;
   const hasMessages = body.messages !== undefined;
   if (hasPrompt === hasMessages) {
@@ -66,7 +68,11 @@ function tokenizeInput(body: TokenizeBody, options: AppOptions): TokenizeInput {
       : invalidParam('prompt', "Missing required parameter: 'prompt' (or 'messages').");
   }
   if (hasPrompt) return { source: { text: body.prompt! }, addSpecialTokens: body.add_special_tokens ?? true };
-  const chat = decodeChatRequest({ messages: body.messages!, tools: body.tools, chat_template_kwargs: body.chat_template_kwargs }, options);
+  const decoded = decodeChatRequest(
+    { messages: body.messages!, tools: body.tools, chat_template_kwargs: body.chat_template_kwargs },
+    options,
+  );
+  const chat = await loadChatImages(decoded, request.runtime!, options, request.log);
   return {
     source: { chat: { ...chatTemplateInput(chat), addGenerationPrompt: body.add_generation_prompt ?? true } },
     addSpecialTokens: body.add_special_tokens ?? false,
@@ -76,7 +82,7 @@ function tokenizeInput(body: TokenizeBody, options: AppOptions): TokenizeInput {
 export const tokenizeRoutes: FastifyPluginAsync<RouteDeps> = async (app, { options }) => {
   app.post<{ Body: TokenizeBody }>('/tokenize', { schema: { body: tokenizeSchema }, config: { needsModel: true } }, async (request) => {
     const runtime = request.runtime!;
-    const tokens = await tokenize(runtime, tokenizeInput(request.body, options));
+    const tokens = await tokenize(runtime, await tokenizeInput(request, options));
     const out: Record<string, unknown> = { count: tokens.length, max_model_len: runtime.maxSeqLen, tokens };
     if (request.body.return_token_strs) out.token_strs = tokens.map((id) => runtime.tokenizer.idToToken(id) ?? null);
     return out;

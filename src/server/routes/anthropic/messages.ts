@@ -16,6 +16,7 @@ import {
 import { MessageStreamEncoder } from '../../../protocols/anthropic/stream.js';
 import type { AppOptions, RouteDeps } from '../../app.js';
 import { routeChatPrompt } from '../../chat-prompt.js';
+import { loadChatImages } from '../../images/load.js';
 import { chatSequence, resolveMaxTokens, runSequences, tokenUsage } from '../../generate.js';
 import { SseStream, streamSteps } from '../../sse.js';
 
@@ -41,9 +42,15 @@ const contentBlock = {
     thinking: { type: 'string' },
     signature: { type: 'string' },
     data: { type: 'string' },
+    source: {
+      type: 'object',
+      required: ['type'],
+      properties: { type: { type: 'string' }, media_type: { type: 'string' }, data: { type: 'string' }, url: { type: 'string' } },
+    },
   },
   allOf: [
     { if: { properties: { type: { const: 'text' } } }, then: { required: ['text'] } },
+    { if: { properties: { type: { const: 'image' } } }, then: { required: ['source'] } },
     { if: { properties: { type: { const: 'tool_use' } } }, then: { required: ['id', 'name', 'input'] } },
     { if: { properties: { type: { const: 'tool_result' } } }, then: { required: ['tool_use_id'] } },
   ],
@@ -165,6 +172,9 @@ export const messagesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { optio
     '/count_tokens',
     { schema: { body: countTokensSchema }, config: { needsModel: true } },
     // The request's own size: never compacted.
-    async (request) => ({ input_tokens: (await buildChatPrompt(decodeChat(request, options), request.runtime!)).tokens.length }),
+    async (request) => {
+      const chat = await loadChatImages(decodeChat(request, options), request.runtime!, options, request.log);
+      return { input_tokens: (await buildChatPrompt(chat, request.runtime!)).tokens.length };
+    },
   );
 };
