@@ -3,11 +3,12 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Ops } from '../../kernels/ops.js';
-import type { Checkpoint } from '../types.js';
-import type { VisionEncoder } from './types.js';
+import type { Checkpoint, ModelConfig } from '../types.js';
+import type { ImageTokenLayout, VisionEncoder } from './types.js';
 import { LlavaVisionEncoder } from './llava-encoder.js';
+import { llavaTokenLayout, llavaVisionConfig } from './llava-config.js';
 
-export type { DecodedImage, ImageEmbeddings, VisionEncoder } from './types.js';
+export type { DecodedImage, ImageEmbeddings, ImageTokenLayout, ImageTokens, VisionEncoder } from './types.js';
 export { LlavaVisionEncoder } from './llava-encoder.js';
 
 /** preprocessor_config.json beside a Hugging Face checkpoint (`source` its directory), or null when there is none. */
@@ -35,4 +36,20 @@ export function createVisionEncoder(
   if (config.visionHfConfig === undefined) return null;
   if (config.architecture === 'llava') return new LlavaVisionEncoder(checkpoint, ops, preprocessorConfig);
   throw new Error(`${checkpoint.source}: no vision encoder for architecture ${config.architecture}`);
+}
+
+/**
+ * The prompt layout of the model's images (what the main thread needs to expand image
+ * placeholders), from config.json and preprocessor_config.json alone; null for a text-only model.
+ * Equals createVisionEncoder(...).layout of the same checkpoint.
+ */
+export function imageTokenLayout(
+  config: ModelConfig,
+  preprocessorConfig: Record<string, unknown> | null,
+  source: string,
+): ImageTokenLayout | null {
+  void preprocessorConfig; // the size-dependent layouts (Qwen2-VL's) read it
+  if (config.visionHfConfig === undefined) return null;
+  if (config.architecture === 'llava') return llavaTokenLayout(llavaVisionConfig(config.visionHfConfig, `${source}: config.json`));
+  throw new Error(`${source}: no vision encoder for architecture ${config.architecture}`);
 }

@@ -2,6 +2,7 @@
 // which hidden states feed the projector, and the projector itself. Defaults are LlavaConfig's.
 import type { GeluKind } from '../../kernels/ops.js';
 import { geluKindOf, visionTowerConfig, type VisionTowerConfig } from './vision-config.js';
+import type { ImageTokenLayout } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -47,4 +48,15 @@ export function llavaVisionConfig(raw: Readonly<Json>, where = 'config.json'): L
     projectorBias: raw.multimodal_projector_bias !== false,
     imageTokenId: token,
   };
+}
+
+/**
+ * LLaVA's prompt layout: every image, whatever its size (it is resized to the tower's square), is the
+ * tower's rows: ⌊imageSize / patchSize⌋² patches, plus CLIP's class row unless the 'default' strategy drops it.
+ */
+export function llavaTokenLayout(config: LlavaVisionConfig): ImageTokenLayout {
+  const { tower } = config;
+  const side = Math.floor(tower.imageSize / tower.patchSize);
+  const numTokens = side * side + (tower.family === 'clip' ? 1 : 0) - (config.dropFirstRow ? 1 : 0);
+  return { imageTokenId: config.imageTokenId, tokensFor: () => ({ numTokens }) };
 }

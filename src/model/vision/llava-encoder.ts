@@ -5,8 +5,8 @@
 import type { Ops } from '../../kernels/ops.js';
 import type { Checkpoint } from '../types.js';
 import { CheckpointWeights } from '../architectures/weights.js';
-import type { DecodedImage, ImageEmbeddings, VisionEncoder } from './types.js';
-import { llavaVisionConfig, type LlavaVisionConfig } from './llava-config.js';
+import type { DecodedImage, ImageEmbeddings, ImageTokenLayout, VisionEncoder } from './types.js';
+import { llavaTokenLayout, llavaVisionConfig, type LlavaVisionConfig } from './llava-config.js';
 import { VisionTransformer } from './vision-transformer.js';
 import { LlavaProjector } from './llava-projector.js';
 import { imagePreprocessing, preprocessImage, type ImagePreprocessing } from './preprocess.js';
@@ -16,6 +16,7 @@ export class LlavaVisionEncoder implements VisionEncoder {
   /** Rows one image becomes: the tower's rows, less CLIP's class row under the 'default' strategy. */
   readonly tokensPerImage: number;
   readonly config: LlavaVisionConfig;
+  readonly layout: ImageTokenLayout;
   readonly preprocessing: ImagePreprocessing;
   private readonly tower: VisionTransformer;
   private readonly projector: LlavaProjector;
@@ -41,6 +42,9 @@ export class LlavaVisionEncoder implements VisionEncoder {
     );
     this.imageTokenId = this.config.imageTokenId;
     this.tokensPerImage = this.tower.numTokens - (this.config.dropFirstRow ? 1 : 0);
+    this.layout = llavaTokenLayout(this.config);
+    const promised = this.layout.tokensFor(1, 1).numTokens;
+    if (promised !== this.tokensPerImage) throw new Error(`LLaVA: the tower gives ${this.tokensPerImage} rows, the layout ${promised}`);
   }
 
   encode(image: DecodedImage): ImageEmbeddings {
