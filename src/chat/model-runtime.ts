@@ -5,6 +5,7 @@ import type { Engine } from '../engine/types.js';
 import type { ReasoningFormatName } from '../model/model-toml.js';
 import type { ModelConfig } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer.js';
+import type { ImageTokenLayout } from '../model/vision/types.js';
 import type { PromptWorkers } from './prompt-workers.js';
 
 /** Everything a request needs from the loaded model. */
@@ -38,8 +39,8 @@ export interface ModelRuntime {
 
 /** What a request needs to know of a vision model on the main thread. */
 export interface VisionSupport {
-  /** The token id the chat template's image placeholder is (VisionEncoder.imageTokenId). */
-  imageTokenId: number;
+  /** The image token, and how many of them (and which M-RoPE grid) an image of a given size takes. */
+  layout: ImageTokenLayout;
 }
 
 /** The model's own sampling defaults (MODEL.toml [sampling], else generation_config.json), under their usual names. */

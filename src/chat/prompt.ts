@@ -9,6 +9,7 @@
 //   run there (src/chat/prompt-workers.ts); runtimes built by hand in tests use the same functions
 //   on the calling thread.
 import { ApiError, contextLengthExceeded, invalidParam } from '../common/api-error.js';
+import type { EngineImage } from '../engine/types.js';
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { ModelRuntime } from './model-runtime.js';
 import type { PromptInput, ChatContentPart, ChatMessage, ChatRequest } from './request.js';
@@ -42,6 +43,8 @@ export interface ChatPrompt {
   tokens: number[];
   /** The rendered template text (the output plan looks at how it ends). */
   text: string;
+  /** Vision models: the prompt's images and their tokens' places (image-prompt.ts); absent without images. */
+  images?: EngineImage[];
 }
 
 /** What the chat template renders (plain data: it is posted to a prompt worker). */
@@ -146,7 +149,10 @@ export function chatTemplateInput(req: ChatRequest): ChatTemplateInput {
   return { messages: req.messages.map(templateMessage), tools: req.tools, chatTemplateKwargs: req.chatTemplateKwargs };
 }
 
-/** The chat prompt: the rendered template, ending with the assistant turn's opening, as token ids. */
+/**
+ * The chat prompt: the rendered template, ending with the assistant turn's opening, as token ids.
+ * A vision model's image placeholders are expanded after (image-prompt.ts: withImageTokens).
+ */
 export async function buildChatPrompt(req: ChatRequest, runtime: ModelRuntime): Promise<ChatPrompt> {
   const input = chatTemplateInput(req);
   return runtime.prompts ? runtime.prompts.chat(input) : renderChatPrompt(runtime, input);

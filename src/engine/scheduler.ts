@@ -49,7 +49,7 @@
 import type { BlockManager } from './block-manager.js';
 import type { KvSwapSpace } from './kv-swap.js';
 import type { EngineFinishReason } from './types.js';
-import { numCompletionTokens, numUncached, type Sequence } from './sequence.js';
+import { cacheKeyTokens, numCompletionTokens, numUncached, type Sequence } from './sequence.js';
 import type { SlaiPolicy } from './slo-policy.js';
 
 /** A step that prefills beside a sampling sequence prefills at most maxPrefillTokens / this (2048 of the default 8192). */
@@ -246,7 +246,7 @@ export class Scheduler {
       const bs = this.blocks.blockSize;
       const full = Math.floor(cached / bs);
       if (this.blocks.prefixCaching && full > seq.numRegistered) {
-        this.blocks.register(seq.tokens, seq.blockTable, seq.numRegistered, full);
+        this.blocks.register(cacheKeyTokens(seq), seq.blockTable, seq.numRegistered, full);
         seq.numRegistered = full;
       }
       // Blocks reserved for a draft beyond what was kept go back to the pool.
@@ -304,7 +304,7 @@ export class Scheduler {
   private takeCachedPrefix(seq: Sequence): boolean {
     if (seq.blockTable.length > 0) return true;
     const bs = this.blocks.blockSize;
-    const hit = this.blocks.match(seq.tokens);
+    const hit = this.blocks.match(cacheKeyTokens(seq));
     if (this.beingComputed(seq, hit)) return false;
     for (const b of hit) this.blocks.retain(b);
     seq.blockTable.push(...hit);
@@ -335,10 +335,12 @@ export class Scheduler {
     const start = hit.length * bs;
     const end = start + bs;
     if (end > seq.tokens.length) return false;
+    const keys = cacheKeyTokens(seq);
     next: for (const other of this.running) {
       if (other.numCached >= end || other.tokens.length < end) continue;
       for (let i = 0; i < hit.length; i++) if (other.blockTable[i] !== hit[i]) continue next;
-      for (let t = start; t < end; t++) if (other.tokens[t] !== seq.tokens[t]) continue next;
+      const otherKeys = cacheKeyTokens(other);
+      for (let t = start; t < end; t++) if (otherKeys[t] !== keys[t]) continue next;
       return true;
     }
     return false;

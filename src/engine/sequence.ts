@@ -1,6 +1,8 @@
 // A sequence is plain state: its tokens, how many of them are in the KV cache, the blocks that
 // hold them, and what ends it. The scheduler moves it between queues; nothing here computes.
-import type { EngineFinishReason, GenerationRequest, SamplingParams } from './types.js';
+import { createHash } from 'node:crypto';
+import type { EngineFinishReason, EngineImage, GenerationRequest, SamplingParams } from './types.js';
+import type { DecodedImage, ImageTokens } from '../model/vision/types.js';
 import { createRng, type Rng } from './sampler.js';
 import type { LogitsProcessor } from './logits/index.js';
 import type { SwapHandle } from './kv-swap.js';
@@ -39,6 +41,22 @@ export interface Sequence {
    * own per-token state; set at admission, empty = plain sampling.
    */
   processors: LogitsProcessor[];
+  /** Vision models: the prompt's images, by offset (empty for a text-only prompt). */
+  readonly images: readonly SequenceImage[];
+}
+
+/** An image of the prompt: its tokens [offset, offset + numTokens) and what fills their rows. */
+export interface SequenceImage extends ImageTokens {
+  readonly offset: number;
+  /** The pixels, until they are encoded. */
+  source: DecodedImage | null;
+  /** [numTokens, hiddenSize] once encoded; kept, since a preempted sequence computes its prompt again. */
+  embeddings: Float32Array | null;
+  /**
+   * What its tokens are in prefix-cache keys instead of the image token id, which every image
+   * shares: a 48-bit hash of its size and pixels, negative so that it is never a token id.
+   */
+  readonly cacheKey: number;
 }
 
 export function createSequence(id: number, req: GenerationRequest, submittedAt: number): Sequence {
@@ -61,7 +79,24 @@ export function createSequence(id: number, req: GenerationRequest, submittedAt: 
     rng: createRng(req.sampling.seed),
     numPreemptions: 0,
     processors: [],
+    images: (req.images ?? []).map(sequenceImage),
   };
+}
+
+function sequenceImage({ offset, numTokens, grid, image }: EngineImage): SequenceImage {
+  const hash = createHash('sha256').update(`${image.width}x${image.height}:`).update(image.rgb).digest();
+  return { offset, numTokens, ...(grid ? { grid } : {}), source: image, embeddings: null, cacheKey: -1 - hash.readUIntBE(0, 6) };
+}
+
+/**
+ * The sequence's tokens as the prefix cache keys them: its tokens, with each image's tokens
+ * replaced by that image's cacheKey, so that two prompts share a block only when their pictures match.
+ */
+export function cacheKeyTokens(seq: Sequence): readonly number[] {
+  if (seq.images.length === 0) return seq.tokens;
+  const keys = seq.tokens.slice();
+  for (const img of seq.images) keys.fill(img.cacheKey, img.offset, img.offset + img.numTokens);
+  return keys;
 }
 
 export function numCompletionTokens(seq: Sequence): number {

@@ -2,6 +2,7 @@
 // The engine itself (model, KV pool, scheduler, step loop) runs in a worker thread.
 import type { GrammarConstraint } from './grammar/index.js';
 import type { ProfileSnapshot } from './profile.js';
+import type { DecodedImage, ImageTokens } from '../model/vision/types.js';
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -51,6 +52,18 @@ export interface GenerationRequest {
    * tokens end with its other tokens. Absent = none.
    */
   badWords?: number[][];
+  /**
+   * Vision models: the prompt's images, in prompt order. Each one's tokens
+   * [offset, offset + numTokens) are the model's image token; the worker's vision encoder turns
+   * the pixels into those rows' embeddings. Absent = a text-only prompt.
+   */
+  images?: EngineImage[];
+}
+
+/** An image of a prompt: where its tokens are and its pixels (ImageTokenLayout said how many tokens). */
+export interface EngineImage extends ImageTokens {
+  readonly offset: number;
+  readonly image: DecodedImage;
 }
 
 /** Token ids and the bias added to each one's logit (same length; ids distinct). */

@@ -19,6 +19,7 @@ import { copyKvBlock } from './kv-blocks.js';
 import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
+import { createVisionEncoder } from '../model/vision/index.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { SlaiPolicy } from './slo-policy.js';
 import { StepTimeModel, stepShape } from './step-time-model.js';
@@ -97,6 +98,8 @@ class StepLoop {
     if (msg.type === 'submit') {
       const seq = createSequence(msg.id, msg.req, msg.submittedAt);
       this.seqs.set(seq.id, seq);
+      const badImages = this.runner.checkImages(seq);
+      if (badImages !== null) this.refused.set(seq.id, `image input: ${badImages}`);
       if (msg.req.constraint && this.vocab === null) {
         this.awaitingVocab.push({ seq, req: msg.req });
         this.startVocabLoad();
@@ -374,7 +377,7 @@ function start(options: EngineOptions): void {
       swap.capacityBytes > 0 ? swap : null,
     );
     if (spec) scheduler.draftRoom = spec.numDrafts;
-    const runner = new ModelRunner(model, kv, options.blockSize);
+    const runner = new ModelRunner(model, kv, options.blockSize, createVisionEncoder(checkpoint, ops));
     const sample = tokenSampler(options.adaptiveSampling ?? false);
     if (profile) {
       timeMethod(profile, 'schedule', scheduler, 'schedule');

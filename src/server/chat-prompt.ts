@@ -9,6 +9,7 @@ import { buildChatPromptCompacting, type CompactionReport } from '../chat/auto-c
 import type { ModelRuntime } from '../chat/model-runtime.js';
 import { buildChatPrompt, type ChatPrompt } from '../chat/prompt.js';
 import type { ChatRequest } from '../chat/request.js';
+import { withImageTokens } from '../chat/image-prompt.js';
 import type { AppOptions } from './app.js';
 import { loadChatImages } from './images/load.js';
 
@@ -36,7 +37,7 @@ export async function routeChatPrompt(
   // Images first: fetched and decoded (or the request refused) before any prompt work.
   chat = await loadChatImages(chat, runtime, options, request.log);
   const fraction = options.autoCompact ?? null;
-  if (fraction === null) return { chat, prompt: await buildChatPrompt(chat, runtime) };
+  if (fraction === null) return { chat, prompt: withImageTokens(chat, await buildChatPrompt(chat, runtime), runtime) };
   // A client that hangs up while the summary is written cancels it.
   const gone = new AbortController();
   const onClose = (): void => {
@@ -75,5 +76,5 @@ export async function routeChatPrompt(
       'context compacted',
     );
   }
-  return { chat: result.request, prompt: result.prompt };
+  return { chat: result.request, prompt: withImageTokens(result.request, result.prompt, runtime) };
 }

@@ -10,10 +10,9 @@ import type { Tokenizer } from '../model/tokenizer.js';
 import type { ChatOutputFactory } from '../chat/output-plan.js';
 import { OutputPipeline, runSequence, type SequenceStep } from '../chat/pipeline.js';
 import type { ChatPrompt } from '../chat/prompt.js';
-import { imageParts, type ChatRequest, type GenerationOptions } from '../chat/request.js';
-import type { DecodedImage } from '../model/vision/types.js';
+import type { ChatRequest, GenerationOptions } from '../chat/request.js';
 import type { ModelRuntime } from '../chat/model-runtime.js';
-import { ApiError, contextLengthExceeded, expertRankUnavailable, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
+import { contextLengthExceeded, expertRankUnavailable, invalidParam, modelNotLoaded, serverBusy } from '../common/api-error.js';
 import type { GenerationLog } from '../ops/request-log.js';
 import type { TokenUsage } from '../protocols/stream.js';
 
@@ -106,22 +105,12 @@ export function chatSequence(
   timeoutSec: number,
   seq = 0,
 ): SequenceSpec {
-  // THE HAND-OFF TO A VISION MODEL: `images` go to the engine with the prompt tokens. Only a model
-  // with vision support (ModelRuntime.vision) gets here with images; the engine job does not carry
-  // them yet (issue 17's engine integration: each placeholder expanded to its image's tokens, the
-  // pictures encoded by the worker's VisionEncoder), so until it does they are refused here, never
-  // run without them.
-  const images = promptImages(chat);
-  if (images.length > 0) {
-    throw new ApiError(501, 'This server reads image input but cannot run it on the model yet (vision in the engine is not built).', {
-      code: 'vision_not_implemented',
-      param: imageParts(chat.messages)[0]!.param,
-    });
-  }
   const plan = chatOutput({ request: chat, runtime, promptText: prompt.text });
   const job = {
     ...withConstraint(engineJob(chat, prompt.tokens, maxTokens, runtime, timeoutSec, seq), plan.constraint ?? null),
     thinkingBudget: plan.thinkingBudget ?? null,
+    // Vision models: the images, whose placeholders buildChatPrompt expanded (src/chat/image-prompt.ts).
+    ...(prompt.images ? { images: prompt.images } : {}),
   };
   const pipeline = new OutputPipeline({
     decoder: runtime.tokenizer,
@@ -132,18 +121,6 @@ export function chatSequence(
     stages: plan.stages,
   });
   return { job, pipeline };
-}
-
-/**
- * The request's decoded images, in the order of the image placeholders its chat template wrote
- * into the prompt: one per image part of the messages, loaded by src/server/images/load.ts (after
- * any compaction, so they match the prompt as it was rendered).
- */
-export function promptImages(chat: ChatRequest): DecodedImage[] {
-  return imageParts(chat.messages).map((p) => {
-    if (p.image === undefined) throw new Error(`promptImages: the image at '${p.param}' was not loaded`);
-    return p.image;
-  });
 }
 
 export interface IndexedStep {

@@ -10,6 +10,7 @@ import type { RunningEngine } from '../engine/engine-client.js';
 import { findModelToml, SAMPLING_KEYS, type ModelToml } from '../model/model-toml.js';
 import { loadTokenizerDefinition, tokenizerFromDefinition, type Tokenizer, type TokenizerDefinition } from '../model/tokenizer.js';
 import type { ModelRuntime, ModelSamplingDefaults } from '../chat/model-runtime.js';
+import { imageTokenLayout, readPreprocessorConfig } from '../model/vision/index.js';
 
 export interface RuntimeSettings {
   /** --tool-call-parser; undefined = from MODEL.toml. */
@@ -84,6 +85,7 @@ export function createModelRuntime(
   const parser = toolCallParser(settings, modelToml);
   const { tokenizer, chatTemplate, prompts } = side ?? finishPromptSide(startPromptSide(source));
   prompts.setMaxSeqLen(engine.info.maxSeqLen);
+  const imageLayout = imageTokenLayout(config, readPreprocessorConfig(source), source);
   const runtime: ModelRuntime = {
     engine,
     tokenizer,
@@ -101,6 +103,7 @@ export function createModelRuntime(
     },
     // Prompts are rendered and tokenized off the event loop; closed with the runtime (closeModelRuntime).
     prompts,
+    vision: imageLayout ? { layout: imageLayout } : null,
   };
   // Tool-call grammars work out their vocabulary from this tokenizer rather than reading it again.
   engine.setTokenizer(runtime.tokenizer);

@@ -39,8 +39,9 @@ export async function startTinyServer(
   /** Keys, rate limiter, logger (default: a pino logger at warn). */
   deps: Partial<Pick<AppDeps, 'apiKeys' | 'rateLimiter' | 'logger'>> = {},
 ): Promise<TinyServer> {
+  const modelPath = engineOptions.modelPath ?? TINY_CHAT;
   const engine = await startEngine({
-    modelPath: TINY_CHAT,
+    modelPath,
     fastLoad: true,
     kvCacheDtype: 'bf16',
     maxSeqLen: TINY_MAX_SEQ_LEN,
@@ -55,7 +56,7 @@ export async function startTinyServer(
     ...engineOptions,
   });
   const lifecycle = new Lifecycle();
-  const { runtime } = createModelRuntime(TINY_CHAT, 'svc-tiny-chat', engine, settings);
+  const { runtime } = createModelRuntime(modelPath, options.modelName ?? TINY_OPTIONS.modelName, engine, settings);
   await runtime.prompts?.ready();
   lifecycle.setReady(runtime);
   const app = buildApp({

@@ -14,7 +14,6 @@ import { decodeImage, sniffFormat } from '../../src/server/images/decode.js';
 import { fetchImage, MAX_IMAGE_REDIRECTS, type FetchLimits } from '../../src/server/images/fetch.js';
 import { ImageInputError } from '../../src/server/images/image-error.js';
 import { DEFAULT_IMAGE_OPTIONS, loadChatImages, loadImage } from '../../src/server/images/load.js';
-import { promptImages } from '../../src/server/generate.js';
 import { addText, imageParts, mapText, partsMessage, type ChatMessage, type ChatRequest } from '../../src/chat/request.js';
 import { chatTemplateInput } from '../../src/chat/prompt.js';
 import { renderChatTemplate } from '../../src/chat/template.js';
@@ -389,7 +388,7 @@ test('loadChatImages: every image loaded in order, the first failing one named; 
     partsMessage('user', [{ type: 'image', source: { kind: 'url', url: blue }, param: 'm[2].c[0]' }], '\n'),
   ];
   const textOnly = { vision: null } as unknown as ModelRuntime;
-  const vision = { vision: { imageTokenId: 7 } } as unknown as ModelRuntime;
+  const vision = { vision: { layout: { imageTokenId: 7, tokensFor: () => ({ numTokens: 4 }) } } } as unknown as ModelRuntime;
   const opts = { modelName: 'tiny', images: DEFAULT_IMAGE_OPTIONS };
   await assert.rejects(
     loadChatImages(chatWith(messages), textOnly, opts, quiet),
@@ -397,7 +396,7 @@ test('loadChatImages: every image loaded in order, the first failing one named; 
       e.status === 400 && e.code === 'no_vision_support' && e.param === 'm[0].c[1]' && /'tiny' has no vision support/.test(e.message),
   );
   const loaded = await loadChatImages(chatWith(messages), vision, opts, quiet);
-  const images = promptImages(loaded);
+  const images = imageParts(loaded.messages).map((p) => p.image!);
   assert.deepEqual(
     images.map((i) => pixel(i, 0, 0)),
     [

@@ -4,6 +4,7 @@
 // the prompt. Paths are relative to the protocol's prefix, /v1/messages.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { buildChatPrompt } from '../../../chat/prompt.js';
+import { withImageTokens } from '../../../chat/image-prompt.js';
 import type { ChatRequest } from '../../../chat/request.js';
 import { generationError } from '../../../common/api-error.js';
 import {
@@ -174,7 +175,8 @@ export const messagesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { optio
     // The request's own size: never compacted.
     async (request) => {
       const chat = await loadChatImages(decodeChat(request, options), request.runtime!, options, request.log);
-      return { input_tokens: (await buildChatPrompt(chat, request.runtime!)).tokens.length };
+      const runtime = request.runtime!;
+      return { input_tokens: withImageTokens(chat, await buildChatPrompt(chat, runtime), runtime).tokens.length };
     },
   );
 };
