@@ -246,8 +246,8 @@ describe('Qwen2-VL prompt layout', () => {
     assert.equal(config.visionHfConfig, raw);
     const layout = imageTokenLayout(config, PREPROCESSOR, 'Qwen2-VL-2B')!;
     assert.equal(layout.imageTokenId, 151655);
-    // 1920×1080 under max_pixels 12845056: 1932 × 1092 → 69 × 39 patches, not whole merge windows? 39 is
-    // odd, but smart_resize works in 28-pixel windows: 1092 / 28 = 39, 1932 / 28 = 69 merged tokens.
+    // 1920×1080 under max_pixels 12845056: smart_resize keeps 1092 × 1932 (39 · 28, 69 · 28), 78 × 138
+    // patches, 39 × 69 tokens.
     assert.deepEqual(layout.tokensFor(1920, 1080), { numTokens: 39 * 69, grid: { t: 1, h: 39, w: 69 } });
     assert.deepEqual(layout.tokensFor(640, 480), { numTokens: 17 * 23, grid: { t: 1, h: 17, w: 23 } });
     // With transformers' default max_pixels (28·28·1280) 1080p shrinks to 728 × 1316: 26 × 47 tokens.
