@@ -82,7 +82,12 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(mtpLayers > 0 ? { numMtpLayers: mtpLayers } : {}),
     ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
     ...(mropeSection ? { mropeSection } : {}),
+    ...(arch.module.keepsVisionConfig && isObject(top.vision_config) ? { visionHfConfig: top } : {}),
   };
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -70,8 +70,9 @@ export interface ModelConfig {
    */
   textArchitecture?: string;
   /**
-   * Vision-language models: config.json as read, whose vision_config and projector keys the vision
-   * encoder (src/model/vision/) parses; absent for text-only models.
+   * Vision-language models (LLaVA; Qwen2-VL when config.json has a vision_config): config.json as
+   * read, whose vision_config and projector keys the vision encoder (src/model/vision/) parses;
+   * absent for text-only models.
    */
   visionHfConfig?: Readonly<Record<string, unknown>>;
 }

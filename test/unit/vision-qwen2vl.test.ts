@@ -203,7 +203,10 @@ test('qwen2_vl configs: transformers 4 (rope_scaling) and 5 (text_config, rope_p
   assert.deepEqual(classic.mropeSection, [1, 1, 2]);
   assert.equal(classic.headDim, 8);
   assert.equal(classic.attentionBias, true);
-  assert.deepEqual(v5, classic);
+  // Each keeps its own config.json for the vision encoder (vision-qwen2vl-tower.test.ts); the rest reads alike.
+  assert.equal(classic.visionHfConfig, CLASSIC_CONFIG);
+  assert.equal(v5.visionHfConfig, V5_CONFIG);
+  assert.deepEqual({ ...v5, visionHfConfig: undefined }, { ...classic, visionHfConfig: undefined });
   // A text-only config has no sections; sections that do not split head_dim / 2 are refused.
   assert.equal(configFromHf({ ...CLASSIC_CONFIG, rope_scaling: null }).mropeSection, undefined);
   assert.throws(() => configFromHf({ ...CLASSIC_CONFIG, rope_scaling: { type: 'mrope', mrope_section: [1, 1, 1] } }), ModelConfigError);

@@ -88,6 +88,11 @@ export interface ArchitectureModule {
    * vision encoder's (ModelConfig.visionHfConfig).
    */
   readonly wrapsTextConfig?: boolean;
+  /**
+   * Vision-language models read as one family (Qwen2-VL): a config.json with a `vision_config` object
+   * is kept whole as ModelConfig.visionHfConfig, for the vision encoder; a text-only one has none.
+   */
+  readonly keepsVisionConfig?: boolean;
   /** Routed experts (mixture of experts): how its config.json describes them; absent for dense families. */
   readonly experts?: ExpertConfigRules;
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */

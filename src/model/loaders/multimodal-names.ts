@@ -2,9 +2,11 @@
 // The language model's tensors get the plain decoder names (model.layers.N.…, model.embed_tokens,
 // lm_head) the text architectures load, and the vision side a prefix without the wrapper's `model.`:
 //   transformers 5:   model.language_model.X → model.X, model.vision_tower.X → vision_tower.X,
-//                     model.multi_modal_projector.X → multi_modal_projector.X
+//                     model.multi_modal_projector.X → multi_modal_projector.X,
+//                     model.visual.X → visual.X (Qwen2-VL's vision tower)
 //   transformers 4 (llava-hf): language_model.model.X → model.X, language_model.lm_head.X → lm_head.X,
 //                     vision_tower.vision_model.X → vision_tower.X
+//   transformers 4 (Qwen2-VL): model.X and visual.X, already these names
 // A text-only checkpoint has none of these prefixes and passes unchanged.
 import type { Tensor } from '../types.js';
 
@@ -15,6 +17,7 @@ const RENAMES: readonly (readonly [string, string])[] = [
   ['model.vision_tower.', 'vision_tower.'],
   ['vision_tower.vision_model.', 'vision_tower.'],
   ['model.multi_modal_projector.', 'multi_modal_projector.'],
+  ['model.visual.', 'visual.'],
 ];
 
 /** The name svc loads tensor `name` under. */

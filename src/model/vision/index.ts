@@ -7,9 +7,12 @@ import type { Checkpoint, ModelConfig } from '../types.js';
 import type { ImageTokenLayout, VisionEncoder } from './types.js';
 import { LlavaVisionEncoder } from './llava-encoder.js';
 import { llavaTokenLayout, llavaVisionConfig } from './llava-config.js';
+import { Qwen2VlVisionEncoder } from './qwen2-vl-encoder.js';
+import { qwen2VlLayoutOf } from './qwen2-vl-config.js';
 
 export type { DecodedImage, ImageEmbeddings, ImageTokenLayout, ImageTokens, VisionEncoder } from './types.js';
 export { LlavaVisionEncoder } from './llava-encoder.js';
+export { Qwen2VlVisionEncoder } from './qwen2-vl-encoder.js';
 
 /** preprocessor_config.json beside a Hugging Face checkpoint (`source` its directory), or null when there is none. */
 export function readPreprocessorConfig(source: string): Record<string, unknown> | null {
@@ -35,6 +38,7 @@ export function createVisionEncoder(
   const config = checkpoint.config;
   if (config.visionHfConfig === undefined) return null;
   if (config.architecture === 'llava') return new LlavaVisionEncoder(checkpoint, ops, preprocessorConfig);
+  if (config.architecture === 'qwen2_vl') return new Qwen2VlVisionEncoder(checkpoint, ops, preprocessorConfig);
   throw new Error(`${checkpoint.source}: no vision encoder for architecture ${config.architecture}`);
 }
 
@@ -48,8 +52,9 @@ export function imageTokenLayout(
   preprocessorConfig: Record<string, unknown> | null,
   source: string,
 ): ImageTokenLayout | null {
-  void preprocessorConfig; // the size-dependent layouts (Qwen2-VL's) read it
   if (config.visionHfConfig === undefined) return null;
   if (config.architecture === 'llava') return llavaTokenLayout(llavaVisionConfig(config.visionHfConfig, `${source}: config.json`));
+  // Its images' token counts follow their sizes, through the processor's resize.
+  if (config.architecture === 'qwen2_vl') return qwen2VlLayoutOf(config.visionHfConfig, preprocessorConfig, source);
   throw new Error(`${source}: no vision encoder for architecture ${config.architecture}`);
 }
