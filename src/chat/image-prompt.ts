@@ -7,7 +7,8 @@ import { ApiError } from '../common/api-error.js';
 import type { EngineImage } from '../engine/types.js';
 import type { ModelRuntime } from './model-runtime.js';
 import { promptTooLong, type ChatPrompt } from './prompt.js';
-import { imageParts, type ChatRequest } from './request.js';
+import { imageParts, type ChatImagePart, type ChatRequest } from './request.js';
+import type { ImageTokenLayout, ImageTokens } from '../model/vision/types.js';
 
 /** The prompt with each image placeholder expanded to its image's tokens, and the images' places; the prompt itself without images. */
 export function withImageTokens(chat: ChatRequest, prompt: ChatPrompt, runtime: ModelRuntime): ChatPrompt {
@@ -34,10 +35,23 @@ export function withImageTokens(chat: ChatRequest, prompt: ChatPrompt, runtime: 
     }
     const part = parts[next++]!;
     if (!part.image) throw new Error(`withImageTokens: the image at '${part.param}' was not loaded`);
-    const { numTokens, grid } = layout.tokensFor(part.image.width, part.image.height);
+    const { numTokens, grid } = tokensOf(layout, part);
     images.push({ offset: tokens.length, numTokens, ...(grid ? { grid } : {}), image: part.image });
     for (let i = 0; i < numTokens; i++) tokens.push(id);
   }
   if (tokens.length >= runtime.maxSeqLen) throw promptTooLong(runtime.maxSeqLen, tokens.length, 'messages');
   return { ...prompt, tokens, images };
+}
+
+/** The part's image tokens; an image the model's processor refuses (a RangeError: e.g. Qwen2-VL's aspect ratio over 200) is a 400. */
+function tokensOf(layout: ImageTokenLayout, part: ChatImagePart): ImageTokens {
+  try {
+    return layout.tokensFor(part.image!.width, part.image!.height);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    throw new ApiError(400, `Invalid image in '${part.param}': the model cannot take it (${err.message}).`, {
+      code: 'invalid_image',
+      param: part.param,
+    });
+  }
 }

@@ -63,6 +63,22 @@ test('withImageTokens: a placeholder count that does not match the images, or a 
     () => withImageTokens(chatWith(a, a), { text: 't', tokens: [IMG, 1] }, runtime()),
     (e: ApiError) => e.status === 400 && e.code === 'image_placeholder_mismatch',
   );
+  // An image the model's processor refuses (the layout throws a RangeError).
+  const picky = {
+    vision: {
+      layout: {
+        imageTokenId: IMG,
+        tokensFor: () => {
+          throw new RangeError('aspect ratio exceeds 200');
+        },
+      },
+    },
+    maxSeqLen: 100,
+  } as unknown as ModelRuntime;
+  assert.throws(
+    () => withImageTokens(chatWith(a), { text: 't', tokens: [IMG] }, picky),
+    (e: ApiError) => e.status === 400 && e.code === 'invalid_image' && e.param === 'p0' && /aspect ratio exceeds 200/.test(e.message),
+  );
   // 1 + 100 image tokens in a 64-token context.
   assert.throws(
     () => withImageTokens(chatWith(picture(100, 100, 1)), { text: 't', tokens: [1, IMG] }, runtime(64)),

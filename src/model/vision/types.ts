@@ -32,6 +32,7 @@ export interface ImageTokens {
 export interface ImageTokenLayout {
   /** The token id the chat template's image placeholder is (config image_token_index / image_token_id). */
   readonly imageTokenId: number;
+  /** Throws a RangeError for an image the model's processor refuses (e.g. Qwen2-VL: an aspect ratio over 200). */
   tokensFor(width: number, height: number): ImageTokens;
 }
 
