@@ -10,6 +10,8 @@ export interface BlockManagerOptions {
   prefixCaching?: boolean;
   /** Copies a block's KV to another block in every layer (copy-on-write); needed with prefixCaching. */
   copyBlock?: (from: number, to: number) => void;
+  /** Told the blocks that leave the prefix cache (hybrid models drop their state snapshots with them). */
+  onUncached?: (blocks: readonly number[]) => void;
 }
 
 export class BlockManager {
@@ -20,6 +22,7 @@ export class BlockManager {
   private readonly evictable = new Map<number, true>();
   private readonly cache: PrefixCache | null;
   private readonly copyBlock: (from: number, to: number) => void;
+  private readonly onUncached: (blocks: readonly number[]) => void;
 
   constructor(
     readonly numBlocks: number,
@@ -31,6 +34,7 @@ export class BlockManager {
     this.refCounts = new Int32Array(numBlocks);
     for (let b = numBlocks - 1; b >= 0; b--) this.free.push(b);
     this.cache = options.prefixCaching ? new PrefixCache(blockSize) : null;
+    this.onUncached = options.onUncached ?? (() => {});
     this.copyBlock =
       options.copyBlock ??
       (() => {
@@ -139,10 +143,12 @@ export class BlockManager {
     if (b === undefined) {
       const oldest = this.evictable.keys().next();
       if (oldest.done) throw new Error('KV pool exhausted');
-      for (const r of this.cache!.remove(oldest.value)) {
+      const removed = this.cache!.remove(oldest.value);
+      for (const r of removed) {
         // A removed block still owned (not expected: owners hold every block before theirs) stays with its owner.
         if (this.evictable.delete(r)) this.free.push(r);
       }
+      this.onUncached(removed);
       b = this.free.pop()!;
     }
     this.refCounts[b] = 1;

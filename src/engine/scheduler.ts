@@ -35,6 +35,15 @@
 // completed go into the cache. A recompute after preemption finds its own blocks there unless
 // they were evicted meanwhile.
 //
+// Hybrid models (recurrent layers beside attention) keep each running sequence's recurrent state in
+// a slot of its own (StateSlots), taken at admission and given back when it finishes or is
+// preempted (always recomputed: the state is not swapped). With prefix caching, a sequence resumes
+// only where a state snapshot exists: the hit is cut back to the latest cached block with one, the
+// snapshot is copied into its slot, and the rest is computed. Snapshots are taken after the step
+// that ends a prompt's prefill at a checkpoint — every `checkpointBlocks` blocks, and the prompt's
+// last whole block (what a next turn, which extends the prompt, resumes from) — so prefill chunks
+// are cut at those positions.
+//
 // Speculative decoding: with a drafter on (draftRoom > 0), a decoding sequence also gets KV blocks
 // for `room` more positions, when they are free (drafts never preempt anyone). The step loop fills
 // the chunk's draft and lengthens the chunk by it, so the draft is verified in the same forward
@@ -51,6 +60,7 @@ import type { KvSwapSpace } from './kv-swap.js';
 import type { EngineFinishReason } from './types.js';
 import { cacheKeyTokens, numCompletionTokens, numUncached, type Sequence } from './sequence.js';
 import type { SlaiPolicy } from './slo-policy.js';
+import type { StateSlots } from './state-slots.js';
 
 /** A step that prefills beside a sampling sequence prefills at most maxPrefillTokens / this (2048 of the default 8192). */
 export const SHARED_STEP_PREFILL_DIVISOR = 4;
@@ -62,6 +72,8 @@ export interface SchedulerConfig {
   maxPrefillTokens: number;
   /** --scheduling-policy slai: sizes the prefill budget of steps with decodes; absent = fifo. */
   slai?: SlaiPolicy | null;
+  /** Hybrid models: the recurrent-state slots, and the blocks between snapshot checkpoints (--ssm-checkpoint-interval). */
+  recurrent?: { slots: StateSlots; checkpointBlocks: number } | null;
 }
 
 /** One sequence's share of a step: tokens [start, start + length) go through the model. */
@@ -159,7 +171,7 @@ export class Scheduler {
       const seq = this.running[i];
       const uncached = numUncached(seq);
       if (uncached > 1) promisedLater -= promise(seq);
-      const length = uncached === 1 ? 1 : Math.max(0, Math.min(uncached, budget - promisedLater));
+      const length = uncached === 1 ? 1 : this.cutAtCheckpoint(seq, Math.max(0, Math.min(uncached, budget - promisedLater)));
       if (length === 0) continue; // a prefill waiting for budget keeps its blocks
       const target = seq.numCached + length;
       // Make room by preempting from the newest end; never a sequence already in this batch.
@@ -188,11 +200,19 @@ export class Scheduler {
         if (next <= 0 || !this.blocks.canGrow(seq.blockTable, seq.numCached + next)) break;
         this.restore(seq);
       }
-      if (this.blocks.prefixCaching && !this.takeCachedPrefix(seq)) break;
-      const length = Math.min(numUncached(seq), budget - promisedLater);
+      if (this.config.recurrent && seq.stateSlot === null) {
+        seq.stateSlot = this.config.recurrent.slots.acquire();
+        if (seq.stateSlot === null) break; // (never: a slot per sequence the batch can hold)
+      }
+      if (this.blocks.prefixCaching && !this.takeCachedPrefix(seq)) {
+        this.releaseState(seq);
+        break;
+      }
+      const length = this.cutAtCheckpoint(seq, Math.min(numUncached(seq), budget - promisedLater));
       const target = seq.numCached + length;
       if (length <= 0 || !this.canWrite(seq, target)) {
         this.dropCachedPrefix(seq);
+        this.releaseState(seq);
         break;
       }
       this.waiting.shift();
@@ -249,6 +269,9 @@ export class Scheduler {
         this.blocks.register(cacheKeyTokens(seq), seq.blockTable, seq.numRegistered, full);
         seq.numRegistered = full;
       }
+      if (!chunk.sample && this.isCheckpoint(seq, cached) && cached / bs <= seq.numRegistered) {
+        this.config.recurrent!.slots.snapshot(seq.blockTable[cached / bs - 1], seq.stateSlot!);
+      }
       // Blocks reserved for a draft beyond what was kept go back to the pool.
       const needed = Math.ceil(cached / bs);
       if (seq.blockTable.length > needed) this.blocks.release(seq.blockTable.splice(needed));
@@ -272,6 +295,7 @@ export class Scheduler {
     const at = queue.indexOf(seq);
     if (at >= 0) queue.splice(at, 1);
     this.blocks.release(seq.blockTable);
+    this.releaseState(seq);
     if (seq.swapped) this.swap!.discard(seq.swapped);
     seq.swapped = null;
     seq.status = 'finished';
@@ -304,8 +328,9 @@ export class Scheduler {
   private takeCachedPrefix(seq: Sequence): boolean {
     if (seq.blockTable.length > 0) return true;
     const bs = this.blocks.blockSize;
-    const hit = this.blocks.match(cacheKeyTokens(seq));
+    let hit = this.blocks.match(cacheKeyTokens(seq));
     if (this.beingComputed(seq, hit)) return false;
+    if (this.config.recurrent) hit = this.resumeFromSnapshot(seq, hit);
     for (const b of hit) this.blocks.retain(b);
     seq.blockTable.push(...hit);
     seq.numRegistered = hit.length;
@@ -327,6 +352,47 @@ export class Scheduler {
     this.blocks.release(seq.blockTable);
     seq.numRegistered = 0;
     seq.numCached = 0;
+  }
+
+  /**
+   * Hybrid models: the part of a prefix-cache hit a sequence can resume from — up to the latest
+   * block with a state snapshot (copied into the sequence's slot), before its last token (which
+   * runs for its logits, after the state). Nothing when no block of the hit has one.
+   */
+  private resumeFromSnapshot(seq: Sequence, hit: number[]): number[] {
+    const slots = this.config.recurrent!.slots;
+    const bs = this.blocks.blockSize;
+    for (let k = Math.min(hit.length, Math.floor((seq.tokens.length - 1) / bs)); k > 0; k--) {
+      if (slots.restore(hit[k - 1], seq.stateSlot!)) return hit.slice(0, k);
+    }
+    return [];
+  }
+
+  /** Hybrid models with prefix caching: whether the state after `position` prompt tokens is snapshotted (see the top of this file). */
+  private isCheckpoint(seq: Sequence, position: number): boolean {
+    const recurrent = this.config.recurrent;
+    if (!recurrent || !this.blocks.prefixCaching || recurrent.slots.numSnapshotSlots === 0) return false;
+    const bs = this.blocks.blockSize;
+    if (position <= 0 || position % bs !== 0 || position >= seq.numPromptTokens) return false;
+    return position % (recurrent.checkpointBlocks * bs) === 0 || position === Math.floor((seq.numPromptTokens - 1) / bs) * bs;
+  }
+
+  /** A prefill chunk of `length` from seq.numCached, ending at the first snapshot checkpoint inside it. */
+  private cutAtCheckpoint(seq: Sequence, length: number): number {
+    const recurrent = this.config.recurrent;
+    if (!recurrent || !this.blocks.prefixCaching || length <= 1) return length;
+    const bs = this.blocks.blockSize;
+    const end = Math.min(seq.numCached + length, seq.numPromptTokens);
+    for (let p = (Math.floor(seq.numCached / bs) + 1) * bs; p < end; p += bs) {
+      if (this.isCheckpoint(seq, p)) return p - seq.numCached;
+    }
+    return length;
+  }
+
+  private releaseState(seq: Sequence): void {
+    if (seq.stateSlot === null) return;
+    this.config.recurrent!.slots.release(seq.stateSlot);
+    seq.stateSlot = null;
   }
 
   /** Whether a running sequence sharing `hit` is computing the whole block that follows it in `seq`. */
@@ -383,6 +449,7 @@ export class Scheduler {
       }
     }
     this.blocks.release(seq.blockTable);
+    this.releaseState(seq); // (never swapped: its KV is recomputed, and its state with it)
     if (!seq.swapped) seq.numCached = 0;
     seq.numRegistered = 0;
     seq.status = 'waiting';

@@ -43,6 +43,8 @@ export interface Sequence {
   processors: LogitsProcessor[];
   /** Vision models: the prompt's images, by offset (empty for a text-only prompt). */
   readonly images: readonly SequenceImage[];
+  /** Hybrid models: the recurrent-state slot it holds while running (StateSlots); null otherwise. */
+  stateSlot: number | null;
 }
 
 /** An image of the prompt: its tokens [offset, offset + numTokens) and what fills their rows. */
@@ -80,6 +82,7 @@ export function createSequence(id: number, req: GenerationRequest, submittedAt: 
     numPreemptions: 0,
     processors: [],
     images: (req.images ?? []).map(sequenceImage),
+    stateSlot: null,
   };
 }
 
