@@ -127,7 +127,8 @@ function ropeWith(
     throw new RangeError(`rope: rotaryDim ${rot} is not an even number from 2 to headDim ${headDim}`);
   }
   const half = rot / 2;
-  if (freqs.invFreq && freqs.invFreq.length !== half) throw new RangeError(`rope: ${freqs.invFreq.length} inverse frequencies for ${half} pairs`);
+  if (freqs.invFreq && freqs.invFreq.length !== half)
+    throw new RangeError(`rope: ${freqs.invFreq.length} inverse frequencies for ${half} pairs`);
   const invFreq = freqs.invFreq ?? ropeInvFreq(rot, theta);
   const scale = freqs.scale ?? 1;
   for (let i = 0; i < n; i++) {

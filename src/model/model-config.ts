@@ -132,9 +132,13 @@ function hfLongRope(raw: Json, rope: Json, pairs: number, maxPositions: number, 
   }
   const scale = typeof original === 'number' ? maxPositions / originalMax : typeof rope.factor === 'number' ? rope.factor : 1;
   const given = rope.attention_factor;
-  const attentionFactor =
-    typeof given === 'number' ? given : scale <= 1 ? 1 : Math.sqrt(1 + Math.log(scale) / Math.log(originalMax));
-  return { shortFactor: factors('short_factor'), longFactor: factors('long_factor'), originalMaxPositionEmbeddings: originalMax, attentionFactor };
+  const attentionFactor = typeof given === 'number' ? given : scale <= 1 ? 1 : Math.sqrt(1 + Math.log(scale) / Math.log(originalMax));
+  return {
+    shortFactor: factors('short_factor'),
+    longFactor: factors('long_factor'),
+    originalMaxPositionEmbeddings: originalMax,
+    attentionFactor,
+  };
 }
 
 /** Granite's multipliers (embedding, residual, attention, logits), those the config sets. */
@@ -304,7 +308,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const experts =
     expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, opts.routerLayers, num, where) : {};
   const sharedWidth = scalarOf(meta[`${arch}.expert_shared_feed_forward_length`], 'expert_shared_feed_forward_length', where) ?? 0;
-  if (sharedWidth > 0) throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
+  if (sharedWidth > 0)
+    throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
 
   return {
     architecture: row.name,

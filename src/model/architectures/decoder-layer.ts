@@ -177,7 +177,10 @@ function loadDenseMlp(w: CheckpointWeights, c: ModelConfig, p: string): DenseMlp
   const [gate, up] =
     !w.has(`${p}mlp.gate_proj.weight`) && w.has(fused)
       ? w.rowBlocks(fused, c.hiddenSize, [c.intermediateSize, c.intermediateSize])
-      : [w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize), w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize)];
+      : [
+          w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize),
+          w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize),
+        ];
   return { kind: 'dense', gate, up, down: w.matrix(`${p}mlp.down_proj.weight`, c.hiddenSize, c.intermediateSize) };
 }
 

@@ -10,7 +10,14 @@ import type { Checkpoint, ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
 import type { ForwardBatch, ForwardOptions, InputEmbeddings, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
-import { DecoderScratch, loadDecoderLayer, runDecoderLayer, scaleRows, type DecoderLayerWeights, type DecoderOptions } from './decoder-layer.js';
+import {
+  DecoderScratch,
+  loadDecoderLayer,
+  runDecoderLayer,
+  scaleRows,
+  type DecoderLayerWeights,
+  type DecoderOptions,
+} from './decoder-layer.js';
 import type { ModelOptions } from './expert-placement.js';
 import { loadMoeBlock } from './moe.js';
 

@@ -105,7 +105,7 @@ export function applyRotary(
   const qw = c.numHeads * c.headDim;
   const kw = c.numKvHeads * c.headDim;
   // Runs of rows with one choice; q then k of a run, so the native cos/sin table is built once per run.
-  for (let start = 0; start < n; ) {
+  for (let start = 0; start < n;) {
     let end = start + 1;
     while (end < n && long[end] === long[start]) end++;
     const freqs: RopeFrequencies = { rotaryDim: rotary.rotaryDim, invFreq: long[start] ? lr.long : lr.short, scale: lr.attentionFactor };
