@@ -15,8 +15,7 @@
 // the same prefill; a prompt that crosses it in one prefill step is long-rotated throughout, as HF.
 // So svc matches HF's whole-sequence logits when the first step already reaches the threshold,
 // and HF's incremental generation in every case given the same chunking.
-import type { Ops, RopeFrequencies } from '../../kernels/ops.js';
-import type { AttentionSeq } from '../../kernels/ops.js';
+import type { AttentionSeq, Ops, RopeFrequencies } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
 
 export interface LongRopeFrequencies {
