@@ -105,9 +105,45 @@ const double* mrope_table(const int32_t* pos, int n, int hd, const int32_t* sect
   return t.cs.data();
 }
 
-// Rotates every head of every token by its row of the cos/sin table cs [n][half][2].
-void rotate(float* x, int n, int heads, int hd, const double* cs, bool neox) {
-  const int half = hd / 2;
+// rope with given frequencies (partial rotary, LongRoPE): the rot / 2 pairs turn at inv (or
+// theta^(-2k/rot) when inv is null), cos and sin multiplied by scale. A table of its own, so plain
+// rope's stays warm; keyed on everything it depends on.
+const double* rope_table_freqs(const int32_t* pos, int n, int rot, double theta, const float* inv, double scale) {
+  static RopeTable t;
+  static std::vector<float> given;  // the inv the table was built with (empty: theta's)
+  static double built_scale = 0;
+  const int half = rot / 2;
+  const bool same_inv = inv == nullptr ? given.empty() && t.theta == theta
+                                       : given.size() == (size_t)half && std::memcmp(given.data(), inv, (size_t)half * sizeof(float)) == 0;
+  if (same_inv && t.head_dim == rot && built_scale == scale && t.positions.size() == (size_t)n &&
+      std::memcmp(t.positions.data(), pos, (size_t)n * sizeof(int32_t)) == 0)
+    return t.cs.data();
+  if (inv == nullptr) {
+    fill_inv_freq(t, rot, theta);
+    given.clear();
+  } else {
+    t.inv_freq.assign(inv, inv + half);
+    given.assign(inv, inv + half);
+    t.theta = 0;
+    t.head_dim = rot;
+  }
+  built_scale = scale;
+  t.positions.assign(pos, pos + n);
+  t.cs.resize((size_t)n * half * 2);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < half; k++) {
+      double* cs = &t.cs[((size_t)i * half + k) * 2];
+      set_angle(cs, pos[i], t.inv_freq[(size_t)k]);
+      cs[0] *= scale;
+      cs[1] *= scale;
+    }
+  return t.cs.data();
+}
+
+// Rotates the first rot elements of every head of every token by its row of the cos/sin table cs
+// [n][rot / 2][2]; the rest of each head passes unchanged (rot == hd: the whole head).
+void rotate(float* x, int n, int heads, int hd, const double* cs, bool neox, int rot) {
+  const int half = rot / 2;
   auto body = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; i++) {
       const double* c = cs + (size_t)i * half * 2;
@@ -167,7 +203,8 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// rope(x, n, numHeads, headDim, positions, theta, neox)
+// rope(x, n, numHeads, headDim, positions, theta, neox[, rotaryDim, invFreq | null, scale]): the
+// three optional arguments together (ops.ts RopeFrequencies); without them plain RoPE over the head.
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   Args a(info, "rope");
   const int n = (int)a.integer(1, "n", 0, INT32_MAX);
@@ -178,9 +215,20 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   const int32_t* pos = a.i32(4, "positions", (size_t)n);
   const double theta = a.number(5, "theta");
   const bool neox = a.boolean(6, "neox");
+  if (info.Length() > 7) {
+    const int rot = (int)a.integer(7, "rotaryDim", 2, hd);
+    if (a.ok() && rot % 2 != 0) a.fail("rotaryDim must be even");
+    const float* inv = a.f32_or_null(8, "invFreq", (size_t)rot / 2);
+    if (a.ok() && inv != nullptr && a.last_length() != (size_t)rot / 2) a.fail("invFreq must hold rotaryDim / 2 values");
+    const double scale = a.number(9, "scale");
+    if (!a.ok()) return info.Env().Undefined();
+    std::lock_guard<std::mutex> lk(op_mutex());
+    rotate(x, n, heads, hd, rope_table_freqs(pos, n, rot, theta, inv, scale), neox, rot);
+    return info.Env().Undefined();
+  }
   if (!a.ok()) return info.Env().Undefined();
   std::lock_guard<std::mutex> lk(op_mutex());
-  rotate(x, n, heads, hd, rope_table(pos, n, hd, theta), neox);
+  rotate(x, n, heads, hd, rope_table(pos, n, hd, theta), neox, hd);
   return info.Env().Undefined();
 }
 
@@ -206,7 +254,7 @@ Napi::Value RopeMulti(const Napi::CallbackInfo& info) {
   }
   if (!a.ok()) return info.Env().Undefined();
   std::lock_guard<std::mutex> lk(op_mutex());
-  rotate(x, n, heads, hd, mrope_table(pos, n, hd, sections, (int)nsec, theta), true);
+  rotate(x, n, heads, hd, mrope_table(pos, n, hd, sections, (int)nsec, theta), true, hd);
   return info.Env().Undefined();
 }
 

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEnv } from '../common/env.js';
-import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, WEIGHT_DTYPES, type KvDTypeTraits } from './dtypes.js';
 
 /** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
@@ -42,6 +42,19 @@ export interface NativeAddon {
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
   rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
+  /** rope with RopeFrequencies: rotaryDim, invFreq [rotaryDim / 2] or null (theta's), cos/sin scale. */
+  rope(
+    x: Float32Array,
+    n: number,
+    numHeads: number,
+    headDim: number,
+    positions: Int32Array,
+    theta: number,
+    neox: boolean,
+    rotaryDim: number,
+    invFreq: Float32Array | null,
+    scale: number,
+  ): void;
   ropeMulti(
     x: Float32Array,
     n: number,
@@ -481,7 +494,7 @@ export const nativeOps: Ops = {
     loadAddon().rmsnorm(x, rows, dim, weight, eps, out);
   },
 
-  rope(x, n, numHeads, headDim, positions, theta, style: RopeStyle) {
+  rope(x, n, numHeads, headDim, positions, theta, style: RopeStyle, freqs?: RopeFrequencies) {
     checkCount('rope', 'n', n);
     checkCount('rope', 'numHeads', numHeads, 1);
     checkCount('rope', 'headDim', headDim, 2);
@@ -491,7 +504,22 @@ export const nativeOps: Ops = {
     checkKind('rope', 'positions', positions, Int32Array);
     checkLength('rope', 'x', x, n * numHeads * headDim);
     checkLength('rope', 'positions', positions, n);
-    loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox');
+    if (freqs === undefined) {
+      loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox');
+      return;
+    }
+    const rot = freqs.rotaryDim ?? headDim;
+    if (!Number.isInteger(rot) || rot < 2 || rot % 2 !== 0 || rot > headDim) {
+      fail('rope', `rotaryDim must be an even number from 2 to headDim ${headDim}, got ${rot}`);
+    }
+    const invFreq = freqs.invFreq ?? null;
+    if (invFreq !== null) {
+      checkKind('rope', 'invFreq', invFreq, Float32Array);
+      if (invFreq.length !== rot / 2) fail('rope', `invFreq must hold rotaryDim / 2 = ${rot / 2} values, got ${invFreq.length}`);
+    }
+    const scale = freqs.scale ?? 1;
+    if (!Number.isFinite(scale)) fail('rope', `scale must be finite, got ${scale}`);
+    loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox', rot, invFreq, scale);
   },
 
   ropeMulti(x, n, numHeads, headDim, positions, sections, theta) {

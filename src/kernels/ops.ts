@@ -56,6 +56,19 @@ export interface AttentionParams {
 export type RopeStyle = 'neox' | 'normal';
 
 /**
+ * A rope call's frequencies where they are not plain RoPE's over the whole head (partial rotary,
+ * LongRoPE); every field absent is plain RoPE.
+ */
+export interface RopeFrequencies {
+  /** Leading elements of each head that rotate (even, ≤ headDim; partial_rotary_factor); the rest pass unchanged. Default headDim. */
+  readonly rotaryDim?: number;
+  /** Inverse frequency of each of the rotaryDim / 2 pairs, in place of theta^(-2k/rotaryDim) (LongRoPE's, already divided by its factors). */
+  readonly invFreq?: Float32Array;
+  /** cos and sin are multiplied by this (LongRoPE's attention factor). Default 1. */
+  readonly scale?: number;
+}
+
+/**
  * Which GELU: erf is the exact one (HF 'gelu'); tanh is HF 'gelu_pytorch_tanh' / 'gelu_new',
  * 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); quick is HF 'quick_gelu' (OpenAI CLIP), x·σ(1.702·x).
  */
@@ -84,9 +97,20 @@ export interface Ops {
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
   /**
    * Rotary embedding in place on x[n, numHeads, headDim], token i at positions[i].
-   * neox: rotate halves (HF rotate_half); normal: rotate adjacent pairs (GPT-J).
+   * neox: rotate halves (HF rotate_half); normal: rotate adjacent pairs (GPT-J). `freqs`: partial
+   * rotary (only the first rotaryDim elements, paired within them), given inverse frequencies (theta
+   * then unused) and a cos/sin scale; absent, the whole head at theta^(-2k/headDim).
    */
-  rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, style: RopeStyle): void;
+  rope(
+    x: Float32Array,
+    n: number,
+    numHeads: number,
+    headDim: number,
+    positions: Int32Array,
+    theta: number,
+    style: RopeStyle,
+    freqs?: RopeFrequencies,
+  ): void;
   /**
    * Multimodal rotary embedding (Qwen2-VL's M-RoPE) in place on x[n, numHeads, headDim], neox pairing.
    * `sections` splits the headDim / 2 frequencies, in order, among position rows: pair k (elements k

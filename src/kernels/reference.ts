@@ -1,6 +1,6 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
-import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
@@ -79,7 +79,20 @@ function rotatePair(x: Float32Array, a: number, b: number, angle: number): void 
   x[b] = x2 * cos + x1 * sin;
 }
 
-function rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, style: RopeStyle): void {
+function rope(
+  x: Float32Array,
+  n: number,
+  numHeads: number,
+  headDim: number,
+  positions: Int32Array,
+  theta: number,
+  style: RopeStyle,
+  freqs?: RopeFrequencies,
+): void {
+  if (freqs) {
+    ropeWith(x, n, numHeads, headDim, positions, theta, style, freqs);
+    return;
+  }
   const half = headDim / 2;
   // Pair k turns at theta^(-2k/headDim). HF computes inv_freq and the angle in f32; doing the same
   // keeps long positions (where f32 angle rounding shows) matching it.
@@ -93,6 +106,45 @@ function rope(x: Float32Array, n: number, numHeads: number, headDim: number, pos
         const a = style === 'neox' ? base + k : base + 2 * k;
         const b = style === 'neox' ? base + k + half : base + 2 * k + 1;
         rotatePair(x, a, b, Math.fround(pos * invFreq[k]));
+      }
+    }
+  }
+}
+
+/** rope with RopeFrequencies: the first rotaryDim elements of each head rotate, pairs within them; cos and sin scaled. */
+function ropeWith(
+  x: Float32Array,
+  n: number,
+  numHeads: number,
+  headDim: number,
+  positions: Int32Array,
+  theta: number,
+  style: RopeStyle,
+  freqs: RopeFrequencies,
+): void {
+  const rot = freqs.rotaryDim ?? headDim;
+  if (!Number.isInteger(rot) || rot < 2 || rot % 2 !== 0 || rot > headDim) {
+    throw new RangeError(`rope: rotaryDim ${rot} is not an even number from 2 to headDim ${headDim}`);
+  }
+  const half = rot / 2;
+  if (freqs.invFreq && freqs.invFreq.length !== half)
+    throw new RangeError(`rope: ${freqs.invFreq.length} inverse frequencies for ${half} pairs`);
+  const invFreq = freqs.invFreq ?? ropeInvFreq(rot, theta);
+  const scale = freqs.scale ?? 1;
+  for (let i = 0; i < n; i++) {
+    for (let h = 0; h < numHeads; h++) {
+      const base = (i * numHeads + h) * headDim;
+      for (let k = 0; k < half; k++) {
+        const a = style === 'neox' ? base + k : base + 2 * k;
+        const b = style === 'neox' ? base + k + half : base + 2 * k + 1;
+        // The angle in f32, as HF; cos and sin scaled after (HF multiplies its cos/sin tables by attention_scaling).
+        const angle = Math.fround(positions[i] * invFreq[k]);
+        const cos = Math.cos(angle) * scale;
+        const sin = Math.sin(angle) * scale;
+        const x1 = x[a];
+        const x2 = x[b];
+        x[a] = x1 * cos - x2 * sin;
+        x[b] = x2 * cos + x1 * sin;
       }
     }
   }

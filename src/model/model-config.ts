@@ -6,7 +6,7 @@
 // model is served under.
 import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
 import type { ExpertConfigRules } from './architectures/model.js';
-import type { ModelConfig } from './types.js';
+import type { LongRopeConfig, ModelConfig } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -59,6 +59,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
   const headDim = num('head_dim', hiddenSize / numHeads);
   const mropeSection = hfMropeSection(raw, headDim, where);
+  const maxPositionEmbeddings = num('max_position_embeddings', 2048);
   return {
     architecture: arch.name,
     hiddenSize,
@@ -74,7 +75,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     tieWordEmbeddings: raw.tie_word_embeddings === true,
     slidingWindow,
     attentionBias: arch.module.alwaysQkvBias || raw.attention_bias === true,
-    maxPositionEmbeddings: num('max_position_embeddings', 2048),
+    maxPositionEmbeddings,
     bosTokenId: bos,
     eosTokenIds: unionIds(tokenIdsOf(raw.eos_token_id), tokenIdsOf(gen?.eos_token_id)),
     nameOrPath,
@@ -83,7 +84,85 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
     ...(mropeSection ? { mropeSection } : {}),
     ...(arch.module.keepsVisionConfig && isObject(top.vision_config) ? { visionHfConfig: top } : {}),
+    ...hfRotary(raw, headDim, maxPositionEmbeddings, where),
+    ...hfGraniteScales(raw, where),
   };
+}
+
+/** The rope_scaling / rope_parameters objects of a config (transformers 4 / 5), those present. */
+function ropeHolders(raw: Json): Json[] {
+  return [raw.rope_scaling, raw.rope_parameters].filter((h): h is Json => !!h && typeof h === 'object' && !Array.isArray(h));
+}
+
+/**
+ * Partial rotary (partial_rotary_factor, top level or under rope_scaling / rope_parameters:
+ * rotaryDim = int(headDim · factor), as transformers) and LongRoPE (rope_type or type `longrope`,
+ * or `su`, its name in early Phi-3 configs). Only set where they differ from plain RoPE.
+ */
+function hfRotary(raw: Json, headDim: number, maxPositions: number, where: string): Pick<ModelConfig, 'rotaryDim' | 'longRope'> {
+  const holders = ropeHolders(raw);
+  const factor = [raw.partial_rotary_factor, ...holders.map((h) => h.partial_rotary_factor)].find((v) => typeof v === 'number');
+  let rotaryDim = headDim;
+  if (typeof factor === 'number') {
+    rotaryDim = Math.trunc(headDim * factor);
+    if (!(factor > 0 && factor <= 1) || rotaryDim < 2 || rotaryDim % 2 !== 0) {
+      throw new ModelConfigError(`${where}: partial_rotary_factor ${factor} of head_dim ${headDim} gives no even rotary dimension`);
+    }
+  }
+  const out: Pick<ModelConfig, 'rotaryDim' | 'longRope'> = rotaryDim < headDim ? { rotaryDim } : {};
+  const long = holders.find((h) => ['longrope', 'su'].includes(String(h.rope_type ?? h.type)));
+  if (long) out.longRope = hfLongRope(raw, long, rotaryDim / 2, maxPositions, where);
+  return out;
+}
+
+/** LongRoPE's factors and attention factor, as transformers' _compute_longrope_parameters reads them. */
+function hfLongRope(raw: Json, rope: Json, pairs: number, maxPositions: number, where: string): LongRopeConfig {
+  const factors = (key: string): number[] => {
+    const v = rope[key];
+    if (!Array.isArray(v) || v.length !== pairs || !v.every((x) => typeof x === 'number' && x > 0)) {
+      throw new ModelConfigError(`${where}: LongRoPE ${key} must be ${pairs} positive numbers (one per rotary frequency)`);
+    }
+    return v as number[];
+  };
+  // The top-level original_max_position_embeddings (Phi-3), else the rope object's; with one, the
+  // scale is max_position_embeddings / it, else the rope object's factor over max_position_embeddings.
+  const original = [raw.original_max_position_embeddings, rope.original_max_position_embeddings].find((v) => typeof v === 'number');
+  const originalMax = typeof original === 'number' ? original : maxPositions;
+  if (!Number.isInteger(originalMax) || originalMax < 2) {
+    throw new ModelConfigError(`${where}: LongRoPE original_max_position_embeddings ${originalMax} is not an integer ≥ 2`);
+  }
+  const scale = typeof original === 'number' ? maxPositions / originalMax : typeof rope.factor === 'number' ? rope.factor : 1;
+  const given = rope.attention_factor;
+  const attentionFactor = typeof given === 'number' ? given : scale <= 1 ? 1 : Math.sqrt(1 + Math.log(scale) / Math.log(originalMax));
+  return {
+    shortFactor: factors('short_factor'),
+    longFactor: factors('long_factor'),
+    originalMaxPositionEmbeddings: originalMax,
+    attentionFactor,
+  };
+}
+
+/** Granite's multipliers (embedding, residual, attention, logits), those the config sets. */
+function hfGraniteScales(
+  raw: Json,
+  where: string,
+): Pick<ModelConfig, 'embeddingMultiplier' | 'residualMultiplier' | 'attentionMultiplier' | 'logitsScaling'> {
+  const out: Record<string, number> = {};
+  const keys = [
+    ['embedding_multiplier', 'embeddingMultiplier'],
+    ['residual_multiplier', 'residualMultiplier'],
+    ['attention_multiplier', 'attentionMultiplier'],
+    ['logits_scaling', 'logitsScaling'],
+  ] as const;
+  for (const [key, field] of keys) {
+    const v = raw[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || (field === 'logitsScaling' && v === 0)) {
+      throw new ModelConfigError(`${where}: "${key}" must be a finite number${field === 'logitsScaling' ? ' other than 0' : ''}`);
+    }
+    out[field] = v;
+  }
+  return out;
 }
 
 function isObject(v: unknown): v is Json {
@@ -154,7 +233,10 @@ function visionLanguageConfig(raw: Json, name: string, opts: HfConfigOptions): M
   };
 }
 
-type ExpertFields = Pick<ModelConfig, 'numExperts' | 'numExpertsPerTok' | 'moeIntermediateSize' | 'normTopkProb' | 'moeLayers'>;
+type ExpertFields = Pick<
+  ModelConfig,
+  'numExperts' | 'numExpertsPerTok' | 'moeIntermediateSize' | 'normTopkProb' | 'moeLayers' | 'sharedExpertIntermediateSize'
+>;
 
 /**
  * The routed experts of a MoE family's config.json (nothing when it names no experts). A layer i is
@@ -177,12 +259,14 @@ function hfExperts(
   const step = num('decoder_sparse_step', 1);
   if (!Number.isInteger(step) || step < 1) throw new ModelConfigError(`${where}: decoder_sparse_step ${step} is not a positive integer`);
   const denseOnly = new Set(Array.isArray(raw.mlp_only_layers) ? raw.mlp_only_layers : []);
+  const shared = rules.hfSharedWidthKey ? num(rules.hfSharedWidthKey, 0) : 0;
   return {
     numExperts,
     numExpertsPerTok,
     moeIntermediateSize: num(rules.hfWidthKey),
     normTopkProb: rules.normTopkProb === 'always' || raw.norm_topk_prob === true,
     moeLayers: Array.from({ length: numLayers }, (_, i) => !denseOnly.has(i) && (i + 1) % step === 0),
+    ...(shared > 0 ? { sharedExpertIntermediateSize: shared } : {}),
   };
 }
 
@@ -228,6 +312,9 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const numLayers = num('block_count');
   const experts =
     expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, opts.routerLayers, num, where) : {};
+  const sharedWidth = scalarOf(meta[`${arch}.expert_shared_feed_forward_length`], 'expert_shared_feed_forward_length', where) ?? 0;
+  if (sharedWidth > 0)
+    throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
 
   return {
     architecture: row.name,
@@ -249,7 +336,28 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     eosTokenIds: eos,
     nameOrPath: name,
     ...experts,
+    ...ggufGraniteScales(meta, arch, where),
   };
+}
+
+/** llama.cpp's Granite multipliers (`<arch>.embedding_scale`, `.residual_scale`, `.attention.scale`, `.logit_scale`), those the file sets. */
+function ggufGraniteScales(
+  meta: Json,
+  arch: string,
+  where: string,
+): Pick<ModelConfig, 'embeddingMultiplier' | 'residualMultiplier' | 'attentionMultiplier' | 'logitsScaling'> {
+  const keys = [
+    ['embedding_scale', 'embeddingMultiplier'],
+    ['residual_scale', 'residualMultiplier'],
+    ['attention.scale', 'attentionMultiplier'],
+    ['logit_scale', 'logitsScaling'],
+  ] as const;
+  const out: Record<string, number> = {};
+  for (const [key, field] of keys) {
+    const v = scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where);
+    if (v !== undefined) out[field] = v;
+  }
+  return out;
 }
 
 /**

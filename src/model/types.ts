@@ -65,6 +65,23 @@ export interface ModelConfig {
    */
   mropeSection?: number[];
   /**
+   * Partial rotary embeddings (Phi-3's partial_rotary_factor): only the first rotaryDim elements of
+   * each head rotate, paired within them. Absent: the whole head (headDim).
+   */
+  rotaryDim?: number;
+  /** LongRoPE (Phi-3 rope_scaling / rope_parameters with rope_type (or type) longrope); absent otherwise. */
+  longRope?: LongRopeConfig;
+  /** Granite: embeddings multiplied by this (embedding_multiplier); absent for other families. */
+  embeddingMultiplier?: number;
+  /** Granite: each sublayer's output multiplied by this before its residual add (residual_multiplier). */
+  residualMultiplier?: number;
+  /** Granite: the attention softmax scale (attention_multiplier), in place of headDim^-0.5. */
+  attentionMultiplier?: number;
+  /** Granite: logits divided by this (logits_scaling). */
+  logitsScaling?: number;
+  /** MoE with a shared dense expert added to the routed output (GraniteMoeShared's shared_intermediate_size): its width. */
+  sharedExpertIntermediateSize?: number;
+  /**
    * Vision-language wrappers (LLaVA): the ARCHITECTURES row of text_config's family, which runs the
    * language model; absent for text-only models.
    */
@@ -75,6 +92,20 @@ export interface ModelConfig {
    * absent for text-only models.
    */
   visionHfConfig?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * LongRoPE's parameters (transformers' _compute_longrope_parameters): per-frequency divisors of the
+ * rotary inverse frequencies, short_factor while a sequence is within originalMaxPositionEmbeddings
+ * and long_factor beyond (see architectures/long-rope.ts for when svc switches), and the factor both
+ * multiply cos and sin by.
+ */
+export interface LongRopeConfig {
+  shortFactor: number[];
+  longFactor: number[];
+  originalMaxPositionEmbeddings: number;
+  /** rope_scaling attention_factor, else √(1 + ln(max_position_embeddings / original) / ln(original)) (1 when that ratio ≤ 1). */
+  attentionFactor: number;
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */

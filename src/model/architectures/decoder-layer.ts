@@ -6,6 +6,7 @@
 import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
 import { MoeScratch, type MoeBlock } from './moe.js';
+import { applyRotary, type RotaryOptions } from './rotary.js';
 import type { CheckpointWeights } from './weights.js';
 
 export interface DecoderOptions {
@@ -22,6 +23,16 @@ export interface DecoderOptions {
    * positions (config.mropeSection), used for rows given M-RoPE positions. Absent: RoPE only.
    */
   mropeSection?: Int32Array;
+  /** Partial rotary and LongRoPE (Phi-3; rotary.ts). Absent: neox RoPE over the whole head at ropeTheta. */
+  rotary?: RotaryOptions;
+  /** The attention softmax scale, in place of headDim^-0.5 (Granite's attention_multiplier). */
+  attentionScale?: number;
+  /** Each sublayer's output (attention, feed-forward) is multiplied by this before its residual add (Granite). */
+  residualMultiplier?: number;
+  /** Token embeddings are multiplied by this (Granite's embedding_multiplier; decoder.ts). */
+  embeddingMultiplier?: number;
+  /** Logits are divided by this (Granite's logits_scaling; decoder.ts). */
+  logitsScaling?: number;
 }
 
 export interface DecoderLayerWeights {
@@ -81,7 +92,10 @@ export class DecoderScratch {
     private readonly denseWidth = config.intermediateSize,
   ) {
     const { numExperts, numExpertsPerTok } = config;
-    this.moe = numExperts && numExpertsPerTok ? new MoeScratch(numExperts, numExpertsPerTok) : null;
+    this.moe =
+      numExperts && numExpertsPerTok
+        ? new MoeScratch(numExperts, numExpertsPerTok, config.sharedExpertIntermediateSize ?? 0, config.hiddenSize)
+        : null;
   }
 
   ensure(rows: number): void {
@@ -129,11 +143,22 @@ export function loadDecoderLayer(
         return undefined;
     }
   };
+  // Phi-3 fuses q/k/v into qkv_proj and gate/up into gate_up_proj (gate rows first): their row
+  // blocks are taken as matrices of their own, without copying.
+  const qkvName = `${p}self_attn.qkv_proj.weight`;
+  const [q, k, v] =
+    !w.has(`${p}self_attn.q_proj.weight`) && w.has(qkvName)
+      ? w.rowBlocks(qkvName, c.hiddenSize, [qWidth, kvWidth, kvWidth])
+      : [
+          w.matrix(`${p}self_attn.q_proj.weight`, qWidth, c.hiddenSize),
+          w.matrix(`${p}self_attn.k_proj.weight`, kvWidth, c.hiddenSize),
+          w.matrix(`${p}self_attn.v_proj.weight`, kvWidth, c.hiddenSize),
+        ];
   return {
     inputNorm: w.vector(`${p}input_layernorm.weight`, c.hiddenSize),
-    q: w.matrix(`${p}self_attn.q_proj.weight`, qWidth, c.hiddenSize),
-    k: w.matrix(`${p}self_attn.k_proj.weight`, kvWidth, c.hiddenSize),
-    v: w.matrix(`${p}self_attn.v_proj.weight`, kvWidth, c.hiddenSize),
+    q,
+    k,
+    v,
     o: w.matrix(`${p}self_attn.o_proj.weight`, c.hiddenSize, qWidth),
     qBias: bias(`${p}self_attn.q_proj.bias`, qWidth),
     kBias: bias(`${p}self_attn.k_proj.bias`, kvWidth),
@@ -142,13 +167,21 @@ export function loadDecoderLayer(
     qNorm: options.qkNorm ? w.vector(`${p}self_attn.q_norm.weight`, c.headDim) : undefined,
     kNorm: options.qkNorm ? w.vector(`${p}self_attn.k_norm.weight`, c.headDim) : undefined,
     postNorm: w.vector(`${p}post_attention_layernorm.weight`, c.hiddenSize),
-    mlp: moe ?? {
-      kind: 'dense',
-      gate: w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize),
-      up: w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize),
-      down: w.matrix(`${p}mlp.down_proj.weight`, c.hiddenSize, c.intermediateSize),
-    },
+    mlp: moe ?? loadDenseMlp(w, c, p),
   };
+}
+
+/** The dense SwiGLU MLP under `${p}mlp.`: gate_proj / up_proj / down_proj, or fused gate_up_proj (gate rows, then up rows). */
+function loadDenseMlp(w: CheckpointWeights, c: ModelConfig, p: string): DenseMlp {
+  const fused = `${p}mlp.gate_up_proj.weight`;
+  const [gate, up] =
+    !w.has(`${p}mlp.gate_proj.weight`) && w.has(fused)
+      ? w.rowBlocks(fused, c.hiddenSize, [c.intermediateSize, c.intermediateSize])
+      : [
+          w.matrix(`${p}mlp.gate_proj.weight`, c.intermediateSize, c.hiddenSize),
+          w.matrix(`${p}mlp.up_proj.weight`, c.intermediateSize, c.hiddenSize),
+        ];
+  return { kind: 'dense', gate, up, down: w.matrix(`${p}mlp.down_proj.weight`, c.hiddenSize, c.intermediateSize) };
 }
 
 /**
@@ -166,7 +199,12 @@ export function runDecoderLayer(
   kv: KvLayer,
 ): void {
   const hidden = s.hidden;
-  const attentionParams = { numHeads: c.numHeads, scale: 1 / Math.sqrt(c.headDim), slidingWindow: options.slidingWindow };
+  const attentionParams = {
+    numHeads: c.numHeads,
+    scale: options.attentionScale ?? 1 / Math.sqrt(c.headDim),
+    slidingWindow: options.slidingWindow,
+  };
+  const residual = options.residualMultiplier;
   // Attention block.
   ops.rmsnorm(hidden, n, c.hiddenSize, w.inputNorm, c.rmsNormEps, s.normed);
   ops.matmul(s.normed, n, w.q, s.q, w.qBias);
@@ -180,6 +218,8 @@ export function runDecoderLayer(
   if (mrope && options.mropeSection) {
     ops.ropeMulti(s.q, n, c.numHeads, c.headDim, mrope, options.mropeSection, c.ropeTheta);
     ops.ropeMulti(s.k, n, c.numKvHeads, c.headDim, mrope, options.mropeSection, c.ropeTheta);
+  } else if (options.rotary) {
+    applyRotary(ops, c, options.rotary, s.q, s.k, n, rows.positions, rows.seqs);
   } else {
     // Text positions are M-RoPE's with all three rows equal, which is plain neox RoPE.
     ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
@@ -188,6 +228,7 @@ export function runDecoderLayer(
   ops.storeKv(kv, s.k, s.v, n, rows.slots);
   ops.attention(s.q, kv, rows.seqs, attentionParams, s.attn);
   ops.matmul(s.attn, n, w.o, s.proj, w.oBias);
+  if (residual !== undefined) scaleRows(s.proj, n * c.hiddenSize, residual);
   ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
   // Feed-forward block.
   ops.rmsnorm(hidden, n, c.hiddenSize, w.postNorm, c.rmsNormEps, s.normed);
@@ -201,5 +242,11 @@ export function runDecoderLayer(
     if (s.moe === null) throw new Error('a MoE layer run with scratch for a dense model');
     mlp.run(ops, s.normed, n, s.proj, s.moe);
   }
+  if (residual !== undefined) scaleRows(s.proj, n * c.hiddenSize, residual);
   ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
+}
+
+/** x[0, len) *= factor, in f32 (an elementwise scale per layer is small beside the layer's matmuls). */
+export function scaleRows(x: Float32Array, len: number, factor: number): void {
+  for (let i = 0; i < len; i++) x[i] *= factor;
 }

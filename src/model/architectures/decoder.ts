@@ -10,7 +10,14 @@ import type { Checkpoint, ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
 import type { ForwardBatch, ForwardOptions, InputEmbeddings, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
-import { DecoderScratch, loadDecoderLayer, runDecoderLayer, type DecoderLayerWeights, type DecoderOptions } from './decoder-layer.js';
+import {
+  DecoderScratch,
+  loadDecoderLayer,
+  runDecoderLayer,
+  scaleRows,
+  type DecoderLayerWeights,
+  type DecoderOptions,
+} from './decoder-layer.js';
 import type { ModelOptions } from './expert-placement.js';
 import { loadMoeBlock } from './moe.js';
 
@@ -63,6 +70,8 @@ export class DecoderTransformer implements Model {
     const onHidden = options?.onHidden;
     ops.embed(batch.tokens, this.embedTokens, s.hidden);
     if (batch.inputEmbeddings) this.overwriteInputs(batch.inputEmbeddings);
+    // Granite scales the input embeddings, image rows' included (HF multiplies inputs_embeds).
+    if (this.options.embeddingMultiplier !== undefined) scaleRows(s.hidden, n * c.hiddenSize, this.options.embeddingMultiplier);
     onHidden?.(0, s.hidden.subarray(0, n * c.hiddenSize));
     for (let l = 0; l < c.numLayers; l++) {
       if (skip?.has(l)) continue;
@@ -102,6 +111,8 @@ export class DecoderTransformer implements Model {
     const w = head?.weight ?? this.lmHead;
     const logits = new Float32Array(m * w.rows);
     this.ops.matmul(s.normed, m, w, logits);
+    const divisor = this.options.logitsScaling;
+    if (divisor !== undefined) for (let i = 0; i < logits.length; i++) logits[i] /= divisor;
     return logits;
   }
 

@@ -13,6 +13,9 @@ import { qwen2Vl } from './qwen2-vl.js';
 import { mixtral } from './mixtral.js';
 import { qwen3Moe } from './qwen3-moe.js';
 import { llava } from './llava.js';
+import { phi3 } from './phi3.js';
+import { granite } from './granite.js';
+import { graniteMoe } from './granite-moe.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -56,6 +59,24 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     hfModelTypes: ['qwen3_moe'],
     ggufArchitectures: ['qwen3moe'],
     module: qwen3Moe,
+  },
+  // Phi-3 (fused qkv / gate_up, partial rotary, LongRoPE) and Granite (multipliers; MoE, MoE with a shared expert).
+  { name: 'phi3', hfArchitectures: ['Phi3ForCausalLM'], hfModelTypes: ['phi3'], ggufArchitectures: [], module: phi3 },
+  { name: 'granite', hfArchitectures: ['GraniteForCausalLM'], hfModelTypes: ['granite'], ggufArchitectures: ['granite'], module: granite },
+  {
+    name: 'granitemoe',
+    hfArchitectures: ['GraniteMoeForCausalLM'],
+    hfModelTypes: ['granitemoe'],
+    ggufArchitectures: ['granitemoe'],
+    module: graniteMoe,
+  },
+  // Its configs may say model_type granitemoe; the class picks this row (the same module: the shared expert comes from the config).
+  {
+    name: 'granitemoeshared',
+    hfArchitectures: ['GraniteMoeSharedForCausalLM'],
+    hfModelTypes: ['granitemoeshared'],
+    ggufArchitectures: [],
+    module: graniteMoe,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },

@@ -107,4 +107,6 @@ export interface ExpertConfigRules {
   readonly hfWidthKey: 'moe_intermediate_size' | 'intermediate_size';
   /** Top-k routing weights renormalised: always (Mixtral), or as config norm_topk_prob says (default false, as transformers). */
   readonly normTopkProb: 'always' | 'config';
+  /** The key of a shared dense expert's width, for families that may have one (GraniteMoeShared: shared_intermediate_size; 0 or absent: none). */
+  readonly hfSharedWidthKey?: 'shared_intermediate_size';
 }

@@ -7,7 +7,7 @@
 import type { MoeExperts, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
 import { expertRange, type ExpertShard, type ModelOptions, type RemoteExperts } from './expert-placement.js';
-import { expertShape, loadLayerExperts, loadRouter } from './expert-weights.js';
+import { expertShape, loadLayerExperts, loadRouter, loadSharedExpert, type SharedExpert } from './expert-weights.js';
 import { CheckpointWeights } from './weights.js';
 
 /** Routing buffers sized for the largest batch seen so far, shared by every MoE layer of a model. */
@@ -19,10 +19,17 @@ export class MoeScratch {
   ids = new Int32Array(0);
   /** [rows, k]: their routing weights. */
   weights = new Float32Array(0);
+  /** A shared expert's activations [rows, sharedWidth] (gate, up) and output [rows, hidden]; empty without one. */
+  sharedGate = new Float32Array(0);
+  sharedUp = new Float32Array(0);
+  sharedOut = new Float32Array(0);
 
   constructor(
     private readonly numExperts: number,
     private readonly k: number,
+    /** A shared expert's width and the hidden size (GraniteMoeShared); 0: none. */
+    private readonly sharedWidth = 0,
+    private readonly hidden = 0,
   ) {}
 
   ensure(rows: number): void {
@@ -30,6 +37,11 @@ export class MoeScratch {
     this.logits = new Float32Array(rows * this.numExperts);
     this.ids = new Int32Array(rows * this.k);
     this.weights = new Float32Array(rows * this.k);
+    if (this.sharedWidth > 0) {
+      this.sharedGate = new Float32Array(rows * this.sharedWidth);
+      this.sharedUp = new Float32Array(rows * this.sharedWidth);
+      this.sharedOut = new Float32Array(rows * this.hidden);
+    }
     this.capacity = rows;
   }
 }
@@ -95,6 +107,8 @@ export class MoeBlock {
     private readonly k: number,
     private readonly normalize: boolean,
     private readonly remote: RemoteExperts | null,
+    /** A shared expert run on every row and added to the routed output (GraniteMoeShared); null: none. */
+    readonly shared: SharedExpert | null = null,
   ) {
     this.holdsAny = experts.gate.some((g) => g !== null);
   }
@@ -111,6 +125,16 @@ export class MoeBlock {
     if (this.holdsAny) ops.moe(x, n, this.experts, s.ids, s.weights, this.k, out);
     else out.fill(0, 0, n * this.router.cols);
     this.remote?.finish(out, n);
+    const sh = this.shared;
+    if (sh) {
+      const width = sh.gate.rows;
+      if (s.sharedGate.length < n * width) throw new Error('moe: a shared expert run with scratch that has no room for it');
+      ops.matmul(x, n, sh.gate, s.sharedGate);
+      ops.matmul(x, n, sh.up, s.sharedUp);
+      ops.siluMul(s.sharedGate, s.sharedUp, s.sharedGate, n * width);
+      ops.matmul(s.sharedGate, n, sh.down, s.sharedOut);
+      ops.add(out, s.sharedOut, out, n * sh.down.rows);
+    }
   }
 }
 
@@ -126,7 +150,8 @@ export function loadMoeBlock(
   const range = placement ? expertRange(s.numExperts, placement.shard) : ([0, s.numExperts] as const);
   const router = loadRouter(w, c, prefix);
   const experts = loadLayerExperts(w, c, prefix, range);
-  return new MoeBlock(layer, router, experts, s.perToken, c.normTopkProb ?? false, placement?.remote ?? null);
+  const shared = loadSharedExpert(w, c, prefix);
+  return new MoeBlock(layer, router, experts, s.perToken, c.normTopkProb ?? false, placement?.remote ?? null, shared);
 }
 
 /**
