@@ -41,7 +41,16 @@ export interface NativeAddon {
   /** A dtype with a `packedCode` (Q8_0, Q4_0, the 32-element fallbacks, Q4_K-Q6_K) -> the packed layout of native/packed.h; undefined for other dtypes. */
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
-  rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
+  rope(
+    x: Float32Array,
+    n: number,
+    numHeads: number,
+    headDim: number,
+    positions: Int32Array,
+    theta: number,
+    neox: boolean,
+    linearFactor: number,
+  ): void;
   ropeMulti(
     x: Float32Array,
     n: number,
@@ -56,6 +65,9 @@ export interface NativeAddon {
   layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, bias: Float32Array, eps: number, out: Float32Array): void;
   /** kind: GELU_CODES. */
   gelu(x: Float32Array, out: Float32Array, len: number, kind: number): void;
+  /** kind: GELU_CODES. */
+  geluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number, kind: number): void;
+  softcap(x: Float32Array, out: Float32Array, len: number, cap: number): void;
   bidirectionalAttention(
     q: Float32Array,
     nq: number,
@@ -102,6 +114,8 @@ export interface NativeAddon {
     slidingWindow: number,
     seqMeta: Int32Array,
     blockTables: Int32Array,
+    /** 0: none. */
+    softcap: number,
   ): void;
   /** A MoE layer's experts, registered once: per projection a dtype code and one weight data array (or null) per expert. */
   moeLayer(
@@ -481,17 +495,18 @@ export const nativeOps: Ops = {
     loadAddon().rmsnorm(x, rows, dim, weight, eps, out);
   },
 
-  rope(x, n, numHeads, headDim, positions, theta, style: RopeStyle) {
+  rope(x, n, numHeads, headDim, positions, theta, style: RopeStyle, linearFactor = 1) {
     checkCount('rope', 'n', n);
     checkCount('rope', 'numHeads', numHeads, 1);
     checkCount('rope', 'headDim', headDim, 2);
     if (headDim % 2 !== 0) fail('rope', `headDim must be even, got ${headDim}`);
     if (style !== 'neox' && style !== 'normal') fail('rope', `style must be 'neox' or 'normal', got ${String(style)}`);
+    if (!(linearFactor > 0)) fail('rope', `linearFactor must be positive, got ${linearFactor}`);
     checkKind('rope', 'x', x, Float32Array);
     checkKind('rope', 'positions', positions, Int32Array);
     checkLength('rope', 'x', x, n * numHeads * headDim);
     checkLength('rope', 'positions', positions, n);
-    loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox');
+    loadAddon().rope(x, n, numHeads, headDim, positions, theta, style === 'neox', linearFactor);
   },
 
   ropeMulti(x, n, numHeads, headDim, positions, sections, theta) {
@@ -565,6 +580,33 @@ export const nativeOps: Ops = {
     loadAddon().gelu(x, out, len, code);
   },
 
+  geluMul(gate, up, out, len, kind) {
+    checkCount('geluMul', 'len', len);
+    const code = GELU_CODES[kind] as number | undefined;
+    if (code === undefined) fail('geluMul', `kind must be 'erf', 'tanh' or 'quick', got ${String(kind)}`);
+    for (const [name, arr] of [
+      ['gate', gate],
+      ['up', up],
+      ['out', out],
+    ] as const) {
+      checkKind('geluMul', name, arr, Float32Array);
+      checkLength('geluMul', name, arr, len);
+    }
+    // The GELU is written into out before the product reads up.
+    if (overlaps(out, up)) fail('geluMul', 'out must not overlap up');
+    loadAddon().geluMul(gate, up, out, len, code);
+  },
+
+  softcap(x, out, len, cap) {
+    checkCount('softcap', 'len', len);
+    if (!(cap > 0) || !Number.isFinite(cap)) fail('softcap', `cap must be positive and finite, got ${cap}`);
+    checkKind('softcap', 'x', x, Float32Array);
+    checkKind('softcap', 'out', out, Float32Array);
+    checkLength('softcap', 'x', x, len);
+    checkLength('softcap', 'out', out, len);
+    loadAddon().softcap(x, out, len, cap);
+  },
+
   bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out) {
     const op = 'bidirectionalAttention';
     checkCount(op, 'nq', nq);
@@ -618,7 +660,9 @@ export const nativeOps: Ops = {
   attention(q, layer, seqs, params: AttentionParams, out) {
     checkLayer('attention', layer);
     const { numHeads, scale, slidingWindow } = params;
+    const softcap = params.softcap ?? 0;
     checkCount('attention', 'numHeads', numHeads, 1);
+    if (!(softcap >= 0) || !Number.isFinite(softcap)) fail('attention', `softcap must be finite and >= 0, got ${softcap}`);
     if (numHeads % layer.numKvHeads !== 0) fail('attention', `numHeads ${numHeads} is not a multiple of numKvHeads ${layer.numKvHeads}`);
     if (!Number.isFinite(scale)) fail('attention', `scale must be finite, got ${scale}`);
     if (slidingWindow !== null) checkCount('attention', 'slidingWindow', slidingWindow, 1);
@@ -647,6 +691,7 @@ export const nativeOps: Ops = {
       slidingWindow ?? 0,
       meta,
       tables,
+      softcap,
     );
   },
 
