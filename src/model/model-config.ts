@@ -35,7 +35,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   if (!arch) throw unsupported(modelType ?? classes.join(', '), `${modelType ? 'model_type' : 'architectures'} in ${where}`);
   if (arch.module.wrapsTextConfig) return visionLanguageConfig(top, arch.name, opts);
   const nameOrPath = typeof top._name_or_path === 'string' && top._name_or_path ? top._name_or_path : null;
-  const raw = withTextConfig(top);
+  const raw = withDefaults(withTextConfig(top), arch.module.hfDefaults);
 
   const num = (key: string, fallback?: number): number => {
     const v = raw[key];
@@ -59,6 +59,12 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
   const headDim = num('head_dim', hiddenSize / numHeads);
   const mropeSection = hfMropeSection(raw, headDim, where);
+  let family: Partial<ModelConfig> = {};
+  try {
+    family = arch.module.hfConfig?.(raw) ?? {};
+  } catch (e) {
+    throw new ModelConfigError(`${where}: ${e instanceof Error ? e.message : String(e)}`);
+  }
   return {
     architecture: arch.name,
     hiddenSize,
@@ -82,7 +88,16 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(mtpLayers > 0 ? { numMtpLayers: mtpLayers } : {}),
     ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
     ...(mropeSection ? { mropeSection } : {}),
+    ...family,
   };
+}
+
+/** `raw` with `defaults` (ArchitectureModule.hfDefaults) for the keys it does not have. */
+function withDefaults(raw: Json, defaults: Readonly<Json> | undefined): Json {
+  if (!defaults) return raw;
+  const merged: Json = { ...raw };
+  for (const [key, value] of Object.entries(defaults)) if (!(key in merged) || merged[key] === undefined) merged[key] = value;
+  return merged;
 }
 
 /**
