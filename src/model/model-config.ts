@@ -5,7 +5,7 @@
 // differently (sliding window, q/k/v biases), the module says how. Nothing here looks at the name a
 // model is served under.
 import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
-import type { ExpertConfigRules } from './architectures/model.js';
+import type { ArchitectureModule, ExpertConfigRules } from './architectures/model.js';
 import type { ModelConfig } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -59,12 +59,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
   const headDim = num('head_dim', hiddenSize / numHeads);
   const mropeSection = hfMropeSection(raw, headDim, where);
-  let family: Partial<ModelConfig> = {};
-  try {
-    family = arch.module.hfConfig?.(raw) ?? {};
-  } catch (e) {
-    throw new ModelConfigError(`${where}: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  const family = familyFields(arch.module, raw, where);
   return {
     architecture: arch.name,
     hiddenSize,
@@ -90,6 +85,15 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(mropeSection ? { mropeSection } : {}),
     ...family,
   };
+}
+
+/** The family's own config fields (ArchitectureModule.hfConfig); what it cannot run is a ModelConfigError. */
+function familyFields(module: ArchitectureModule, raw: Json, where: string): Partial<ModelConfig> {
+  try {
+    return module.hfConfig?.(raw) ?? {};
+  } catch (e) {
+    throw new ModelConfigError(`${where}: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 /** `raw` with `defaults` (ArchitectureModule.hfDefaults) for the keys it does not have. */

@@ -162,7 +162,8 @@ function gemma3HfConfig(raw: Json): Partial<ModelConfig> {
     }
     if (isObject(sliding)) {
       if (typeof sliding.rope_theta === 'number') local = sliding.rope_theta;
-      if (linearFactor(sliding, 'rope_parameters.sliding_attention') !== 1) throw new Error('scaled RoPE on sliding layers is not supported');
+      if (linearFactor(sliding, 'rope_parameters.sliding_attention') !== 1)
+        throw new Error('scaled RoPE on sliding layers is not supported');
     }
   }
   if (!(global > 0) || !(local > 0)) throw new Error(`RoPE bases ${global} (global) and ${local} (local) must be positive`);
