@@ -102,7 +102,7 @@ const float* block_rows(const KvLayerView& L, const KvSide& side, const KvCodec&
 }
 
 void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const KvCodec& vc, const Seq& s, const Task& tk,
-              const float* q, float* out, int num_heads, float scale, int window, int ith) {
+              const float* q, float* out, int num_heads, float scale, int window, float softcap, int ith) {
   const int hd = L.hd, bs = L.block_size;
   const int nh = tk.h1 - tk.h0;
   const int nq = (tk.j1 - tk.j0) * nh;
@@ -145,6 +145,7 @@ void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const K
       const int cnt = b - a;
       for (int qi = (j - tk.j0) * nh; qi < (j - tk.j0 + 1) * nh; qi++) {
         K.qk(Q + (size_t)qi * hd, Kr + (size_t)(a - t0) * kstride, kstride, cnt, hd, S);
+        if (softcap > 0.0f) K.softcap(S, S, cnt, softcap);  // Gemma 2: cap * tanh(score / cap)
         float mb = S[0];
         for (int t = 1; t < cnt; t++) mb = std::max(mb, S[t]);
         if (mb > M[qi]) {
@@ -173,7 +174,7 @@ void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const K
 }
 
 void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* q, float* out, int num_heads,
-               float scale, int window) {
+               float scale, int window, float softcap) {
   const Kernels& K = kernels();
   const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
   const int nth = ThreadPool::instance().size();
@@ -202,7 +203,7 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
   auto body = [&](int64_t b, int64_t e, int ith) {
     for (int64_t t = b; t < e; t++) {
       const Task& tk = tasks[(size_t)t];
-      run_task(K, L, kc, vc, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, ith);
+      run_task(K, L, kc, vc, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, softcap, ith);
     }
   };
   parallel_for((int64_t)tasks.size(), 1, body);
@@ -266,7 +267,7 @@ Napi::Value StoreKv(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// attention(layer x10, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables)
+// attention(layer x10, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables, softcap (0 = none))
 // seqMeta holds [qStart, qLen, kvLen, tableOffset, tableLen] per sequence; tables the block ids.
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   Args a(info, "attention");
@@ -285,6 +286,8 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   const size_t meta_len = a.last_length();
   const int32_t* tables = a.i32(17, "blockTables", 0);
   const size_t tables_len = a.last_length();
+  const double softcap = a.number(18, "softcap");
+  if (a.ok() && !(softcap >= 0)) a.fail("softcap must be >= 0");
   if (!a.ok()) return info.Env().Undefined();
   if (meta_len % 5 != 0) {
     a.fail("seqMeta length must be a multiple of 5");
@@ -319,7 +322,7 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
       }
     if (q_len > 0) seqs.push_back({q_start, q_len, kv_len, tables + toff});
   }
-  attention(L, seqs, q, out, num_heads, (float)scale, window);
+  attention(L, seqs, q, out, num_heads, (float)scale, window, (float)softcap);
   return info.Env().Undefined();
 }
 

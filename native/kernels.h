@@ -104,6 +104,10 @@ struct Kernels {
   void (*gelu_erf)(const float* x, float* out, int64_t n);
   void (*gelu_tanh)(const float* x, float* out, int64_t n);
   void (*gelu_quick)(const float* x, float* out, int64_t n);
+  // out[i] = a[i] * b[i] (geluMul's product after the GELU). out may alias a or b.
+  void (*mul)(const float* a, const float* b, float* out, int64_t n);
+  // out[i] = cap * tanh(x[i] / cap), cap > 0 (Gemma 2's attention and final-logit soft-capping). out may alias x.
+  void (*softcap)(const float* x, float* out, int64_t n, float cap);
 
   // ---- attention (all lengths in elements) ----
   // s[t] = dot(q, K row t) for t < nk; K rows are kstride floats apart.

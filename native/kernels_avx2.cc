@@ -828,6 +828,44 @@ SVC_AVX2 void gelu_erf(const float* x, float* out, int64_t n) { map8<gelu_erf8>(
 SVC_AVX2 void gelu_tanh(const float* x, float* out, int64_t n) { map8<gelu_tanh8>(x, out, n); }
 SVC_AVX2 void gelu_quick(const float* x, float* out, int64_t n) { map8<gelu_quick8>(x, out, n); }
 
+SVC_AVX2 void mul(const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  for (; i < n; i++) out[i] = a[i] * b[i];
+}
+
+// tanh(y): for |y| >= 0.4 as (1 - e) / (1 + e), e = exp(-2|y|) (no cancellation there: 1 - e > 0.55);
+// below, the odd Taylor series through y^13 (truncation < 1e-8 relative at 0.4), so small values keep
+// their relative precision. The sign of y is put back at the end.
+SVC_AVX2_INLINE __m256 tanh8(__m256 y) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 a = _mm256_andnot_ps(sign, y);
+  const __m256 e = exp8(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+  const __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  const __m256 a2 = _mm256_mul_ps(a, a);
+  __m256 p = _mm256_set1_ps(21844.0f / 6081075.0f);
+  p = _mm256_fmadd_ps(p, a2, _mm256_set1_ps(-1382.0f / 155925.0f));
+  p = _mm256_fmadd_ps(p, a2, _mm256_set1_ps(62.0f / 2835.0f));
+  p = _mm256_fmadd_ps(p, a2, _mm256_set1_ps(-17.0f / 315.0f));
+  p = _mm256_fmadd_ps(p, a2, _mm256_set1_ps(2.0f / 15.0f));
+  p = _mm256_fmadd_ps(p, a2, _mm256_set1_ps(-1.0f / 3.0f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(a, a2), p, a);
+  const __m256 t = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.4f), _CMP_LT_OQ));
+  return _mm256_or_ps(t, _mm256_and_ps(sign, y));
+}
+
+SVC_AVX2 void softcap(const float* x, float* out, int64_t n, float cap) {
+  const __m256 c = _mm256_set1_ps(cap);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(c, tanh8(_mm256_div_ps(_mm256_loadu_ps(x + i), c))));
+  if (i < n) {  // the tail through the same vector code, from a padded copy
+    float buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
+    _mm256_storeu_ps(buf, _mm256_mul_ps(c, tanh8(_mm256_div_ps(_mm256_loadu_ps(buf), c))));
+    std::memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));
+  }
+}
+
 // ---- attention ----
 
 SVC_AVX2 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
@@ -1053,6 +1091,8 @@ const Kernels kAvx2Kernels = {
     .gelu_erf = gelu_erf,
     .gelu_tanh = gelu_tanh,
     .gelu_quick = gelu_quick,
+    .mul = mul,
+    .softcap = softcap,
     .qk = qk,
     .pv = pv,
     .exp_sum = exp_sum,

@@ -1051,6 +1051,41 @@ SVC_AVX512 void gelu_erf(const float* x, float* out, int64_t n) { map16<gelu_erf
 SVC_AVX512 void gelu_tanh(const float* x, float* out, int64_t n) { map16<gelu_tanh16>(x, out, n); }
 SVC_AVX512 void gelu_quick(const float* x, float* out, int64_t n) { map16<gelu_quick16>(x, out, n); }
 
+SVC_AVX512 void mul(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+// tanh(y) as the AVX2 path's tanh8: (1 - e) / (1 + e), e = exp(-2|y|), for |y| >= 0.4; the odd Taylor
+// series through y^13 below; the sign of y put back.
+SVC_AVX512_INLINE __m512 tanh16(__m512 y) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 a = _mm512_abs_ps(y);
+  const __m512 e = exp16(_mm512_mul_ps(a, _mm512_set1_ps(-2.0f)));
+  const __m512 big = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+  const __m512 a2 = _mm512_mul_ps(a, a);
+  __m512 p = _mm512_set1_ps(21844.0f / 6081075.0f);
+  p = _mm512_fmadd_ps(p, a2, _mm512_set1_ps(-1382.0f / 155925.0f));
+  p = _mm512_fmadd_ps(p, a2, _mm512_set1_ps(62.0f / 2835.0f));
+  p = _mm512_fmadd_ps(p, a2, _mm512_set1_ps(-17.0f / 315.0f));
+  p = _mm512_fmadd_ps(p, a2, _mm512_set1_ps(2.0f / 15.0f));
+  p = _mm512_fmadd_ps(p, a2, _mm512_set1_ps(-1.0f / 3.0f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(a, a2), p, a);
+  const __m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(0.4f), _CMP_LT_OQ), big, small);
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(INT32_MIN));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
+}
+
+SVC_AVX512 void softcap(const float* x, float* out, int64_t n, float cap) {
+  const __m512 c = _mm512_set1_ps(cap);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(c, tanh16(_mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), c))));
+  }
+}
+
 // ---- attention ----
 
 SVC_AVX512 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
@@ -1272,6 +1307,8 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .gelu_erf = gelu_erf,
       .gelu_tanh = gelu_tanh,
       .gelu_quick = gelu_quick,
+      .mul = mul,
+      .softcap = softcap,
       .qk = qk,
       .pv = pv,
       .exp_sum = exp_sum,

@@ -182,6 +182,16 @@ void gelu_quick(const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = (float)((double)x[i] / (1.0 + std::exp(-1.702 * (double)x[i])));
 }
 
+void mul(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+}
+
+// In double, as the reference.
+void softcap(const float* x, float* out, int64_t n, float cap) {
+  const double c = cap;
+  for (int64_t i = 0; i < n; i++) out[i] = (float)(c * std::tanh((double)x[i] / c));
+}
+
 void qk(const float* q, const float* K, size_t kstride, int nk, int hd, float* s) {
   for (int t = 0; t < nk; t++) {
     const float* kt = K + (size_t)t * kstride;
@@ -267,6 +277,8 @@ const Kernels kScalarKernels = {
     .gelu_erf = gelu_erf,
     .gelu_tanh = gelu_tanh,
     .gelu_quick = gelu_quick,
+    .mul = mul,
+    .softcap = softcap,
     .qk = qk,
     .pv = pv,
     .exp_sum = exp_sum,

@@ -1,4 +1,5 @@
-// The small per-token ops: rmsnorm, LayerNorm, rotary embedding, silu(gate) * up, GELU, residual add. They are
+// The small per-token ops: rmsnorm, LayerNorm, rotary embedding, silu(gate) * up, GELU (and gelu(gate) * up),
+// tanh soft-capping, residual add. They are
 // memory-bound, so they only fan out to the pool when the tensor is large (prefill).
 #include <napi.h>
 
@@ -71,12 +72,21 @@ inline void set_angle(double* cs, int32_t pos, float inv) {
   cs[1] = std::sin((double)angle);
 }
 
+// Two tables, the most recently used first: a model whose layers alternate two RoPE bases (Gemma 3's
+// local and global layers) rebuilds neither on every switch.
 const double* rope_table(const int32_t* pos, int n, int hd, double theta) {
-  static RopeTable t;
+  static RopeTable tables[2];
   const int half = hd / 2;
-  if (t.theta == theta && t.head_dim == hd && t.positions.size() == (size_t)n &&
-      std::memcmp(t.positions.data(), pos, (size_t)n * sizeof(int32_t)) == 0)
-    return t.cs.data();
+  for (int i = 0; i < 2; i++) {
+    RopeTable& c = tables[i];
+    if (c.theta == theta && c.head_dim == hd && c.positions.size() == (size_t)n &&
+        std::memcmp(c.positions.data(), pos, (size_t)n * sizeof(int32_t)) == 0) {
+      if (i == 1) std::swap(tables[0], tables[1]);
+      return tables[0].cs.data();
+    }
+  }
+  std::swap(tables[0], tables[1]);  // the older one is rebuilt, as the most recent
+  RopeTable& t = tables[0];
   fill_inv_freq(t, hd, theta);
   t.positions.assign(pos, pos + n);
   t.cs.resize((size_t)n * half * 2);
@@ -287,6 +297,45 @@ Napi::Value Gelu(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// geluMul(gate, up, out, len, kind): out = gelu(gate) * up, kind as gelu's. The GELU goes into out
+// chunk by chunk and is multiplied there while the chunk is in cache; out may alias gate, not up.
+Napi::Value GeluMul(const Napi::CallbackInfo& info) {
+  Args a(info, "geluMul");
+  const int64_t len = a.integer(3, "len", 0, INT64_C(1) << 40);
+  const float* g = a.f32(0, "gate", (size_t)len);
+  const float* u = a.f32(1, "up", (size_t)len);
+  float* out = a.f32(2, "out", (size_t)len);
+  const int kind = (int)a.integer(4, "kind", 0, 2);
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  const Kernels& K = kernels();
+  void (*f)(const float*, float*, int64_t) = kind == 0 ? K.gelu_erf : kind == 1 ? K.gelu_tanh : K.gelu_quick;
+  constexpr int64_t kChunk = 4096;
+  elementwise(len, [&](int64_t b, int64_t cnt) {
+    for (int64_t c = b; c < b + cnt; c += kChunk) {
+      const int64_t m = std::min(kChunk, b + cnt - c);
+      f(g + c, out + c, m);
+      K.mul(out + c, u + c, out + c, m);
+    }
+  });
+  return info.Env().Undefined();
+}
+
+// softcap(x, out, len, cap): out = cap * tanh(x / cap).
+Napi::Value Softcap(const Napi::CallbackInfo& info) {
+  Args a(info, "softcap");
+  const int64_t len = a.integer(2, "len", 0, INT64_C(1) << 40);
+  const float* x = a.f32(0, "x", (size_t)len);
+  float* out = a.f32(1, "out", (size_t)len);
+  const double cap = a.number(3, "cap");
+  if (a.ok() && !(cap > 0)) a.fail("cap must be positive");
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  const Kernels& K = kernels();
+  elementwise(len, [&](int64_t b, int64_t cnt) { K.softcap(x + b, out + b, cnt, (float)cap); });
+  return info.Env().Undefined();
+}
+
 // add(a, b, out, len)
 Napi::Value Add(const Napi::CallbackInfo& info) {
   Args a(info, "add");
@@ -310,6 +359,8 @@ void InitNormRopeAct(Napi::Env env, Napi::Object exports) {
   exports.Set("ropeMulti", Napi::Function::New(env, RopeMulti));
   exports.Set("siluMul", Napi::Function::New(env, SiluMul));
   exports.Set("gelu", Napi::Function::New(env, Gelu));
+  exports.Set("geluMul", Napi::Function::New(env, GeluMul));
+  exports.Set("softcap", Napi::Function::New(env, Softcap));
   exports.Set("add", Napi::Function::New(env, Add));
 }
 

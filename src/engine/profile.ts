@@ -118,7 +118,9 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     },
     embed: t('embed', (ids, table, out) => ops.embed(ids, table, out)),
     rmsnorm: t('rmsnorm', (x, rows, dim, weight, eps, out) => ops.rmsnorm(x, rows, dim, weight, eps, out)),
-    rope: t('rope', (x, n, numHeads, headDim, positions, theta, style) => ops.rope(x, n, numHeads, headDim, positions, theta, style)),
+    rope: t('rope', (x, n, numHeads, headDim, positions, theta, style, freqs) =>
+      ops.rope(x, n, numHeads, headDim, positions, theta, style, freqs),
+    ),
     ropeMulti: t('ropeMulti', (x, n, numHeads, headDim, positions, sections, theta) =>
       ops.ropeMulti(x, n, numHeads, headDim, positions, sections, theta),
     ),
@@ -126,6 +128,8 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     add: t('add', (a, b, out, len) => ops.add(a, b, out, len)),
     layerNorm: t('layerNorm', (x, rows, dim, weight, bias, eps, out) => ops.layerNorm(x, rows, dim, weight, bias, eps, out)),
     gelu: t('gelu', (x, out, len, kind) => ops.gelu(x, out, len, kind)),
+    geluMul: t('geluMul', (gate, up, out, len, kind) => ops.geluMul(gate, up, out, len, kind)),
+    softcap: t('softcap', (x, out, len, cap) => ops.softcap(x, out, len, cap)),
     bidirectionalAttention: t('bidirectionalAttention', (q, nq, k, v, nk, numHeads, headDim, scale, out) =>
       ops.bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out),
     ),

@@ -69,6 +69,9 @@ export interface NativeAddon {
   layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, bias: Float32Array, eps: number, out: Float32Array): void;
   /** kind: GELU_CODES. */
   gelu(x: Float32Array, out: Float32Array, len: number, kind: number): void;
+  /** kind: GELU_CODES. */
+  geluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number, kind: number): void;
+  softcap(x: Float32Array, out: Float32Array, len: number, cap: number): void;
   bidirectionalAttention(
     q: Float32Array,
     nq: number,
@@ -115,6 +118,8 @@ export interface NativeAddon {
     slidingWindow: number,
     seqMeta: Int32Array,
     blockTables: Int32Array,
+    /** 0: none. */
+    softcap: number,
   ): void;
   /** A MoE layer's experts, registered once: per projection a dtype code and one weight data array (or null) per expert. */
   moeLayer(
@@ -593,6 +598,33 @@ export const nativeOps: Ops = {
     loadAddon().gelu(x, out, len, code);
   },
 
+  geluMul(gate, up, out, len, kind) {
+    checkCount('geluMul', 'len', len);
+    const code = GELU_CODES[kind] as number | undefined;
+    if (code === undefined) fail('geluMul', `kind must be 'erf', 'tanh' or 'quick', got ${String(kind)}`);
+    for (const [name, arr] of [
+      ['gate', gate],
+      ['up', up],
+      ['out', out],
+    ] as const) {
+      checkKind('geluMul', name, arr, Float32Array);
+      checkLength('geluMul', name, arr, len);
+    }
+    // The GELU is written into out before the product reads up.
+    if (overlaps(out, up)) fail('geluMul', 'out must not overlap up');
+    loadAddon().geluMul(gate, up, out, len, code);
+  },
+
+  softcap(x, out, len, cap) {
+    checkCount('softcap', 'len', len);
+    if (!(cap > 0) || !Number.isFinite(cap)) fail('softcap', `cap must be positive and finite, got ${cap}`);
+    checkKind('softcap', 'x', x, Float32Array);
+    checkKind('softcap', 'out', out, Float32Array);
+    checkLength('softcap', 'x', x, len);
+    checkLength('softcap', 'out', out, len);
+    loadAddon().softcap(x, out, len, cap);
+  },
+
   bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out) {
     const op = 'bidirectionalAttention';
     checkCount(op, 'nq', nq);
@@ -646,7 +678,9 @@ export const nativeOps: Ops = {
   attention(q, layer, seqs, params: AttentionParams, out) {
     checkLayer('attention', layer);
     const { numHeads, scale, slidingWindow } = params;
+    const softcap = params.softcap ?? 0;
     checkCount('attention', 'numHeads', numHeads, 1);
+    if (!(softcap >= 0) || !Number.isFinite(softcap)) fail('attention', `softcap must be finite and >= 0, got ${softcap}`);
     if (numHeads % layer.numKvHeads !== 0) fail('attention', `numHeads ${numHeads} is not a multiple of numKvHeads ${layer.numKvHeads}`);
     if (!Number.isFinite(scale)) fail('attention', `scale must be finite, got ${scale}`);
     if (slidingWindow !== null) checkCount('attention', 'slidingWindow', slidingWindow, 1);
@@ -675,6 +709,7 @@ export const nativeOps: Ops = {
       slidingWindow ?? 0,
       meta,
       tables,
+      softcap,
     );
   },
 

@@ -51,6 +51,11 @@ export interface AttentionParams {
   scale: number;
   /** Keys older than this many positions are masked (Mistral); null = none. */
   slidingWindow: number | null;
+  /**
+   * Attention logit soft-capping (Gemma 2's attn_logit_softcapping): each scaled score s becomes
+   * cap · tanh(s / cap) before the mask and softmax. Absent, null or 0: none.
+   */
+  softcap?: number | null;
 }
 
 export type RopeStyle = 'neox' | 'normal';
@@ -129,6 +134,17 @@ export interface Ops {
   ): void;
   /** out[i] = silu(gate[i]) * up[i] for i < len. out may alias gate. */
   siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number): void;
+  /**
+   * out[i] = gelu(gate[i]) * up[i] for i < len, the GELU of the given kind rounded to f32 before the
+   * product (as an f32 torch MLP: act_fn(gate_proj(x)) * up_proj(x); Gemma's gelu_pytorch_tanh is
+   * 'tanh'). out may alias gate, not up.
+   */
+  geluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number, kind: GeluKind): void;
+  /**
+   * Tanh soft-capping: out[i] = cap · tanh(x[i] / cap) for i < len (Gemma 2's final_logit_softcapping).
+   * cap > 0. out may alias x.
+   */
+  softcap(x: Float32Array, out: Float32Array, len: number, cap: number): void;
   /** out[i] = a[i] + b[i]. out may alias a. */
   add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void;
   /**

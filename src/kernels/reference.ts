@@ -62,7 +62,7 @@ function rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Arra
 }
 
 /** theta^(-2k/headDim) for each pair k, rounded to f32 as HF computes inv_freq (and so the angle, in f32). */
-function ropeInvFreq(headDim: number, theta: number): Float64Array {
+export function ropeInvFreq(headDim: number, theta: number): Float64Array {
   const half = headDim / 2;
   const invFreq = new Float64Array(half);
   for (let k = 0; k < half; k++) invFreq[k] = Math.fround(1 / Math.fround(Math.pow(theta, Math.fround((2 * k) / headDim))));
@@ -234,13 +234,24 @@ const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
 
 // Each GELU in a form whose negative tail does not cancel: 0.5·(1 + erf(x/√2)) = 0.5·erfc(−x/√2), and
 // 0.5·(1 + tanh(u)) = σ(2u) = 1 / (1 + e^(−2u)).
+function geluOf(v: number, kind: GeluKind): number {
+  if (kind === 'erf') return 0.5 * v * erfc(-v / Math.SQRT2);
+  if (kind === 'tanh') return v / (1 + Math.exp(-2 * SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)));
+  return v / (1 + Math.exp(-1.702 * v));
+}
+
 function gelu(x: Float32Array, out: Float32Array, len: number, kind: GeluKind): void {
-  for (let i = 0; i < len; i++) {
-    const v = x[i];
-    if (kind === 'erf') out[i] = 0.5 * v * erfc(-v / Math.SQRT2);
-    else if (kind === 'tanh') out[i] = v / (1 + Math.exp(-2 * SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)));
-    else out[i] = v / (1 + Math.exp(-1.702 * v));
-  }
+  for (let i = 0; i < len; i++) out[i] = geluOf(x[i], kind);
+}
+
+// The activation is rounded to f32 before the product, as torch's f32 MLP computes it.
+function geluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: number, kind: GeluKind): void {
+  for (let i = 0; i < len; i++) out[i] = Math.fround(geluOf(gate[i], kind)) * up[i];
+}
+
+function softcap(x: Float32Array, out: Float32Array, len: number, cap: number): void {
+  if (!(cap > 0)) throw new RangeError(`softcap: cap must be positive, got ${cap}`);
+  for (let i = 0; i < len; i++) out[i] = cap * Math.tanh(x[i] / cap);
 }
 
 function bidirectionalAttention(
@@ -317,6 +328,7 @@ function gatherHead(layer: KvLayer, seq: AttentionSeq, kvHead: number, keys: Flo
 
 function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: AttentionParams, out: Float32Array): void {
   const { numHeads, scale, slidingWindow } = params;
+  const cap = params.softcap ?? 0;
   const { numKvHeads, headDim } = layer;
   if (numHeads % numKvHeads !== 0) throw new RangeError(`numHeads ${numHeads} is not a multiple of numKvHeads ${numKvHeads}`);
   const group = numHeads / numKvHeads;
@@ -338,6 +350,8 @@ function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params
             let dot = 0;
             for (let d = 0; d < headDim; d++) dot += q[qOff + d] * keys[t * headDim + d];
             scores[t] = dot * scale;
+            // Gemma 2: scores soft-capped before the mask and softmax.
+            if (cap > 0) scores[t] = cap * Math.tanh(scores[t] / cap);
             if (scores[t] > max) max = scores[t];
           }
           let denom = 0;
@@ -395,6 +409,8 @@ export const referenceOps: Ops = {
   add,
   layerNorm,
   gelu,
+  geluMul,
+  softcap,
   bidirectionalAttention,
   storeKv,
   attention,

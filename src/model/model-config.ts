@@ -5,7 +5,7 @@
 // differently (sliding window, q/k/v biases), the module says how. Nothing here looks at the name a
 // model is served under.
 import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
-import type { ExpertConfigRules } from './architectures/model.js';
+import type { ArchitectureModule, ExpertConfigRules } from './architectures/model.js';
 import type { LongRopeConfig, ModelConfig } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -35,7 +35,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   if (!arch) throw unsupported(modelType ?? classes.join(', '), `${modelType ? 'model_type' : 'architectures'} in ${where}`);
   if (arch.module.wrapsTextConfig) return visionLanguageConfig(top, arch.name, opts);
   const nameOrPath = typeof top._name_or_path === 'string' && top._name_or_path ? top._name_or_path : null;
-  const raw = withTextConfig(top);
+  const raw = withDefaults(withTextConfig(top), arch.module.hfDefaults);
 
   const num = (key: string, fallback?: number): number => {
     const v = raw[key];
@@ -60,6 +60,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   const headDim = num('head_dim', hiddenSize / numHeads);
   const mropeSection = hfMropeSection(raw, headDim, where);
   const maxPositionEmbeddings = num('max_position_embeddings', 2048);
+  const family = familyFields(arch.module, raw, where);
   return {
     architecture: arch.name,
     hiddenSize,
@@ -86,6 +87,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(arch.module.keepsVisionConfig && isObject(top.vision_config) ? { visionHfConfig: top } : {}),
     ...hfRotary(raw, headDim, maxPositionEmbeddings, where),
     ...hfGraniteScales(raw, where),
+    ...family,
   };
 }
 
@@ -167,6 +169,23 @@ function hfGraniteScales(
 
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The family's own config fields (ArchitectureModule.hfConfig); what it cannot run is a ModelConfigError. */
+function familyFields(module: ArchitectureModule, raw: Json, where: string): Partial<ModelConfig> {
+  try {
+    return module.hfConfig?.(raw) ?? {};
+  } catch (e) {
+    throw new ModelConfigError(`${where}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/** `raw` with `defaults` (ArchitectureModule.hfDefaults) for the keys it does not have. */
+function withDefaults(raw: Json, defaults: Readonly<Json> | undefined): Json {
+  if (!defaults) return raw;
+  const merged: Json = { ...raw };
+  for (const [key, value] of Object.entries(defaults)) if (!(key in merged) || merged[key] === undefined) merged[key] = value;
+  return merged;
 }
 
 /**

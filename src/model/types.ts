@@ -82,6 +82,24 @@ export interface ModelConfig {
   /** MoE with a shared dense expert added to the routed output (GraniteMoeShared's shared_intermediate_size): its width. */
   sharedExpertIntermediateSize?: number;
   /**
+   * Gemma 2 / 3: per layer, whether it attends through the sliding window ('sliding') or to the whole
+   * sequence ('full') (config layer_types, else the family's default pattern). Absent: slidingWindow
+   * applies to every layer alike.
+   */
+  layerAttention?: ('sliding' | 'full')[];
+  /** Gemma: the softmax scale is queryPreAttnScalar^-0.5 (config query_pre_attn_scalar) instead of headDim^-0.5. */
+  queryPreAttnScalar?: number;
+  /** Gemma 2: attention scores soft-capped at this value (attn_logit_softcapping); absent: none. */
+  attnLogitSoftcapping?: number;
+  /** Gemma 2: final logits soft-capped at this value (final_logit_softcapping); absent: none. */
+  finalLogitSoftcapping?: number;
+  /** Gemma 3: RoPE base of the sliding-window layers (rope_local_base_freq); ropeTheta is the global layers'. */
+  ropeLocalTheta?: number;
+  /** Linear RoPE scaling factor (rope_scaling {rope_type: linear}) of the global layers (Gemma 3); absent: 1. */
+  ropeLinearFactor?: number;
+  /** The MLP's activation when it is not SwiGLU's silu: a GELU (Gemma's hidden_activation gelu_pytorch_tanh is 'tanh'). */
+  mlpGelu?: 'erf' | 'tanh';
+  /**
    * Vision-language wrappers (LLaVA): the ARCHITECTURES row of text_config's family, which runs the
    * language model; absent for text-only models.
    */

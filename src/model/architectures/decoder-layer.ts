@@ -3,10 +3,13 @@
 // RMSNorm → GQA attention with neox RoPE (or Qwen2-VL's M-RoPE) over the paged KV → residual → RMSNorm →
 // feed-forward → residual.
 // The feed-forward block is a dense SwiGLU MLP, or a MoE layer's routed experts (moe.ts).
-import type { AttentionSeq, KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
+// Options the Llama family leaves at their defaults give Gemma 2 / 3 (norms on both sides of each
+// sublayer, (1 + w) norm weights, a GELU-gated MLP, soft-capped attention, per-layer sliding window and
+// RoPE base) and OLMo 2 (norms on the sublayer outputs only, q/k norms over whole projections).
+import type { AttentionSeq, GeluKind, KvLayer, Ops, RopeFrequencies, WeightMatrix } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
 import { MoeScratch, type MoeBlock } from './moe.js';
-import { applyRotary, type RotaryOptions } from './rotary.js';
+import { applyRotary, linearRopeInvFreq, type RotaryOptions } from './rotary.js';
 import type { CheckpointWeights } from './weights.js';
 
 export interface DecoderOptions {
@@ -25,7 +28,7 @@ export interface DecoderOptions {
   mropeSection?: Int32Array;
   /** Partial rotary and LongRoPE (Phi-3; rotary.ts). Absent: neox RoPE over the whole head at ropeTheta. */
   rotary?: RotaryOptions;
-  /** The attention softmax scale, in place of headDim^-0.5 (Granite's attention_multiplier). */
+  /** The attention softmax scale, in place of headDim^-0.5 (Granite's attention_multiplier, Gemma's query_pre_attn_scalar^-0.5). */
   attentionScale?: number;
   /** Each sublayer's output (attention, feed-forward) is multiplied by this before its residual add (Granite). */
   residualMultiplier?: number;
@@ -33,10 +36,38 @@ export interface DecoderOptions {
   embeddingMultiplier?: number;
   /** Logits are divided by this (Granite's logits_scaling; decoder.ts). */
   logitsScaling?: number;
+  /**
+   * Where the RMSNorms sit (default 'pre'):
+   *  - 'pre' (Llama): x += attn(input_layernorm(x)); x += mlp(post_attention_layernorm(x)).
+   *  - 'sandwich' (Gemma 2 / 3): x += post_attention_layernorm(attn(input_layernorm(x)));
+   *    x += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x))).
+   *  - 'post' (OLMo 2): x += post_attention_layernorm(attn(x)); x += post_feedforward_layernorm(mlp(x)).
+   */
+  normPlacement?: 'pre' | 'sandwich' | 'post';
+  /**
+   * Added to every RMSNorm weight at load (Gemma: 1, its norms scale by 1 + w, computed in f32 as
+   * HF does); the final norm and q/k norms too. Default 0.
+   */
+  normWeightOffset?: number;
+  /** q/k norm over each head's headDim values (Qwen3, Gemma 3; the default) or over the whole projection (OLMo 2). */
+  qkNormOver?: 'head' | 'all';
+  /** Multiplies the token embeddings (Gemma: sqrt(hidden_size), rounded to f32 as HF casts it). Default 1. */
+  embeddingScale?: number;
+  /** Attention logit soft-cap (Gemma 2 attn_logit_softcapping); null / absent: none. */
+  attentionSoftcap?: number | null;
+  /** Final logit soft-cap (Gemma 2 final_logit_softcapping): logits = cap · tanh(logits / cap); null / absent: none. */
+  finalSoftcap?: number | null;
+  /** Per layer: its sliding window (null = full attention), overriding slidingWindow (Gemma's layer_types). */
+  layerSlidingWindow?: readonly (number | null)[];
+  /** Per layer: its RoPE base and linear scaling factor (Gemma 3: local vs global layers). Default config.ropeTheta, 1. */
+  layerRope?: readonly { theta: number; linearFactor: number }[];
+  /** The dense MLP's gate activation: SwiGLU's silu (default), or a GELU (Gemma: 'tanh', gelu_pytorch_tanh). */
+  mlpActivation?: 'silu' | GeluKind;
 }
 
 export interface DecoderLayerWeights {
-  inputNorm: Float32Array;
+  /** Before attention (input_layernorm); absent with normPlacement 'post'. */
+  inputNorm?: Float32Array;
   q: WeightMatrix;
   k: WeightMatrix;
   v: WeightMatrix;
@@ -47,7 +78,17 @@ export interface DecoderLayerWeights {
   oBias?: Float32Array;
   qNorm?: Float32Array;
   kNorm?: Float32Array;
-  postNorm: Float32Array;
+  /** Before the feed-forward block (Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm); absent with 'post'. */
+  postNorm?: Float32Array;
+  /** On the attention output before the residual add ('sandwich' and 'post': post_attention_layernorm). */
+  attnOutNorm?: Float32Array;
+  /** On the feed-forward output before the residual add ('sandwich' and 'post': post_feedforward_layernorm). */
+  ffnOutNorm?: Float32Array;
+  /** This layer's sliding window (null: full attention) and RoPE. */
+  slidingWindow: number | null;
+  ropeTheta: number;
+  /** Linear-scaled inverse frequencies (Gemma 3's global layers' rope_scaling); absent: plain RoPE at ropeTheta. */
+  ropeFreqs?: RopeFrequencies;
   mlp: FeedForward;
 }
 
@@ -119,9 +160,17 @@ export class DecoderScratch {
   }
 }
 
+/** An RMSNorm weight with options.normWeightOffset added (a copy: the checkpoint's tensor is left as it is). */
+export function loadNormWeight(w: CheckpointWeights, options: DecoderOptions, name: string, length: number): Float32Array {
+  const v = w.vector(name, length);
+  const offset = options.normWeightOffset ?? 0;
+  return offset === 0 ? v : Float32Array.from(v, (x) => x + offset);
+}
+
 /**
  * The weights of the layer whose tensors are named `${prefix}input_layernorm.weight` and so on;
- * its feed-forward block is `moe` when given (loaded by the caller), else the dense MLP.
+ * its feed-forward block is `moe` when given (loaded by the caller), else the dense MLP. `layer`
+ * picks its entry of the per-layer options (an MTP layer, past the main stack, takes the defaults).
  */
 export function loadDecoderLayer(
   w: CheckpointWeights,
@@ -129,8 +178,14 @@ export function loadDecoderLayer(
   options: DecoderOptions,
   prefix: string,
   moe?: MoeBlock,
+  layer = -1,
 ): DecoderLayerWeights {
   const p = prefix;
+  const norm = (name: string, len = c.hiddenSize): Float32Array => loadNormWeight(w, options, `${p}${name}.weight`, len);
+  const placement = options.normPlacement ?? 'pre';
+  const qkNormLen = (width: number): number => (options.qkNormOver === 'all' ? width : c.headDim);
+  const rope = options.layerRope?.[layer];
+  const window = options.layerSlidingWindow?.[layer];
   const qWidth = c.numHeads * c.headDim;
   const kvWidth = c.numKvHeads * c.headDim;
   const bias = (name: string, len: number): Float32Array | undefined => {
@@ -155,7 +210,7 @@ export function loadDecoderLayer(
           w.matrix(`${p}self_attn.v_proj.weight`, kvWidth, c.hiddenSize),
         ];
   return {
-    inputNorm: w.vector(`${p}input_layernorm.weight`, c.hiddenSize),
+    inputNorm: placement === 'post' ? undefined : norm('input_layernorm'),
     q,
     k,
     v,
@@ -164,9 +219,15 @@ export function loadDecoderLayer(
     kBias: bias(`${p}self_attn.k_proj.bias`, kvWidth),
     vBias: bias(`${p}self_attn.v_proj.bias`, kvWidth),
     oBias: options.oBiasIfPresent ? w.optionalVector(`${p}self_attn.o_proj.bias`, c.hiddenSize) : undefined,
-    qNorm: options.qkNorm ? w.vector(`${p}self_attn.q_norm.weight`, c.headDim) : undefined,
-    kNorm: options.qkNorm ? w.vector(`${p}self_attn.k_norm.weight`, c.headDim) : undefined,
-    postNorm: w.vector(`${p}post_attention_layernorm.weight`, c.hiddenSize),
+    qNorm: options.qkNorm ? norm('self_attn.q_norm', qkNormLen(qWidth)) : undefined,
+    kNorm: options.qkNorm ? norm('self_attn.k_norm', qkNormLen(kvWidth)) : undefined,
+    postNorm:
+      placement === 'pre' ? norm('post_attention_layernorm') : placement === 'sandwich' ? norm('pre_feedforward_layernorm') : undefined,
+    attnOutNorm: placement === 'pre' ? undefined : norm('post_attention_layernorm'),
+    ffnOutNorm: placement === 'pre' ? undefined : norm('post_feedforward_layernorm'),
+    slidingWindow: window === undefined ? options.slidingWindow : window,
+    ropeTheta: rope?.theta ?? c.ropeTheta,
+    ...(rope && rope.linearFactor !== 1 ? { ropeFreqs: { invFreq: linearRopeInvFreq(c.headDim, rope.theta, rope.linearFactor) } } : {}),
     mlp: moe ?? loadDenseMlp(w, c, p),
   };
 }
@@ -202,17 +263,25 @@ export function runDecoderLayer(
   const attentionParams = {
     numHeads: c.numHeads,
     scale: options.attentionScale ?? 1 / Math.sqrt(c.headDim),
-    slidingWindow: options.slidingWindow,
+    slidingWindow: w.slidingWindow,
+    softcap: options.attentionSoftcap ?? null,
   };
   const residual = options.residualMultiplier;
-  // Attention block.
-  ops.rmsnorm(hidden, n, c.hiddenSize, w.inputNorm, c.rmsNormEps, s.normed);
-  ops.matmul(s.normed, n, w.q, s.q, w.qBias);
-  ops.matmul(s.normed, n, w.k, s.k, w.kBias);
-  ops.matmul(s.normed, n, w.v, s.v, w.vBias);
+  // Attention block (its input normed unless the norms are on the outputs only).
+  let x = hidden;
+  if (w.inputNorm) {
+    ops.rmsnorm(hidden, n, c.hiddenSize, w.inputNorm, c.rmsNormEps, s.normed);
+    x = s.normed;
+  }
+  ops.matmul(x, n, w.q, s.q, w.qBias);
+  ops.matmul(x, n, w.k, s.k, w.kBias);
+  ops.matmul(x, n, w.v, s.v, w.vBias);
   if (w.qNorm && w.kNorm) {
-    ops.rmsnorm(s.q, n * c.numHeads, c.headDim, w.qNorm, c.rmsNormEps, s.q);
-    ops.rmsnorm(s.k, n * c.numKvHeads, c.headDim, w.kNorm, c.rmsNormEps, s.k);
+    // Per head (rows of headDim), or over each token's whole projection (OLMo 2).
+    const qDim = w.qNorm.length,
+      kDim = w.kNorm.length;
+    ops.rmsnorm(s.q, (n * c.numHeads * c.headDim) / qDim, qDim, w.qNorm, c.rmsNormEps, s.q);
+    ops.rmsnorm(s.k, (n * c.numKvHeads * c.headDim) / kDim, kDim, w.kNorm, c.rmsNormEps, s.k);
   }
   const mrope = rows.mropePositions;
   if (mrope && options.mropeSection) {
@@ -222,26 +291,40 @@ export function runDecoderLayer(
     applyRotary(ops, c, options.rotary, s.q, s.k, n, rows.positions, rows.seqs);
   } else {
     // Text positions are M-RoPE's with all three rows equal, which is plain neox RoPE.
-    ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
-    ops.rope(s.k, n, c.numKvHeads, c.headDim, rows.positions, c.ropeTheta, 'neox');
+    // Plain RoPE is called without frequencies, so the Llama family's calls stay as they were.
+    if (w.ropeFreqs === undefined) {
+      ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, w.ropeTheta, 'neox');
+      ops.rope(s.k, n, c.numKvHeads, c.headDim, rows.positions, w.ropeTheta, 'neox');
+    } else {
+      ops.rope(s.q, n, c.numHeads, c.headDim, rows.positions, w.ropeTheta, 'neox', w.ropeFreqs);
+      ops.rope(s.k, n, c.numKvHeads, c.headDim, rows.positions, w.ropeTheta, 'neox', w.ropeFreqs);
+    }
   }
   ops.storeKv(kv, s.k, s.v, n, rows.slots);
   ops.attention(s.q, kv, rows.seqs, attentionParams, s.attn);
   ops.matmul(s.attn, n, w.o, s.proj, w.oBias);
+  if (w.attnOutNorm) ops.rmsnorm(s.proj, n, c.hiddenSize, w.attnOutNorm, c.rmsNormEps, s.proj);
   if (residual !== undefined) scaleRows(s.proj, n * c.hiddenSize, residual);
   ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
   // Feed-forward block.
-  ops.rmsnorm(hidden, n, c.hiddenSize, w.postNorm, c.rmsNormEps, s.normed);
+  x = hidden;
+  if (w.postNorm) {
+    ops.rmsnorm(hidden, n, c.hiddenSize, w.postNorm, c.rmsNormEps, s.normed);
+    x = s.normed;
+  }
   const mlp = w.mlp;
   if (mlp.kind === 'dense') {
-    ops.matmul(s.normed, n, mlp.gate, s.gate);
-    ops.matmul(s.normed, n, mlp.up, s.up);
-    ops.siluMul(s.gate, s.up, s.gate, n * c.intermediateSize);
+    ops.matmul(x, n, mlp.gate, s.gate);
+    ops.matmul(x, n, mlp.up, s.up);
+    const act = options.mlpActivation ?? 'silu';
+    if (act === 'silu') ops.siluMul(s.gate, s.up, s.gate, n * c.intermediateSize);
+    else ops.geluMul(s.gate, s.up, s.gate, n * c.intermediateSize, act);
     ops.matmul(s.gate, n, mlp.down, s.proj);
   } else {
     if (s.moe === null) throw new Error('a MoE layer run with scratch for a dense model');
-    mlp.run(ops, s.normed, n, s.proj, s.moe);
+    mlp.run(ops, x, n, s.proj, s.moe);
   }
+  if (w.ffnOutNorm) ops.rmsnorm(s.proj, n, c.hiddenSize, w.ffnOutNorm, c.rmsNormEps, s.proj);
   if (residual !== undefined) scaleRows(s.proj, n * c.hiddenSize, residual);
   ops.add(hidden, s.proj, hidden, n * c.hiddenSize);
 }

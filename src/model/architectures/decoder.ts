@@ -3,6 +3,9 @@
 // embed → N × [RMSNorm → GQA attention with neox RoPE → residual → RMSNorm → feed-forward → residual]
 // → final RMSNorm → lm_head. Architectures differ only in the DecoderOptions they pass; a layer's
 // feed-forward block is the dense SwiGLU MLP, or routed experts where config.moeLayers says so.
+// Gemma 2 / 3 and OLMo 2 run here too, through options the Llama family leaves at their defaults
+// (norm placement and offset, embedding scale, attention scale and soft-cap, final logit soft-cap,
+// per-layer sliding window and RoPE, GELU-gated MLP: decoder-layer.ts).
 // Vision models' image rows take their embeddings in place of the token's (batch.inputEmbeddings),
 // and Qwen2-VL's rows may carry M-RoPE positions (batch.mropePositions).
 import type { KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
@@ -13,6 +16,7 @@ import { CheckpointWeights } from './weights.js';
 import {
   DecoderScratch,
   loadDecoderLayer,
+  loadNormWeight,
   runDecoderLayer,
   scaleRows,
   type DecoderLayerWeights,
@@ -47,12 +51,12 @@ export class DecoderTransformer implements Model {
     this.embedTokens = w.matrix('model.embed_tokens.weight', c.vocabSize, c.hiddenSize);
     // Tied embeddings reuse the (already prepared) embedding table as lm_head.
     this.lmHead = c.tieWordEmbeddings ? this.embedTokens : w.matrix('lm_head.weight', c.vocabSize, c.hiddenSize);
-    this.finalNorm = w.vector('model.norm.weight', c.hiddenSize);
+    this.finalNorm = loadNormWeight(w, options, 'model.norm.weight', c.hiddenSize);
     this.layers = [];
     for (let i = 0; i < c.numLayers; i++) {
       const prefix = `model.layers.${i}.`;
       const moe = c.moeLayers?.[i] ? loadMoeBlock(w, c, i, prefix, placement?.experts) : undefined;
-      this.layers.push(loadDecoderLayer(w, c, options, prefix, moe));
+      this.layers.push(loadDecoderLayer(w, c, options, prefix, moe, i));
     }
     // Dense activations only where some layer is dense (a MoE model's intermediate_size can be wide).
     this.scratch = new DecoderScratch(c, this.layers.some((l) => l.mlp.kind === 'dense') ? c.intermediateSize : 0);
@@ -69,6 +73,8 @@ export class DecoderTransformer implements Model {
     const skip = options?.skipLayers;
     const onHidden = options?.onHidden;
     ops.embed(batch.tokens, this.embedTokens, s.hidden);
+    const embedScale = this.options.embeddingScale ?? 1;
+    if (embedScale !== 1) for (let i = 0; i < n * c.hiddenSize; i++) s.hidden[i] *= embedScale;
     if (batch.inputEmbeddings) this.overwriteInputs(batch.inputEmbeddings);
     // Granite scales the input embeddings, image rows' included (HF multiplies inputs_embeds).
     if (this.options.embeddingMultiplier !== undefined) scaleRows(s.hidden, n * c.hiddenSize, this.options.embeddingMultiplier);
@@ -113,6 +119,8 @@ export class DecoderTransformer implements Model {
     this.ops.matmul(s.normed, m, w, logits);
     const divisor = this.options.logitsScaling;
     if (divisor !== undefined) for (let i = 0; i < logits.length; i++) logits[i] /= divisor;
+    const cap = this.options.finalSoftcap;
+    if (cap) this.ops.softcap(logits, logits, logits.length, cap);
     return logits;
   }
 

@@ -16,6 +16,8 @@ import { llava } from './llava.js';
 import { phi3 } from './phi3.js';
 import { granite } from './granite.js';
 import { graniteMoe } from './granite-moe.js';
+import { gemma2, gemma3 } from './gemma.js';
+import { olmo2 } from './olmo2.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -78,6 +80,18 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     ggufArchitectures: [],
     module: graniteMoe,
   },
+  // Norms on both sides of each sublayer, soft-capping, sliding / global layers (gemma.ts).
+  { name: 'gemma2', hfArchitectures: ['Gemma2ForCausalLM'], hfModelTypes: ['gemma2'], ggufArchitectures: [], module: gemma2 },
+  // Gemma 3's language model; a Gemma3ForConditionalGeneration checkpoint runs as text only (its text_config).
+  {
+    name: 'gemma3',
+    hfArchitectures: ['Gemma3ForCausalLM', 'Gemma3ForConditionalGeneration'],
+    hfModelTypes: ['gemma3_text', 'gemma3'],
+    ggufArchitectures: [],
+    module: gemma3,
+  },
+  // Norms on the sublayer outputs only, q/k norms over whole projections (olmo2.ts).
+  { name: 'olmo2', hfArchitectures: ['Olmo2ForCausalLM'], hfModelTypes: ['olmo2'], ggufArchitectures: [], module: olmo2 },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
 ];

@@ -95,6 +95,18 @@ export interface ArchitectureModule {
   readonly keepsVisionConfig?: boolean;
   /** Routed experts (mixture of experts): how its config.json describes them; absent for dense families. */
   readonly experts?: ExpertConfigRules;
+  /**
+   * transformers' config-class defaults where they differ from what config.json reading assumes
+   * (Gemma: head_dim 256, soft-caps, sliding window; OLMo 2: rms_norm_eps 1e-5): used for keys the
+   * config.json (or its text_config) leaves out. An explicit null in config.json stays null.
+   */
+  readonly hfDefaults?: Readonly<Record<string, unknown>>;
+  /**
+   * Reads the family's own config.json keys (the merged config, defaults filled in) into ModelConfig
+   * fields, set over the common ones (Gemma's layer types, soft-caps, RoPE bases). Throws an Error
+   * saying what it cannot run.
+   */
+  hfConfig?(raw: Readonly<Record<string, unknown>>): Partial<ModelConfig>;
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */
   decoderOptions(config: ModelConfig): DecoderOptions;
   /** Builds the model for `checkpoint`, preparing its weights for `ops` once (options: where a MoE model's experts run). */

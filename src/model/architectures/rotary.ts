@@ -50,6 +50,19 @@ export function longRopeInvFreq(rotaryDim: number, theta: number, factors: reado
   return out;
 }
 
+/**
+ * HF 'linear' rope scaling's inverse frequencies: theta^(-2k/headDim) in f32, then divided by the
+ * factor in f32 (inv_freq /= factor), as transformers computes them.
+ */
+export function linearRopeInvFreq(headDim: number, theta: number, factor: number): Float32Array {
+  if (!(factor > 0)) throw new RangeError(`linear RoPE scaling: factor must be positive, got ${factor}`);
+  const half = headDim / 2;
+  const out = new Float32Array(half);
+  for (let k = 0; k < half; k++)
+    out[k] = Math.fround(Math.fround(1 / Math.fround(Math.pow(theta, Math.fround((2 * k) / headDim)))) / Math.fround(factor));
+  return out;
+}
+
 /** The config's rotary variant (partial rotary and/or LongRoPE), or undefined for plain RoPE. */
 export function rotaryOptions(c: ModelConfig): RotaryOptions | undefined {
   const rotaryDim = c.rotaryDim ?? c.headDim;
