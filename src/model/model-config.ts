@@ -58,11 +58,18 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   const ropeParameters = raw.rope_parameters as Json | undefined;
   const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
   const headDim = num('head_dim', hiddenSize / numHeads);
-  const mropeSection = hfMropeSection(raw, headDim, where);
+  // Partial rotary embeddings (Qwen3.5): M-RoPE sections split the rotary part's frequencies.
+  const rotaryFactor = num(
+    'partial_rotary_factor',
+    typeof ropeParameters?.partial_rotary_factor === 'number' ? ropeParameters.partial_rotary_factor : 1,
+  );
+  const rotaryDim = Math.trunc(headDim * rotaryFactor);
+  const mropeSection = hfMropeSection(raw, rotaryDim, where);
   return {
     architecture: arch.name,
     hiddenSize,
-    intermediateSize: num('intermediate_size'),
+    // A MoE config may carry no dense width (no dense layers, Qwen3.5-MoE): the experts' then.
+    intermediateSize: num('intermediate_size', typeof raw.moe_intermediate_size === 'number' ? raw.moe_intermediate_size : undefined),
     numLayers,
     numHeads,
     numKvHeads: num('num_key_value_heads', numHeads),
@@ -83,6 +90,8 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
     ...(mropeSection ? { mropeSection } : {}),
     ...(arch.module.keepsVisionConfig && isObject(top.vision_config) ? { visionHfConfig: top } : {}),
+    ...(rotaryDim !== headDim ? { rotaryDim } : {}),
+    ...arch.module.hfExtraConfig?.(raw, where),
   };
 }
 

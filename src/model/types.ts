@@ -75,6 +75,34 @@ export interface ModelConfig {
    * absent for text-only models.
    */
   visionHfConfig?: Readonly<Record<string, unknown>>;
+  /**
+   * Partial rotary embeddings (Qwen3.5's partial_rotary_factor): RoPE turns only the first rotaryDim
+   * values of each head; absent when it turns all headDim.
+   */
+  rotaryDim?: number;
+  /**
+   * Hybrid models (Qwen3.5): per layer, full attention over the paged KV cache or a recurrent
+   * linear-attention layer (config `layer_types`). Recurrent layers keep their state in the model's
+   * RecurrentState (architectures/model.ts), not in the KV cache: allocateKvCache gives them empty
+   * KV storage and kvBytesPerToken counts only attention layers. Absent: every layer is attention.
+   */
+  layerTypes?: LayerType[];
+  /** Gated DeltaNet layers' shapes (Qwen3.5 linear_*): present when some layer is linear_attention. */
+  linearAttention?: LinearAttentionConfig;
+  /** MoE with a shared expert gated per token (Qwen3.5-MoE shared_expert_intermediate_size); absent: none. */
+  sharedExpertIntermediateSize?: number;
+}
+
+export type LayerType = 'full_attention' | 'linear_attention';
+
+/** Gated DeltaNet (linear attention) layer shapes, from config.json's linear_* keys. */
+export interface LinearAttentionConfig {
+  /** Causal conv1d width (linear_conv_kernel_dim). */
+  convKernel: number;
+  numKeyHeads: number;
+  numValueHeads: number;
+  keyHeadDim: number;
+  valueHeadDim: number;
 }
 
 /** Everything needed to run and talk to a model, as loaded from disk. */

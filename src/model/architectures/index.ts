@@ -13,6 +13,7 @@ import { qwen2Vl } from './qwen2-vl.js';
 import { mixtral } from './mixtral.js';
 import { qwen3Moe } from './qwen3-moe.js';
 import { llava } from './llava.js';
+import { qwen35, qwen35Moe } from './qwen3-5.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -56,6 +57,21 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     hfModelTypes: ['qwen3_moe'],
     ggufArchitectures: ['qwen3moe'],
     module: qwen3Moe,
+  },
+  // Hybrid Gated DeltaNet + gated attention, with per-sequence recurrent state (text path only).
+  {
+    name: 'qwen3_5',
+    hfArchitectures: ['Qwen3_5ForConditionalGeneration', 'Qwen3_5ForCausalLM'],
+    hfModelTypes: ['qwen3_5', 'qwen3_5_text'],
+    ggufArchitectures: [],
+    module: qwen35,
+  },
+  {
+    name: 'qwen3_5_moe',
+    hfArchitectures: ['Qwen3_5MoeForConditionalGeneration', 'Qwen3_5MoeForCausalLM'],
+    hfModelTypes: ['qwen3_5_moe', 'qwen3_5_moe_text'],
+    ggufArchitectures: [],
+    module: qwen35Moe,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
