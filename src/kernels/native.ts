@@ -464,7 +464,7 @@ function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, w
   loadAddon().moe(handle, x, n, ids, weights, k, out);
 }
 
-/** Recurrent ops' sequences as the addon takes them: (qStart, qLen, slot) triples; rows: the rows they may span. */
+/** Recurrent ops' sequences as the addon takes them: (qStart, qLen, slot) triples. */
 function marshalRecurrentSeqs(seqs: readonly RecurrentSeq[]): Int32Array {
   const out = new Int32Array(seqs.length * 3);
   seqs.forEach((s, i) => out.set([s.qStart, s.qLen, s.slot], i * 3));
