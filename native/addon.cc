@@ -9,6 +9,7 @@ void InitNormRopeAct(Napi::Env env, Napi::Object exports);
 void InitAttention(Napi::Env env, Napi::Object exports);
 void InitBidirectionalAttention(Napi::Env env, Napi::Object exports);
 void InitMoe(Napi::Env env, Napi::Object exports);
+void InitGatedDelta(Napi::Env env, Napi::Object exports);
 void InitRuntime(Napi::Env env, Napi::Object exports);
 }  // namespace svc
 
@@ -19,6 +20,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   svc::InitAttention(env, exports);
   svc::InitBidirectionalAttention(env, exports);
   svc::InitMoe(env, exports);
+  svc::InitGatedDelta(env, exports);
   svc::InitRuntime(env, exports);
   return exports;
 }

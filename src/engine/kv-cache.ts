@@ -26,30 +26,39 @@ export function kvLayerDTypes(plan: KvDTypePlan, numLayers: number): readonly Kv
 /** Bytes of KV cache one token occupies across all layers (k and v). */
 export function kvBytesPerToken(config: ModelConfig, plan: KvDTypePlan): number {
   let bytes = 0;
-  for (const { k, v } of kvLayerDTypes(plan, config.numLayers))
-    bytes += config.numKvHeads * (KV_DTYPES[k].rowBytes(config.headDim) + KV_DTYPES[v].rowBytes(config.headDim));
+  for (const [l, { k, v }] of kvLayerDTypes(plan, config.numLayers).entries())
+    if (usesKvCache(config, l))
+      bytes += config.numKvHeads * (KV_DTYPES[k].rowBytes(config.headDim) + KV_DTYPES[v].rowBytes(config.headDim));
   return bytes;
 }
 
 /**
- * One zeroed KvLayer per model layer, laid out [numBlocks][blockSize][numKvHeads] rows of
+ * One zeroed KvLayer per model layer (a recurrent layer's with empty k / v), laid out [numBlocks][blockSize][numKvHeads] rows of
  * rowBytes(headDim) bytes, keys and values in the plan's dtypes. Each k/v gets its own ArrayBuffer so
  * typed views over it (Float32Array, Uint16Array) are aligned.
  */
 export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSize: number, plan: KvDTypePlan): KvLayer[] {
   if (!Number.isInteger(numBlocks) || numBlocks <= 0) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
   if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
-  const rows = numBlocks * blockSize * config.numKvHeads;
-  return kvLayerDTypes(plan, config.numLayers).map(({ k, v }) => ({
-    kDtype: k,
-    vDtype: v,
-    numBlocks,
-    blockSize,
-    numKvHeads: config.numKvHeads,
-    headDim: config.headDim,
-    k: new Uint8Array(rows * KV_DTYPES[k].rowBytes(config.headDim)),
-    v: new Uint8Array(rows * KV_DTYPES[v].rowBytes(config.headDim)),
-    kScale: 1,
-    vScale: 1,
-  }));
+  return kvLayerDTypes(plan, config.numLayers).map(({ k, v }, l) => {
+    // A recurrent layer (ModelConfig.layerTypes) keeps its state elsewhere: its KvLayer holds no rows.
+    const rows = usesKvCache(config, l) ? numBlocks * blockSize * config.numKvHeads : 0;
+    return {
+      kDtype: k,
+      vDtype: v,
+      numBlocks,
+      blockSize,
+      numKvHeads: config.numKvHeads,
+      headDim: config.headDim,
+      k: new Uint8Array(rows * KV_DTYPES[k].rowBytes(config.headDim)),
+      v: new Uint8Array(rows * KV_DTYPES[v].rowBytes(config.headDim)),
+      kScale: 1,
+      vScale: 1,
+    };
+  });
+}
+
+/** Whether layer `l` stores keys and values in the paged cache (every layer but a hybrid model's recurrent ones). */
+export function usesKvCache(config: ModelConfig, l: number): boolean {
+  return config.layerTypes?.[l] !== 'linear_attention';
 }

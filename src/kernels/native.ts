@@ -7,7 +7,19 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEnv } from '../common/env.js';
-import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
+import type {
+  AttentionParams,
+  AttentionSeq,
+  GatedDeltaParams,
+  GeluKind,
+  KvLayer,
+  MoeExperts,
+  Ops,
+  RecurrentSeq,
+  RopeFrequencies,
+  RopeStyle,
+  WeightMatrix,
+} from './ops.js';
 import { KV_DTYPES, WEIGHT_DTYPES, type KvDTypeTraits } from './dtypes.js';
 
 /** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
@@ -133,6 +145,35 @@ export interface NativeAddon {
     down: readonly (Uint8Array | null)[],
   ): MoeLayerHandle;
   moe(layer: MoeLayerHandle, x: Float32Array, n: number, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void;
+  /** seqs: (qStart, qLen, slot) triples (native/gated_delta.cc). */
+  causalConv1d(
+    x: Float32Array,
+    rows: number,
+    channels: number,
+    kernel: number,
+    weight: Float32Array,
+    seqs: Int32Array,
+    state: Float32Array,
+    numSlots: number,
+    out: Float32Array,
+  ): void;
+  gatedDeltaRule(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    g: Float32Array,
+    beta: Float32Array,
+    rows: number,
+    seqs: Int32Array,
+    numKHeads: number,
+    numVHeads: number,
+    kDim: number,
+    vDim: number,
+    l2norm: boolean,
+    state: Float32Array,
+    numSlots: number,
+    out: Float32Array,
+  ): void;
   info(): NativeInfo;
   setCpuPath(path: CpuPath): void;
   setNumThreads(n: number): void;
@@ -442,6 +483,101 @@ function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, w
   loadAddon().moe(handle, x, n, ids, weights, k, out);
 }
 
+/** Recurrent ops' sequences as the addon takes them: (qStart, qLen, slot) triples. */
+function marshalRecurrentSeqs(seqs: readonly RecurrentSeq[]): Int32Array {
+  const out = new Int32Array(seqs.length * 3);
+  seqs.forEach((s, i) => out.set([s.qStart, s.qLen, s.slot], i * 3));
+  return out;
+}
+
+function causalConv1d(
+  x: Float32Array,
+  channels: number,
+  kernel: number,
+  weight: Float32Array,
+  seqs: readonly RecurrentSeq[],
+  state: Float32Array,
+  out: Float32Array,
+): void {
+  const op = 'causalConv1d';
+  checkCount(op, 'channels', channels, 1);
+  checkCount(op, 'kernel', kernel, 1);
+  for (const [name, arr] of [
+    ['x', x],
+    ['weight', weight],
+    ['state', state],
+    ['out', out],
+  ] as const)
+    checkKind(op, name, arr, Float32Array);
+  checkLength(op, 'weight', weight, kernel * channels);
+  if (overlaps(x, out)) fail(op, 'out must not overlap x');
+  const rows = Math.floor(Math.min(x.length, out.length) / channels);
+  const slotSize = (kernel - 1) * channels;
+  const numSlots = slotSize === 0 ? 2 ** 31 - 1 : Math.floor(state.length / slotSize);
+  loadAddon().causalConv1d(x, rows, channels, kernel, weight, marshalRecurrentSeqs(seqs), state, numSlots, out);
+}
+
+function gatedDeltaRule(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  g: Float32Array,
+  beta: Float32Array,
+  seqs: readonly RecurrentSeq[],
+  params: GatedDeltaParams,
+  state: Float32Array,
+  out: Float32Array,
+): void {
+  const op = 'gatedDeltaRule';
+  const { numKHeads, numVHeads, kDim, vDim, l2norm } = params;
+  for (const [name, n] of [
+    ['numKHeads', numKHeads],
+    ['numVHeads', numVHeads],
+    ['kDim', kDim],
+    ['vDim', vDim],
+  ] as const)
+    checkCount(op, name, n, 1);
+  if (numVHeads % numKHeads !== 0) fail(op, `numVHeads ${numVHeads} is not a multiple of numKHeads ${numKHeads}`);
+  for (const [name, arr] of [
+    ['q', q],
+    ['k', k],
+    ['v', v],
+    ['g', g],
+    ['beta', beta],
+    ['state', state],
+    ['out', out],
+  ] as const)
+    checkKind(op, name, arr, Float32Array);
+  for (const [name, arr] of [
+    ['q', q],
+    ['k', k],
+    ['v', v],
+    ['g', g],
+    ['beta', beta],
+    ['state', state],
+  ] as const)
+    if (overlaps(arr, out)) fail(op, `out must not overlap ${name}`);
+  const rows = Math.floor(Math.min(g.length, beta.length) / numVHeads);
+  const numSlots = Math.floor(state.length / (numVHeads * kDim * vDim));
+  loadAddon().gatedDeltaRule(
+    q,
+    k,
+    v,
+    g,
+    beta,
+    rows,
+    marshalRecurrentSeqs(seqs),
+    numKHeads,
+    numVHeads,
+    kDim,
+    vDim,
+    l2norm,
+    state,
+    numSlots,
+    out,
+  );
+}
+
 /** The addon's code for each GELU kind (native/norm_rope_act.cc Gelu). */
 const GELU_CODES: Record<GeluKind, number> = { erf: 0, tanh: 1, quick: 2 };
 
@@ -714,4 +850,6 @@ export const nativeOps: Ops = {
   },
 
   moe,
+  causalConv1d,
+  gatedDeltaRule,
 };

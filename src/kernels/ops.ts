@@ -90,6 +90,26 @@ export interface MoeExperts {
   readonly down: readonly (WeightMatrix | null)[];
 }
 
+/** One sequence's rows in a recurrent op (causalConv1d, gatedDeltaRule) and the state slot it continues from and writes back. */
+export interface RecurrentSeq {
+  /** First row of the sequence in the op's row-major inputs, and how many rows it has. */
+  qStart: number;
+  qLen: number;
+  /** Index of its state in the op's state array ([numSlots, …]). */
+  slot: number;
+}
+
+/** Head layout of a gated delta rule call (Qwen3.5 / Qwen3-Next GatedDeltaNet). */
+export interface GatedDeltaParams {
+  /** q/k heads; each serves numVHeads / numKHeads consecutive v heads (transformers' repeat_interleave). */
+  numKHeads: number;
+  numVHeads: number;
+  kDim: number;
+  vDim: number;
+  /** L2-normalise each q and k head vector first (x · rsqrt(Σx² + 1e-6), transformers' use_qk_l2norm_in_kernel). */
+  l2norm: boolean;
+}
+
 export interface Ops {
   readonly name: string;
   /** Turn a loaded weight into whatever layout this backend multiplies fastest (may return it unchanged). */
@@ -185,4 +205,40 @@ export interface Ops {
    * read once per call, and only the experts some row selected are read at all.
    */
   moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void;
+  /**
+   * Causal depthwise conv1d then SiLU, per sequence, carrying the last kernel − 1 inputs
+   * (GatedDeltaNet's conv1d; transformers' causal_conv1d_update): out[t, c] = silu(Σ_j weight[j, c] ·
+   * in[t − kernel + 1 + j, c]), where inputs before the sequence's first row are the slot's state
+   * (zeros in a reset slot). Afterwards the slot holds the last kernel − 1 inputs. x and out are
+   * [rows, channels] (out must not overlap x); weight is [kernel, channels] (transformers' [channels,
+   * 1, kernel] transposed); state is [numSlots, kernel − 1, channels], read and written at each seq's slot.
+   */
+  causalConv1d(
+    x: Float32Array,
+    channels: number,
+    kernel: number,
+    weight: Float32Array,
+    seqs: readonly RecurrentSeq[],
+    state: Float32Array,
+    out: Float32Array,
+  ): void;
+  /**
+   * The gated delta rule, recurrent form (transformers' torch_recurrent_gated_delta_rule), token by
+   * token per sequence and v head h, with S = the slot's state [kDim, vDim] and q, k from head
+   * floor(h · numKHeads / numVHeads) (q l2-normalised if asked, then scaled by 1/√kDim):
+   * S ← exp(g)·S; S ← S + k ⊗ (beta · (v − Sᵀk)); out = Sᵀq. q and k are [rows, numKHeads, kDim],
+   * v and out [rows, numVHeads, vDim], g (the log decay) and beta [rows, numVHeads]; state is
+   * [numSlots, numVHeads, kDim, vDim], read and written at each seq's slot.
+   */
+  gatedDeltaRule(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    g: Float32Array,
+    beta: Float32Array,
+    seqs: readonly RecurrentSeq[],
+    params: GatedDeltaParams,
+    state: Float32Array,
+    out: Float32Array,
+  ): void;
 }

@@ -2,6 +2,7 @@
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
 import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
+import { causalConv1d, gatedDeltaRule } from './reference-recurrent.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
   const { rows, cols } = w;
@@ -415,4 +416,6 @@ export const referenceOps: Ops = {
   storeKv,
   attention,
   moe,
+  causalConv1d,
+  gatedDeltaRule,
 };

@@ -58,13 +58,16 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
   const ropeParameters = raw.rope_parameters as Json | undefined;
   const ropeTheta = typeof ropeParameters?.rope_theta === 'number' ? ropeParameters.rope_theta : 10000;
   const headDim = num('head_dim', hiddenSize / numHeads);
-  const mropeSection = hfMropeSection(raw, headDim, where);
   const maxPositionEmbeddings = num('max_position_embeddings', 2048);
+  // Partial rotary (Phi-3, Qwen3.5) and LongRoPE; M-RoPE sections split the rotary part's frequencies.
+  const rotary = hfRotary(raw, headDim, maxPositionEmbeddings, where);
+  const mropeSection = hfMropeSection(raw, rotary.rotaryDim ?? headDim, where);
   const family = familyFields(arch.module, raw, where);
   return {
     architecture: arch.name,
     hiddenSize,
-    intermediateSize: num('intermediate_size'),
+    // A MoE config may carry no dense width (no dense layers, Qwen3.5-MoE): the experts' then.
+    intermediateSize: num('intermediate_size', typeof raw.moe_intermediate_size === 'number' ? raw.moe_intermediate_size : undefined),
     numLayers,
     numHeads,
     numKvHeads: num('num_key_value_heads', numHeads),
@@ -85,7 +88,7 @@ export function configFromHf(top: Json, opts: HfConfigOptions = {}): ModelConfig
     ...(arch.module.experts ? hfExperts(raw, arch.module.experts, numLayers, num, where) : {}),
     ...(mropeSection ? { mropeSection } : {}),
     ...(arch.module.keepsVisionConfig && isObject(top.vision_config) ? { visionHfConfig: top } : {}),
-    ...hfRotary(raw, headDim, maxPositionEmbeddings, where),
+    ...rotary,
     ...hfGraniteScales(raw, where),
     ...family,
   };

@@ -65,7 +65,7 @@ export interface ModelConfig {
    */
   mropeSection?: number[];
   /**
-   * Partial rotary embeddings (Phi-3's partial_rotary_factor): only the first rotaryDim elements of
+   * Partial rotary embeddings (Phi-3's, Qwen3.5's partial_rotary_factor): only the first rotaryDim elements of
    * each head rotate, paired within them. Absent: the whole head (headDim).
    */
   rotaryDim?: number;
@@ -79,7 +79,11 @@ export interface ModelConfig {
   attentionMultiplier?: number;
   /** Granite: logits divided by this (logits_scaling). */
   logitsScaling?: number;
-  /** MoE with a shared dense expert added to the routed output (GraniteMoeShared's shared_intermediate_size): its width. */
+  /**
+   * MoE with a shared dense expert beside the routed ones: its width (GraniteMoeShared's
+   * shared_intermediate_size, added to the routed output; Qwen3.5-MoE's shared_expert_intermediate_size,
+   * gated per token by its shared_expert_gate).
+   */
   sharedExpertIntermediateSize?: number;
   /**
    * Gemma 2 / 3: per layer, whether it attends through the sliding window ('sliding') or to the whole
@@ -110,6 +114,27 @@ export interface ModelConfig {
    * absent for text-only models.
    */
   visionHfConfig?: Readonly<Record<string, unknown>>;
+  /**
+   * Hybrid models (Qwen3.5): per layer, full attention over the paged KV cache or a recurrent
+   * linear-attention layer (config `layer_types`). Recurrent layers keep their state in the model's
+   * RecurrentState (architectures/model.ts), not in the KV cache: allocateKvCache gives them empty
+   * KV storage and kvBytesPerToken counts only attention layers. Absent: every layer is attention.
+   */
+  layerTypes?: LayerType[];
+  /** Gated DeltaNet layers' shapes (Qwen3.5 linear_*): present when some layer is linear_attention. */
+  linearAttention?: LinearAttentionConfig;
+}
+
+export type LayerType = 'full_attention' | 'linear_attention';
+
+/** Gated DeltaNet (linear attention) layer shapes, from config.json's linear_* keys. */
+export interface LinearAttentionConfig {
+  /** Causal conv1d width (linear_conv_kernel_dim). */
+  convKernel: number;
+  numKeyHeads: number;
+  numValueHeads: number;
+  keyHeadDim: number;
+  valueHeadDim: number;
 }
 
 /**

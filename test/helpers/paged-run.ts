@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { KvDType, KvLayer } from '../../src/kernels/ops.js';
 import { allocateKvCache } from '../../src/engine/kv-cache.js';
 import type { ForwardBatch, ForwardOptions, Model } from '../../src/model/architectures/index.js';
+import type { RecurrentState } from '../../src/model/architectures/model.js';
 import { writeMropeRows, type MropeLayout } from '../../src/model/vision/mrope-positions.js';
 
 /** New tokens for one sequence; embeddings[j], where set, replaces token j's embedding (an image row). */
@@ -21,6 +22,11 @@ export class PagedRun {
   private readonly lengths: number[];
   /** Set (one entry per sequence, null for text-only ones): batches carry M-RoPE positions from these layouts. */
   mrope: (MropeLayout | null)[] | null = null;
+  /**
+   * Models with recurrent layers (Model.createRecurrentState): the state every step passes and the
+   * slot of each sequence (batch.stateSlots), made with slot = sequence; tests may re-point slots.
+   */
+  readonly recurrent: { state: RecurrentState; slots: number[] } | null;
 
   constructor(
     private readonly model: Model,
@@ -33,6 +39,13 @@ export class PagedRun {
     this.kv = allocateKvCache(model.config, perSeq * numSeqs, blockSize, dtype);
     this.tables = maxLens.map((_, s) => Int32Array.from({ length: perSeq }, (_, b) => (perSeq - 1 - b) * numSeqs + s));
     this.lengths = maxLens.map(() => 0);
+    const state = model.createRecurrentState?.(numSeqs);
+    this.recurrent = state ? { state, slots: maxLens.map((_, s) => s) } : null;
+  }
+
+  /** Sequence `seq` starts over at position 0 (its blocks are rewritten; its recurrent slot is reset by the model). */
+  restart(seq: number): void {
+    this.lengths[seq] = 0;
   }
 
   /**
@@ -49,6 +62,7 @@ export class PagedRun {
     const inputValues: Float32Array[] = [];
     const total = chunks.reduce((a, c) => a + c.tokens.length, 0);
     const layouts = this.mrope;
+    const recurrent = this.recurrent;
     const mrope = layouts ? new Int32Array(3 * total) : undefined;
     for (const { seq, tokens: ids, embeddings } of chunks) {
       const qStart = tokens.length;
@@ -75,11 +89,12 @@ export class PagedRun {
       seqs,
       logitRows: Int32Array.from(logitRows),
       ...(mrope ? { mropePositions: mrope } : {}),
+      ...(recurrent ? { stateSlots: Int32Array.from(chunks, (c) => recurrent.slots[c.seq]) } : {}),
       ...(inputRows.length > 0
         ? { inputEmbeddings: { rows: Int32Array.from(inputRows), values: Float32Array.from(inputValues.flatMap((v) => [...v])) } }
         : {}),
     };
-    return this.model.forward(batch, this.kv, options);
+    return this.model.forward(batch, this.kv, options, this.recurrent?.state);
   }
 }
 

@@ -18,6 +18,7 @@ import { granite } from './granite.js';
 import { graniteMoe } from './granite-moe.js';
 import { gemma2, gemma3 } from './gemma.js';
 import { olmo2 } from './olmo2.js';
+import { qwen35, qwen35Moe } from './qwen3-5.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -92,6 +93,21 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
   },
   // Norms on the sublayer outputs only, q/k norms over whole projections (olmo2.ts).
   { name: 'olmo2', hfArchitectures: ['Olmo2ForCausalLM'], hfModelTypes: ['olmo2'], ggufArchitectures: [], module: olmo2 },
+  // Hybrid Gated DeltaNet + gated attention, with per-sequence recurrent state (text path only).
+  {
+    name: 'qwen3_5',
+    hfArchitectures: ['Qwen3_5ForConditionalGeneration', 'Qwen3_5ForCausalLM'],
+    hfModelTypes: ['qwen3_5', 'qwen3_5_text'],
+    ggufArchitectures: [],
+    module: qwen35,
+  },
+  {
+    name: 'qwen3_5_moe',
+    hfArchitectures: ['Qwen3_5MoeForConditionalGeneration', 'Qwen3_5MoeForCausalLM'],
+    hfModelTypes: ['qwen3_5_moe', 'qwen3_5_moe_text'],
+    ggufArchitectures: [],
+    module: qwen35Moe,
+  },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
 ];

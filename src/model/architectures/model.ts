@@ -21,6 +21,30 @@ export interface ForwardBatch {
   inputEmbeddings?: InputEmbeddings;
   /** Qwen2-VL's multimodal RoPE: [3, n] temporal / height / width positions; absent, all three are `positions`. */
   mropePositions?: Int32Array;
+  /**
+   * Models with recurrent layers (Model.createRecurrentState): per entry of `seqs`, the slot of the
+   * RecurrentState holding that sequence's state, distinct within a batch. A sequence whose rows start
+   * at position 0 (kvLen − qLen === 0) starts from a zero state (the model resets its slot); any other
+   * continues from the slot. After the step the slot holds the state after the sequence's last row.
+   */
+  stateSlots?: Int32Array;
+}
+
+/**
+ * Per-sequence state of a model's recurrent layers (Qwen3.5's Gated DeltaNet: per layer, the conv
+ * window and the delta-rule matrix), in numSlots slots the engine assigns to sequences
+ * (ForwardBatch.stateSlots), beside the paged KV cache its attention layers use. Unlike KV blocks a
+ * slot is overwritten by every step, so keeping a state for later (a prefix, a draft to roll back)
+ * means copying it to a free slot.
+ */
+export interface RecurrentState {
+  readonly numSlots: number;
+  /** Bytes one slot holds over all recurrent layers. */
+  readonly bytesPerSlot: number;
+  /** Zeroes `slot` (a sequence starting from nothing). */
+  reset(slot: number): void;
+  /** Makes `toSlot` a copy of `fromSlot` (snapshot / restore). */
+  copy(fromSlot: number, toSlot: number): void;
 }
 
 /** Row rows[i] of a batch takes values[i·hidden, (i + 1)·hidden) as its input in place of its token's embedding. */
@@ -54,9 +78,16 @@ export interface Model {
   readonly config: ModelConfig;
   /**
    * Runs the step, writing each token's k/v into `kv` (one KvLayer per layer, skipped layers' left
-   * as they were). Returns logits [logitRows.length, vocab] (or over options.head's ids).
+   * as they were; a recurrent layer's KvLayer is unused) and, for models with recurrent layers, each
+   * sequence's state into `state` at batch.stateSlots. Returns logits [logitRows.length, vocab] (or
+   * over options.head's ids).
    */
-  forward(batch: ForwardBatch, kv: KvLayer[], options?: ForwardOptions): Float32Array;
+  forward(batch: ForwardBatch, kv: KvLayer[], options?: ForwardOptions, state?: RecurrentState): Float32Array;
+  /**
+   * Models with recurrent layers only: state for `numSlots` sequences, all zero, that forward takes
+   * with batch.stateSlots (required then). Attention-only models have no such method.
+   */
+  createRecurrentState?(numSlots: number): RecurrentState;
   /** lm_head rows `ids` as f32, into out [ids.length, hiddenSize]: what a drafter picks its vocabulary from. */
   outputRows(ids: Int32Array, out: Float32Array): void;
   /** An OutputHead over `ids` (bf16 copies of their lm_head rows), for forward's options.head. */
@@ -103,7 +134,8 @@ export interface ArchitectureModule {
   readonly hfDefaults?: Readonly<Record<string, unknown>>;
   /**
    * Reads the family's own config.json keys (the merged config, defaults filled in) into ModelConfig
-   * fields, set over the common ones (Gemma's layer types, soft-caps, RoPE bases). Throws an Error
+   * fields, set over the common ones (Gemma's layer types, soft-caps, RoPE bases; Qwen3.5's layer_types
+   * and linear-attention shapes). Throws an Error
    * saying what it cannot run.
    */
   hfConfig?(raw: Readonly<Record<string, unknown>>): Partial<ModelConfig>;

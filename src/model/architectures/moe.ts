@@ -138,19 +138,24 @@ export class MoeBlock {
   }
 }
 
-/** The MoE block of layer `layer` (tensors under `prefix`): every expert, or the share `placement` gives this process. */
+/**
+ * The MoE block of layer `layer` (tensors under `prefix`): every expert, or the share `placement` gives
+ * this process; with GraniteMoeShared's ungated shared expert when the config has one, unless the
+ * family runs its shared expert itself (`ownSharedExpert`: Qwen3.5-MoE's gated one).
+ */
 export function loadMoeBlock(
   w: CheckpointWeights,
   c: ModelConfig,
   layer: number,
   prefix: string,
   placement?: ModelOptions['experts'],
+  ownSharedExpert = false,
 ): MoeBlock {
   const s = expertShape(c);
   const range = placement ? expertRange(s.numExperts, placement.shard) : ([0, s.numExperts] as const);
   const router = loadRouter(w, c, prefix);
   const experts = loadLayerExperts(w, c, prefix, range);
-  const shared = loadSharedExpert(w, c, prefix);
+  const shared = ownSharedExpert ? null : loadSharedExpert(w, c, prefix);
   return new MoeBlock(layer, router, experts, s.perToken, c.normTopkProb ?? false, placement?.remote ?? null, shared);
 }
 
