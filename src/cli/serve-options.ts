@@ -47,6 +47,8 @@ export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): 
       gpuMemoryUtilization: c.gpuMemoryUtilization,
       oomGuardMb: c.oomGuardMb,
       enablePrefixCaching: c.enablePrefixCaching,
+      ssmCacheSlots: c.ssmCacheSlots,
+      ssmCheckpointInterval: c.ssmCheckpointInterval,
       swapSpaceBytes: Math.round(c.swapSpaceGb * 1024 ** 3),
       speculative: speculativeOptions(c),
       profile: c.profile,

@@ -92,6 +92,10 @@ export interface EngineOptions {
   blockSize: number;
   /** Keep full KV blocks in a radix prefix cache shared by later sequences (--enable-prefix-caching). */
   enablePrefixCaching: boolean;
+  /** Hybrid models with prefix caching: recurrent-state snapshots kept (--ssm-cache-slots); default 16. */
+  ssmCacheSlots?: number;
+  /** Hybrid models: blocks between recurrent-state snapshot checkpoints (--ssm-checkpoint-interval); default 256. */
+  ssmCheckpointInterval?: number;
   /** Disk swap for preempted sequences' KV, in bytes (--swap-space-gb); 0 = recompute only. */
   swapSpaceBytes: number;
   /** Parent directory of the swap space; default /tmp/svc-swap. */

@@ -5,7 +5,7 @@
 // Vision models: a chunk's image rows take their image's embeddings (encoded by the vision encoder
 // the first time a chunk reaches them), and M-RoPE models get each row's three positions.
 import type { KvLayer } from '../kernels/ops.js';
-import type { ForwardBatch, Model } from '../model/architectures/index.js';
+import type { ForwardBatch, Model, RecurrentState } from '../model/architectures/index.js';
 import { mropePositions, writeMropeRows, type MropeLayout } from '../model/vision/mrope-positions.js';
 import type { VisionEncoder } from '../model/vision/types.js';
 import type { ScheduledBatch } from './scheduler.js';
@@ -21,6 +21,8 @@ export class ModelRunner {
     private readonly blockSize: number,
     /** The checkpoint's vision encoder; null for a text-only model. */
     readonly vision: VisionEncoder | null = null,
+    /** Hybrid models: the recurrent state, each running sequence in its slot (Sequence.stateSlot). */
+    private readonly state: RecurrentState | null = null,
   ) {}
 
   get vocabSize(): number {
@@ -30,7 +32,7 @@ export class ModelRunner {
   /** Logits [sampling rows, vocab], in chunk order: 1 + draft length rows per sampling chunk. */
   run(batch: ScheduledBatch): { logits: Float32Array; forward: ForwardBatch } {
     const forward = this.prepare(batch);
-    return { logits: this.model.forward(forward, this.kv), forward };
+    return { logits: this.model.forward(forward, this.kv, undefined, this.state ?? undefined), forward };
   }
 
   /** The last forward's final hidden states (Model.lastHidden). */
@@ -72,7 +74,9 @@ export class ModelRunner {
     const logitRows: number[] = [];
     const imageRows: number[] = [];
     const imageValues: Float32Array[] = [];
-    const mrope = this.model.config.mropeSection ? new Int32Array(3 * n) : undefined;
+    // M-RoPE rows only for batches with images: text positions are M-RoPE's with all three rows equal.
+    const withImages = this.model.config.mropeSection !== undefined && batch.chunks.some(({ seq }) => seq.images.length > 0);
+    const mrope = withImages ? new Int32Array(3 * n) : undefined;
     const bs = this.blockSize;
     let row = 0;
     for (const { seq, start, length, sample, draft } of batch.chunks) {
@@ -92,6 +96,12 @@ export class ModelRunner {
     const forward: ForwardBatch = { tokens, positions, slots, seqs, logitRows: Int32Array.from(logitRows) };
     if (mrope) forward.mropePositions = mrope;
     if (imageRows.length > 0) forward.inputEmbeddings = { rows: Int32Array.from(imageRows), values: concat(imageValues) };
+    if (this.state) {
+      forward.stateSlots = Int32Array.from(batch.chunks, ({ seq }) => {
+        if (seq.stateSlot === null) throw new Error(`sequence ${seq.id} runs without a recurrent-state slot`);
+        return seq.stateSlot;
+      });
+    }
     return forward;
   }
 

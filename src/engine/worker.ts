@@ -20,6 +20,8 @@ import { KvSwapSpace } from './kv-swap.js';
 import { planKvPool } from './memory-budget.js';
 import { ModelRunner } from './model-runner.js';
 import { createVisionEncoder } from '../model/vision/index.js';
+import { recurrentStateBytesPerSlot } from '../model/architectures/recurrent-state.js';
+import { StateSlots } from './state-slots.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import { SlaiPolicy } from './slo-policy.js';
 import { StepTimeModel, stepShape } from './step-time-model.js';
@@ -336,11 +338,18 @@ function start(options: EngineOptions): void {
     const mtp = options.speculative?.mode === 'mtp' ? planMtp(checkpoint, options.speculative, kvDtypes) : null;
     const bytesPerToken = kvBytesPerToken(config, kvDtypes) + (mtp?.kvBytesPerToken ?? 0);
     const memoryBytes = options.memoryBytes ?? totalmem();
+    // Hybrid models: a recurrent-state slot per sequence in a batch, and the snapshots (with prefix caching).
+    const stateSlotBytes = recurrentStateBytesPerSlot(config);
+    const snapshotSlots = stateSlotBytes > 0 && options.enablePrefixCaching ? (options.ssmCacheSlots ?? 16) : 0;
+    const stateBytes = stateSlotBytes * (options.maxBatchSize + snapshotSlots);
+    if (stateSlotBytes > 0 && options.speculative) {
+      throw new Error(`--speculative: not supported for ${config.architecture} (its recurrent state cannot roll back a rejected draft yet)`);
+    }
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({
       memoryBytes,
       gpuMemoryUtilization: options.gpuMemoryUtilization,
-      weightBytes,
+      weightBytes: weightBytes + stateBytes,
       oomGuardMb: options.oomGuardMb,
       kvBytesPerToken: bytesPerToken,
       blockSize: options.blockSize,
@@ -361,23 +370,32 @@ function start(options: EngineOptions): void {
     const drafter = built?.drafter ?? null;
     // Every layer a block holds (the MTP layer's too): copied and swapped together.
     const blockLayers = built?.kv ? [...kv, built.kv] : kv;
+    const state = model.createRecurrentState?.(options.maxBatchSize + snapshotSlots) ?? null;
+    const stateSlots = state ? new StateSlots(state, options.maxBatchSize, snapshotSlots) : null;
     const blocks = new BlockManager(plan.numBlocks, options.blockSize, {
       prefixCaching: options.enablePrefixCaching,
       copyBlock: (from, to) => copyKvBlock(blockLayers, from, to),
+      ...(stateSlots ? { onUncached: (b: readonly number[]) => stateSlots.forget(b) } : {}),
     });
-    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: options.swapSpaceBytes, layers: blockLayers });
+    // A preempted hybrid sequence is recomputed (its recurrent state is not swapped).
+    const swap = KvSwapSpace.create({ root: options.swapRoot, capacityBytes: state ? 0 : options.swapSpaceBytes, layers: blockLayers });
     const stepTime = new StepTimeModel();
     const slai =
       options.schedulingPolicy === 'slai'
         ? new SlaiPolicy(stepTime, { deadlineMs: options.tbtDeadlineMs ?? 100, maxPrefillTokens: options.maxPrefillTokens })
         : null;
     const scheduler = new Scheduler(
-      { maxBatchSize: options.maxBatchSize, maxPrefillTokens: options.maxPrefillTokens, slai },
+      {
+        maxBatchSize: options.maxBatchSize,
+        maxPrefillTokens: options.maxPrefillTokens,
+        slai,
+        recurrent: stateSlots ? { slots: stateSlots, checkpointBlocks: options.ssmCheckpointInterval ?? 256 } : null,
+      },
       blocks,
       swap.capacityBytes > 0 ? swap : null,
     );
     if (spec) scheduler.draftRoom = spec.numDrafts;
-    const runner = new ModelRunner(model, kv, options.blockSize, createVisionEncoder(checkpoint, ops));
+    const runner = new ModelRunner(model, kv, options.blockSize, createVisionEncoder(checkpoint, ops), state);
     const sample = tokenSampler(options.adaptiveSampling ?? false);
     if (profile) {
       timeMethod(profile, 'schedule', scheduler, 'schedule');

@@ -20,8 +20,8 @@ export const SCHEDULING_FLAGS = [
     group: 'Scheduling and caching',
     value: integer(1),
     default: 16,
-    help: 'Concurrent state-space snapshot slots.',
-    built: false,
+    help: 'Recurrent-state snapshots kept for hybrid models (Qwen3.5) under --enable-prefix-caching: a prefix hit resumes from the latest one at or before it.',
+    built: true,
   }),
   flag({
     name: 'ssm-checkpoint-interval',
@@ -29,8 +29,8 @@ export const SCHEDULING_FLAGS = [
     group: 'Scheduling and caching',
     value: integer(1),
     default: 256,
-    help: 'Blocks between state-space snapshot checkpoints.',
-    built: false,
+    help: "Blocks between recurrent-state snapshot checkpoints along a hybrid model's prompt (the prompt's last whole block is one too).",
+    built: true,
   }),
   flag({
     name: 'scheduling-policy',

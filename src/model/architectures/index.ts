@@ -22,7 +22,7 @@ import { qwen35, qwen35Moe } from './qwen3-5.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
-export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
+export type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';
 export { expertRange, isMoe, type ExpertShard, type ModelOptions, type RemoteExperts } from './expert-placement.js';
 export { findMtpWeights, MtpLayer, type MtpPresence, type MtpRows } from './mtp.js';
 export { loadExpertShard } from './moe.js';

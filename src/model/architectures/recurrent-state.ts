@@ -2,8 +2,17 @@
 // window (the last kernel − 1 inputs of every conv channel) and the delta-rule matrices ([vHeads,
 // kDim, vDim]), in numSlots slots. The ops read and write them in place at a sequence's slot
 // (ops.causalConv1d, ops.gatedDeltaRule: state [numSlots, …]).
-import type { LinearAttentionConfig } from '../types.js';
+import type { LinearAttentionConfig, ModelConfig } from '../types.js';
 import type { RecurrentState } from './model.js';
+
+/** Bytes of one slot of a model's recurrent state (0 for an attention-only model): what the engine budgets per slot before it builds the model. */
+export function recurrentStateBytesPerSlot(config: ModelConfig): number {
+  const la = config.linearAttention;
+  const linear = config.layerTypes?.filter((t) => t === 'linear_attention').length ?? 0;
+  if (!la || linear === 0) return 0;
+  const channels = 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
+  return 4 * ((la.convKernel - 1) * channels + la.numValueHeads * la.keyHeadDim * la.valueHeadDim) * linear;
+}
 
 /** f32 conv window and delta-rule state of one linear-attention layer, slot after slot. */
 export interface LinearLayerState {
