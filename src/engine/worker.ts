@@ -343,7 +343,9 @@ function start(options: EngineOptions): void {
     const snapshotSlots = stateSlotBytes > 0 && options.enablePrefixCaching ? (options.ssmCacheSlots ?? 16) : 0;
     const stateBytes = stateSlotBytes * (options.maxBatchSize + snapshotSlots);
     if (stateSlotBytes > 0 && options.speculative) {
-      throw new Error(`--speculative: not supported for ${config.architecture} (its recurrent state cannot roll back a rejected draft yet)`);
+      throw new Error(
+        `--speculative: not supported for ${config.architecture} (its recurrent state cannot roll back a rejected draft yet)`,
+      );
     }
     // Size the pool before building the model, so a hopeless configuration fails fast.
     const plan = planKvPool({

@@ -51,6 +51,15 @@ export async function collectJob(handle: GenerationHandle): Promise<{ ids: numbe
   return { ids, logprobs, reason };
 }
 
+/** The greedy token of one logits row and its log-probability (what an engine job with logprobs reports for it). */
+export function greedyPick(logits: Float32Array, vocab: number): { id: number; logprob: number } {
+  let best = 0;
+  for (let v = 1; v < vocab; v++) if (logits[v] > logits[best]) best = v;
+  let sum = 0;
+  for (let v = 0; v < vocab; v++) sum += Math.exp(logits[v] - logits[best]);
+  return { id: best, logprob: -Math.log(sum) };
+}
+
 const started: RunningEngine[] = [];
 after(async () => {
   for (const e of started.splice(0)) await e.shutdown();

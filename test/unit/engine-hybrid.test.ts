@@ -10,7 +10,7 @@ import { createModel } from '../../src/model/architectures/index.js';
 import { loadCheckpoint } from '../../src/model/loaders/index.js';
 import type { TokenLogprob } from '../../src/engine/types.js';
 import { PagedRun } from '../helpers/paged-run.js';
-import { collectJob, engineOptions, greedyJob, startTestEngine } from '../helpers/tiny-engine.js';
+import { collectJob, engineOptions, greedyJob, greedyPick, startTestEngine } from '../helpers/tiny-engine.js';
 
 const DIR = resolve('..', 'shared', 'models', 'arch-fixtures', 'ferrl-tiny_qwen35');
 const checkpoint = loadCheckpoint(DIR, { fastLoad: false });
@@ -26,12 +26,9 @@ function directRun(prompt: number[]): { ids: number[]; logprobs: number[] } {
   const ids: number[] = [];
   const logprobs: number[] = [];
   for (let k = 0; k < NEW_TOKENS; k++) {
-    let best = 0;
-    for (let v = 1; v < vocab; v++) if (logits[v] > logits[best]) best = v;
-    let sum = 0;
-    for (let v = 0; v < vocab; v++) sum += Math.exp(logits[v] - logits[best]);
+    const { id: best, logprob } = greedyPick(logits, vocab);
     ids.push(best);
-    logprobs.push(-Math.log(sum));
+    logprobs.push(logprob);
     if (best === EOS) break;
     if (k + 1 < NEW_TOKENS) logits = run.step([{ seq: 0, tokens: [best] }], false);
   }

@@ -14,7 +14,7 @@ import { createVisionEncoder, type DecodedImage } from '../../src/model/vision/i
 import type { EngineImage, GenerationRequest } from '../../src/engine/types.js';
 import { PagedRun } from '../helpers/paged-run.js';
 import { REPO_ROOT } from '../helpers/paths.js';
-import { collectJob, engineOptions, greedyJob, startTestEngine } from '../helpers/tiny-engine.js';
+import { collectJob, engineOptions, greedyJob, greedyPick, startTestEngine } from '../helpers/tiny-engine.js';
 
 const DIR = resolve(REPO_ROOT, 'test', 'fixtures', 'qwen2vl-vision');
 const checkpoint = loadCheckpoint(DIR, { fastLoad: false });
@@ -66,12 +66,9 @@ function directRun(prompt: { tokens: number[]; images: EngineImage[] }): { ids: 
   const ids: number[] = [];
   const logprobs: number[] = [];
   for (let k = 0; k < NEW_TOKENS; k++) {
-    let best = 0;
-    for (let v = 1; v < vocab; v++) if (logits[v] > logits[best]) best = v;
-    let sum = 0;
-    for (let v = 0; v < vocab; v++) sum += Math.exp(logits[v] - logits[best]);
+    const { id: best, logprob } = greedyPick(logits, vocab);
     ids.push(best);
-    logprobs.push(-Math.log(sum));
+    logprobs.push(logprob);
     if (k + 1 < NEW_TOKENS) logits = run.step([{ seq: 0, tokens: [best] }], false);
   }
   return { ids, logprobs };

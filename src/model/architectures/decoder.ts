@@ -10,7 +10,6 @@
 // and Qwen2-VL's rows may carry M-RoPE positions (batch.mropePositions).
 import type { KvLayer, Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, ModelConfig } from '../types.js';
-import { f32ToBf16 } from '../../kernels/dequant.js';
 import type { ForwardBatch, ForwardOptions, InputEmbeddings, Model, OutputHead } from './model.js';
 import { CheckpointWeights } from './weights.js';
 import {
@@ -24,6 +23,7 @@ import {
 } from './decoder-layer.js';
 import type { ModelOptions } from './expert-placement.js';
 import { loadMoeBlock } from './moe.js';
+import { bf16OutputHead } from './output-head.js';
 
 export type { DecoderOptions } from './decoder-layer.js';
 
@@ -92,14 +92,7 @@ export class DecoderTransformer implements Model {
   }
 
   outputHead(ids: Int32Array): OutputHead {
-    const h = this.config.hiddenSize;
-    const rows = new Float32Array(ids.length * h);
-    this.outputRows(ids, rows);
-    // bf16 halves the bytes a draft step reads; drafts need the argmax, not every bit.
-    const bits = new Uint16Array(rows.length);
-    for (let i = 0; i < rows.length; i++) bits[i] = f32ToBf16(rows[i]);
-    const weight = this.ops.prepareWeight({ dtype: 'bf16', rows: ids.length, cols: h, data: new Uint8Array(bits.buffer) });
-    return { ids: Int32Array.from(ids), weight };
+    return bf16OutputHead(this.ops, this.lmHead, ids, this.config.hiddenSize);
   }
 
   lastHidden(): Float32Array {

@@ -13,7 +13,6 @@
 // sequence (ForwardBatch.stateSlots), which this model creates (createRecurrentState).
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, LinearAttentionConfig, ModelConfig } from '../types.js';
-import { f32ToBf16 } from '../../kernels/dequant.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';
 import type { ModelOptions } from './expert-placement.js';
 import { CheckpointWeights } from './weights.js';
@@ -21,6 +20,7 @@ import { GdnScratch, loadGatedDeltaNet, runGatedDeltaNet, type GatedDeltaNetWeig
 import { LinearAttentionState } from './recurrent-state.js';
 import { MoeScratch, loadMoeBlock, type MoeBlock } from './moe.js';
 import type { DecoderOptions } from './decoder-layer.js';
+import { bf16OutputHead } from './output-head.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -343,13 +343,7 @@ export class Qwen35Model implements Model {
   }
 
   outputHead(ids: Int32Array): OutputHead {
-    const h = this.config.hiddenSize;
-    const rows = new Float32Array(ids.length * h);
-    this.outputRows(ids, rows);
-    const bits = new Uint16Array(rows.length);
-    for (let i = 0; i < rows.length; i++) bits[i] = f32ToBf16(rows[i]);
-    const weight = this.ops.prepareWeight({ dtype: 'bf16', rows: ids.length, cols: h, data: new Uint8Array(bits.buffer) });
-    return { ids: Int32Array.from(ids), weight };
+    return bf16OutputHead(this.ops, this.lmHead, ids, this.config.hiddenSize);
   }
 
   lastHidden(): Float32Array {

@@ -9,19 +9,10 @@
 import type { Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { CheckpointWeights } from '../architectures/weights.js';
 import type { Qwen2VlVisionConfig } from './qwen2-vl-config.js';
+import { layerNorm, linear, type LayerNorm, type Linear } from './vision-weights.js';
 
 const LAYER_NORM_EPS = 1e-6;
 const ROPE_THETA = 10000;
-
-interface LayerNorm {
-  readonly weight: Float32Array;
-  readonly bias: Float32Array;
-}
-
-interface Linear {
-  readonly weight: WeightMatrix;
-  readonly bias: Float32Array;
-}
 
 interface Block {
   readonly norm1: LayerNorm;
@@ -32,14 +23,6 @@ interface Block {
   readonly norm2: LayerNorm;
   readonly fc1: Linear;
   readonly fc2: Linear;
-}
-
-function layerNorm(w: CheckpointWeights, prefix: string, dim: number): LayerNorm {
-  return { weight: w.vector(`${prefix}.weight`, dim), bias: w.vector(`${prefix}.bias`, dim) };
-}
-
-function linear(w: CheckpointWeights, prefix: string, rows: number, cols: number): Linear {
-  return { weight: w.matrix(`${prefix}.weight`, rows, cols), bias: w.vector(`${prefix}.bias`, rows) };
 }
 
 /**

@@ -11,16 +11,7 @@
 import type { Ops, WeightMatrix } from '../../kernels/ops.js';
 import type { CheckpointWeights } from '../architectures/weights.js';
 import type { VisionTowerConfig } from './vision-config.js';
-
-interface LayerNorm {
-  readonly weight: Float32Array;
-  readonly bias: Float32Array;
-}
-
-interface Linear {
-  readonly weight: WeightMatrix;
-  readonly bias: Float32Array;
-}
+import { layerNorm, linear, type LayerNorm, type Linear } from './vision-weights.js';
 
 interface EncoderLayer {
   readonly norm1: LayerNorm;
@@ -31,14 +22,6 @@ interface EncoderLayer {
   readonly norm2: LayerNorm;
   readonly fc1: Linear;
   readonly fc2: Linear;
-}
-
-function layerNorm(w: CheckpointWeights, prefix: string, dim: number): LayerNorm {
-  return { weight: w.vector(`${prefix}.weight`, dim), bias: w.vector(`${prefix}.bias`, dim) };
-}
-
-function linear(w: CheckpointWeights, prefix: string, rows: number, cols: number): Linear {
-  return { weight: w.matrix(`${prefix}.weight`, rows, cols), bias: w.vector(`${prefix}.bias`, rows) };
 }
 
 export class VisionTransformer {
