@@ -164,7 +164,7 @@ test('config normalization: mistral window, qwen2 bias, qwen3 head_dim, eos unio
   );
   const smol = configFromHf({ ...read(fixture('tiny_llama_config.json')), _name_or_path: 'HuggingFaceTB/SmolLM2-135M' });
   assert.deepEqual([smol.architecture, smol.nameOrPath], ['llama', 'HuggingFaceTB/SmolLM2-135M']);
-  assert.throws(() => configFromHf({ ...base, model_type: 'gemma2', architectures: ['Gemma2ForCausalLM'] }), /"gemma2".*supported: llama/);
+  assert.throws(() => configFromHf({ ...base, model_type: 'rwkv', architectures: ['RwkvForCausalLM'] }), /"rwkv".*supported: llama/);
   assert.throws(() => configFromHf({ model_type: 'llama', hidden_size: 8 }), /num_attention_heads/);
 });
 
