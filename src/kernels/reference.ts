@@ -1,6 +1,7 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
-import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeActivation, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
+import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
+import type { MoeActivation } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 import { causalConv1d, gatedDeltaRule } from './reference-recurrent.js';
 

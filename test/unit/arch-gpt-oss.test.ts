@@ -111,7 +111,10 @@ describe('GPT-OSS against Hugging Face logits', () => {
         const ref = reference(v);
         const model = createModel(checkpoint(v), ops);
         assert.equal(model.config.architecture, 'gpt_oss');
-        assert.ok(ref.sequences.every((s) => s.length > 2 * (model.config.slidingWindow ?? Infinity)), 'the window is exercised');
+        assert.ok(
+          ref.sequences.every((s) => s.length > 2 * (model.config.slidingWindow ?? Infinity)),
+          'the window is exercised',
+        );
         const prefill = relError(ref, prefillRows(model, ref));
         const paged = relError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
         console.log(`# ${v} (${ops.name}): max relative logit error prefill ${prefill.toExponential(2)}, paged ${paged.toExponential(2)}`);
@@ -174,9 +177,24 @@ describe('config.json reading', () => {
       assert.ok(Math.abs(got.scale - (0.1 * Math.log(4) + 1)) < 1e-12);
     }
     // mscale / mscale_all_dim ratio (DeepSeek-style) and a given attention factor.
-    const m = yarnRopeFrequencies(dim, theta, { factor: 40, originalMaxPositionEmbeddings: 4096, betaFast: 32, betaSlow: 1, truncate: true, mscale: 0.707, mscaleAllDim: 0.707 });
+    const m = yarnRopeFrequencies(dim, theta, {
+      factor: 40,
+      originalMaxPositionEmbeddings: 4096,
+      betaFast: 32,
+      betaSlow: 1,
+      truncate: true,
+      mscale: 0.707,
+      mscaleAllDim: 0.707,
+    });
     assert.equal(m.scale, 1);
-    const a = yarnRopeFrequencies(dim, theta, { factor: 4, originalMaxPositionEmbeddings: 4, betaFast: 32, betaSlow: 1, truncate: true, attentionFactor: 1.5 });
+    const a = yarnRopeFrequencies(dim, theta, {
+      factor: 4,
+      originalMaxPositionEmbeddings: 4,
+      betaFast: 32,
+      betaSlow: 1,
+      truncate: true,
+      attentionFactor: 1.5,
+    });
     assert.equal(a.scale, 1.5);
   });
 
@@ -199,7 +217,10 @@ describe('config.json reading', () => {
     assert.equal(d.numExpertsPerTok, 4);
     assert.equal(d.slidingWindow, 128);
     assert.equal(d.yarnRope, undefined);
-    assert.throws(() => configFromHf({ ...configJson(), rope_parameters: { rope_type: 'linear', factor: 2, rope_theta: 1e4 } }), ModelConfigError);
+    assert.throws(
+      () => configFromHf({ ...configJson(), rope_parameters: { rope_type: 'linear', factor: 2, rope_theta: 1e4 } }),
+      ModelConfigError,
+    );
     assert.throws(() => configFromHf({ ...configJson(), layer_types: ['sliding_attention'] }), ModelConfigError);
   });
 });
@@ -237,8 +258,12 @@ describe('MXFP4 experts', () => {
     const f = checkpoint('tiny_gpt_oss');
     const file = readFileSync(resolve(DIR, 'tiny_gpt_oss_mxfp4.safetensors'));
     const headerLen = Number(file.readBigUInt64LE(0));
-    const header = JSON.parse(file.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, { shape: number[]; data_offsets: [number, number] }>;
-    const raw = (name: string) => new Uint8Array(file.subarray(8 + headerLen + header[name].data_offsets[0], 8 + headerLen + header[name].data_offsets[1]));
+    const header = JSON.parse(file.subarray(8, 8 + headerLen).toString('utf8')) as Record<
+      string,
+      { shape: number[]; data_offsets: [number, number] }
+    >;
+    const raw = (name: string) =>
+      new Uint8Array(file.subarray(8 + headerLen + header[name].data_offsets[0], 8 + headerLen + header[name].data_offsets[1]));
     let worst = 0;
     for (const name of ['model.layers.0.mlp.experts.gate_up_proj', 'model.layers.1.mlp.experts.down_proj']) {
       const t = m.tensors.get(name)!;
@@ -263,7 +288,9 @@ describe('MXFP4 experts', () => {
     }
     // The MXFP4 experts are a (saturating) quantization of the f32 checkpoint's; everything else is identical.
     console.log(`# MXFP4 experts vs the f32 checkpoint's: max |difference| ${worst.toFixed(3)}`);
-    for (const [name, t] of f.tensors) if (!name.includes('.experts.gate_up_proj') && !name.includes('.experts.down_proj')) assert.deepEqual(m.tensors.get(name)!.data, t.data, name);
+    for (const [name, t] of f.tensors)
+      if (!name.includes('.experts.gate_up_proj') && !name.includes('.experts.down_proj'))
+        assert.deepEqual(m.tensors.get(name)!.data, t.data, name);
   });
 });
 
@@ -338,7 +365,9 @@ for (const path of PATHS) {
         nativeOps.attention(q, layer, seqs, { ...params, sinks: undefined }, plain);
         assert.ok(maxAbs(plain.map((v, i) => v - want[i])) > 1e-2, 'sinks have an effect');
       }
-      assert.throws(() => nativeOps.attention(q, layer, seqs, { numHeads, scale: 0.2, slidingWindow: null, sinks: new Float32Array(2) }, q.slice()));
+      assert.throws(() =>
+        nativeOps.attention(q, layer, seqs, { numHeads, scale: 0.2, slidingWindow: null, sinks: new Float32Array(2) }, q.slice()),
+      );
     });
 
     it('moe with expert biases and the clamped SwiGLU (f32 and bf16 weights, held and missing experts) matches the reference', () => {

@@ -17,7 +17,8 @@ export function readYarnRope(rope: Json, maxPositions: number): YarnRopeConfig {
   const num = (key: string): number | undefined => {
     const v = rope[key];
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`rope_scaling yarn ${key} must be a number, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v))
+      throw new Error(`rope_scaling yarn ${key} must be a number, got ${JSON.stringify(v)}`);
     return v;
   };
   const original = num('original_max_position_embeddings');
@@ -25,7 +26,8 @@ export function readYarnRope(rope: Json, maxPositions: number): YarnRopeConfig {
   const factor = num('factor') ?? maxPositions / original;
   if (!(factor > 0)) throw new Error(`rope_scaling yarn factor ${factor} is not positive`);
   const truncate = rope.truncate;
-  if (truncate !== undefined && truncate !== null && typeof truncate !== 'boolean') throw new Error('rope_scaling yarn truncate must be a boolean');
+  if (truncate !== undefined && truncate !== null && typeof truncate !== 'boolean')
+    throw new Error('rope_scaling yarn truncate must be a boolean');
   const attentionFactor = num('attention_factor');
   const mscale = num('mscale');
   const mscaleAllDim = num('mscale_all_dim');
@@ -51,7 +53,11 @@ export function yarnAttentionFactor(y: YarnRopeConfig): number {
 }
 
 /** The rope frequencies YaRN gives a rotary dimension `dim` (headDim · partial factor) at base `theta`. */
-export function yarnRopeFrequencies(dim: number, theta: number, y: YarnRopeConfig): RopeFrequencies & { invFreq: Float32Array; scale: number } {
+export function yarnRopeFrequencies(
+  dim: number,
+  theta: number,
+  y: YarnRopeConfig,
+): RopeFrequencies & { invFreq: Float32Array; scale: number } {
   const f = Math.fround;
   const half = dim / 2;
   // Dim index at which a frequency makes numRotations turns over the original context.

@@ -45,7 +45,8 @@ export function dequantizeMxfp4(blocks: Uint8Array, scales: Uint8Array, rows: nu
 export function addMxfp4Tensors(raw: ReadonlyMap<string, RawU8Tensor>, tensors: Map<string, Tensor>, where: string): void {
   for (const [name, blocks] of raw) {
     if (name.endsWith('_scales') && raw.has(`${name.slice(0, -'_scales'.length)}_blocks`)) continue;
-    if (!name.endsWith('_blocks')) throw new Error(`${where}: tensor ${name} has dtype U8, which svc reads only as MXFP4 _blocks / _scales`);
+    if (!name.endsWith('_blocks'))
+      throw new Error(`${where}: tensor ${name} has dtype U8, which svc reads only as MXFP4 _blocks / _scales`);
     const base = name.slice(0, -'_blocks'.length);
     const scales = raw.get(`${base}_scales`);
     if (!scales) throw new Error(`${where}: MXFP4 ${name} has no ${base}_scales`);
@@ -57,7 +58,9 @@ function mxfp4Tensor(name: string, blocks: RawU8Tensor, scales: RawU8Tensor, whe
   const bs = blocks.shape;
   const ss = scales.shape;
   if (bs.length < 3 || bs[bs.length - 1] !== 16 || ss.length !== bs.length - 1 || ss.some((d, i) => d !== bs[i])) {
-    throw new Error(`${where}: MXFP4 ${name}: blocks [${bs.join(', ')}] and scales [${ss.join(', ')}] do not pair ([..., R, G, 16] / [..., R, G])`);
+    throw new Error(
+      `${where}: MXFP4 ${name}: blocks [${bs.join(', ')}] and scales [${ss.join(', ')}] do not pair ([..., R, G, 16] / [..., R, G])`,
+    );
   }
   const groups = bs[bs.length - 2];
   const rows = bs[bs.length - 3];
