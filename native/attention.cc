@@ -102,7 +102,7 @@ const float* block_rows(const KvLayerView& L, const KvSide& side, const KvCodec&
 }
 
 void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const KvCodec& vc, const Seq& s, const Task& tk,
-              const float* q, float* out, int num_heads, float scale, int window, float softcap, int ith) {
+              const float* q, float* out, int num_heads, float scale, int window, float softcap, const float* sinks, int ith) {
   const int hd = L.hd, bs = L.block_size;
   const int nh = tk.h1 - tk.h0;
   const int nq = (tk.j1 - tk.j0) * nh;
@@ -168,13 +168,19 @@ void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const K
       const int qi = (j - tk.j0) * nh + (h - tk.h0);
       float* dst = out + ((size_t)(s.q_start + j) * num_heads + h) * hd;
       if (vc.rotated) turbo_unrotate(O + (size_t)qi * hd, hd);  // values were summed as R·v
-      const float inv = 1.0f / Ls[qi];
+      float inv = 1.0f / Ls[qi];
+      if (sinks) {
+        // GPT-OSS: the head's sink logit joins the denominator (its share dropped), under the larger max.
+        const double m = std::max((double)M[qi], (double)sinks[h]);
+        const double f = std::exp((double)M[qi] - m);
+        inv = (float)(f / ((double)Ls[qi] * f + std::exp((double)sinks[h] - m)));
+      }
       for (int d = 0; d < hd; d++) dst[d] = O[(size_t)qi * hd + d] * inv;
     }
 }
 
 void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* q, float* out, int num_heads,
-               float scale, int window, float softcap) {
+               float scale, int window, float softcap, const float* sinks) {
   const Kernels& K = kernels();
   const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
   const int nth = ThreadPool::instance().size();
@@ -203,7 +209,7 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
   auto body = [&](int64_t b, int64_t e, int ith) {
     for (int64_t t = b; t < e; t++) {
       const Task& tk = tasks[(size_t)t];
-      run_task(K, L, kc, vc, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, softcap, ith);
+      run_task(K, L, kc, vc, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, softcap, sinks, ith);
     }
   };
   parallel_for((int64_t)tasks.size(), 1, body);
@@ -267,7 +273,7 @@ Napi::Value StoreKv(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// attention(layer x10, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables, softcap (0 = none))
+// attention(layer x10, q, out, totalRows, numHeads, scale, window (0 = none), seqMeta, tables, softcap (0 = none)[, sinks])
 // seqMeta holds [qStart, qLen, kvLen, tableOffset, tableLen] per sequence; tables the block ids.
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   Args a(info, "attention");
@@ -288,6 +294,8 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   const size_t tables_len = a.last_length();
   const double softcap = a.number(18, "softcap");
   if (a.ok() && !(softcap >= 0)) a.fail("softcap must be >= 0");
+  // Optional: one sink logit per query head (absent or undefined: none).
+  const float* sinks = a.f32_or_null(19, "sinks", (size_t)num_heads);
   if (!a.ok()) return info.Env().Undefined();
   if (meta_len % 5 != 0) {
     a.fail("seqMeta length must be a multiple of 5");
@@ -322,7 +330,7 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
       }
     if (q_len > 0) seqs.push_back({q_start, q_len, kv_len, tables + toff});
   }
-  attention(L, seqs, q, out, num_heads, (float)scale, window, (float)softcap);
+  attention(L, seqs, q, out, num_heads, (float)scale, window, (float)softcap, sinks);
   return info.Env().Undefined();
 }
 

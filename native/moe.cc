@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -54,7 +55,11 @@ struct MoeLayer {
   int experts = 0, hidden = 0, inter = 0;
   int dt[3] = {0, 0, 0};          // dtype code per projection (a packed code for packed weights)
   std::vector<const uint8_t*> w;  // [expert * 3 + proj]; all three null: the expert is not held here
+  std::vector<const float*> b;    // [expert * 3 + proj] biases (GPT-OSS), null where none; empty: no biases at all
+  bool clamped = false;           // GPT-OSS's clamped SwiGLU in place of silu(g) * u
+  float alpha = 0.0f, limit = 0.0f;
   const uint8_t* weight(int e, int p) const { return w[(size_t)e * 3 + p]; }
+  const float* bias(int e, int p) const { return b.empty() ? nullptr : b[(size_t)e * 3 + p]; }
   bool held(int e) const { return w[(size_t)e * 3] != nullptr; }
 };
 
@@ -104,6 +109,22 @@ struct Carver {
     return p;
   }
 };
+
+// GPT-OSS's clamped SwiGLU through the ISA's silu_mul: g ← min(g, limit), u ← clamp(u, ±limit);
+// (u + 1) · g · σ(α·g) = silu(α·g) · (u + 1) / α. g and u are scratch, overwritten.
+void clamped_swiglu(const Kernels& K, float* g, float* u, float* dst, int w, float alpha, float limit) {
+  const float inv_alpha = 1.0f / alpha;
+  for (int d = 0; d < w; d++) {
+    g[d] = alpha * std::min(g[d], limit);
+    u[d] = (std::min(std::max(u[d], -limit), limit) + 1.0f) * inv_alpha;
+  }
+  K.silu_mul(g, u, dst, w);
+}
+
+// x[0, w) += b[0, w).
+inline void add_bias(float* x, const float* b, int w) {
+  for (int d = 0; d < w; d++) x[d] += b[d];
+}
 
 void moe(const MoeLayer& L, const float* x, int n, const int32_t* ids, const float* wts, int k, float* out) {
   const Kernels& K = kernels();
@@ -223,15 +244,17 @@ void moe(const MoeLayer& L, const float* x, int n, const int32_t* ids, const flo
         float* u = g + (size_t)xc_gu * rc_max;
         gemm_block(K, Gg, c.m, acts(Gg, xq_gate, xf, H, c.s0), L.weight(c.e, kGate), I, H, r0, r1, g, (size_t)w, ith);
         gemm_block(K, Gu, c.m, acts(Gu, xq_up, xf, H, c.s0), L.weight(c.e, kUp), I, H, r0, r1, u, (size_t)w, ith);
+        const float* bg = L.bias(c.e, kGate);
+        const float* bu = L.bias(c.e, kUp);
         for (int i = 0; i < c.m; i++) {
           float* gi = g + (size_t)i * w;
-          const float* ui = u + (size_t)i * w;
-          if (Gd.int8()) {
-            K.silu_mul(gi, ui, gi, w);
-            hq.quantize(K, gi, (size_t)(c.s0 + i), r0, w, Gd.act);
-          } else {
-            K.silu_mul(gi, ui, hf + (size_t)(c.s0 + i) * I + r0, w);
-          }
+          float* ui = u + (size_t)i * w;
+          if (bg) add_bias(gi, bg + r0, w);
+          if (bu) add_bias(ui, bu + r0, w);
+          float* dst = Gd.int8() ? gi : hf + (size_t)(c.s0 + i) * I + r0;
+          if (L.clamped) clamped_swiglu(K, gi, ui, dst, w, L.alpha, L.limit);
+          else K.silu_mul(gi, ui, dst, w);
+          if (Gd.int8()) hq.quantize(K, gi, (size_t)(c.s0 + i), r0, w, Gd.act);
         }
       });
 
@@ -244,6 +267,8 @@ void moe(const MoeLayer& L, const float* x, int n, const int32_t* ids, const flo
         const int r0 = (int)(t % nr) * rc, r1 = std::min(H, r0 + rc);
         gemm_block(K, Gd, c.m, acts(Gd, hq, hf, I, c.s0), L.weight(c.e, kDown), H, I, r0, r1, y + (size_t)c.s0 * H + r0, (size_t)H,
                    ith);
+        if (const float* bd = L.bias(c.e, kDown))
+          for (int i = 0; i < c.m; i++) add_bias(y + (size_t)(c.s0 + i) * H + r0, bd + r0, r1 - r0);
       });
     }
 
@@ -271,9 +296,11 @@ void moe(const MoeLayer& L, const float* x, int n, const int32_t* ids, const flo
 // Marks the externals moeLayer makes, so moe() never takes another object's pointer for a layer.
 constexpr napi_type_tag kMoeLayerTag = {0x9d3b6f1c2a4e4b57ULL, 0xa1c8e0f25d7b3e96ULL};
 
-// moeLayer(hidden, inter, gateDtype, upDtype, downDtype, gate, up, down) -> handle. gate / up /
-// down: arrays of one Uint8Array (the weight data) or null per expert; an expert missing any of
-// its three is not held. The handle holds raw pointers: the caller keeps the arrays alive.
+// moeLayer(hidden, inter, gateDtype, upDtype, downDtype, gate, up, down[, gateBias, upBias, downBias[,
+// alpha, limit]]) -> handle. gate / up / down: arrays of one Uint8Array (the weight data) or null per
+// expert; an expert missing any of its three is not held. The bias arrays (undefined: none) hold a
+// Float32Array (inter, inter, hidden values) or null per expert; alpha and limit (GPT-OSS's clamped
+// SwiGLU; undefined: silu(g) * u). The handle holds raw pointers: the caller keeps the arrays alive.
 Napi::Value MoeLayerNew(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Args a(info, "moeLayer");
@@ -335,6 +362,40 @@ Napi::Value MoeLayerNew(const Napi::CallbackInfo& info) {
     // The reference skips an expert missing any of its three projections: so does the kernel.
     const uint8_t** we = L->w.data() + (size_t)e * 3;
     if (!we[0] || !we[1] || !we[2]) we[0] = we[1] = we[2] = nullptr;
+  }
+  const bool has_bias = info.Length() > 8 && !info[8].IsUndefined();
+  if (has_bias) {
+    L->b.assign((size_t)E * 3, nullptr);
+    for (int p = 0; p < 3; p++) {
+      const std::string list = std::string(kProjNames[p]) + "Bias";
+      if ((size_t)(8 + p) >= info.Length() || !info[8 + p].IsArray() || info[8 + p].As<Napi::Array>().Length() != E) {
+        a.fail(list + " must be an array of " + std::to_string(E) + " entries");
+        return env.Undefined();
+      }
+      Napi::Array arr = info[8 + p].As<Napi::Array>();
+      const size_t len = p == kDown ? (size_t)L->hidden : (size_t)L->inter;
+      for (uint32_t e = 0; e < E; e++) {
+        Napi::Value v = arr.Get(e);
+        if (v.IsNull() || v.IsUndefined()) continue;
+        if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
+            v.As<Napi::TypedArray>().ElementLength() < len) {
+          a.fail(list + "[" + std::to_string(e) + "] must be a Float32Array of at least " + std::to_string(len) + " values, or null");
+          return env.Undefined();
+        }
+        L->b[(size_t)e * 3 + p] = v.As<Napi::Float32Array>().Data();
+      }
+    }
+  }
+  if (info.Length() > 11 && !info[11].IsUndefined()) {
+    const double alpha = a.number(11, "alpha"), limit = a.number(12, "limit");
+    if (!a.ok()) return env.Undefined();
+    if (!(alpha > 0) || !std::isfinite(alpha) || !(limit > 0)) {
+      a.fail("alpha must be finite and > 0, limit > 0");
+      return env.Undefined();
+    }
+    L->clamped = true;
+    L->alpha = (float)alpha;
+    L->limit = (float)limit;
   }
   Napi::External<MoeLayer> ext = Napi::External<MoeLayer>::New(env, L.release(), [](Napi::Env, MoeLayer* p) { delete p; });
   ext.TypeTag(&kMoeLayerTag);

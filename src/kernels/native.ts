@@ -132,6 +132,8 @@ export interface NativeAddon {
     blockTables: Int32Array,
     /** 0: none. */
     softcap: number,
+    /** One sink logit per query head; absent: none. */
+    sinks?: Float32Array,
   ): void;
   /** A MoE layer's experts, registered once: per projection a dtype code and one weight data array (or null) per expert. */
   moeLayer(
@@ -143,6 +145,13 @@ export interface NativeAddon {
     gate: readonly (Uint8Array | null)[],
     up: readonly (Uint8Array | null)[],
     down: readonly (Uint8Array | null)[],
+    /** Per-expert biases (GPT-OSS), each list one Float32Array or null per expert; absent: none. */
+    gateBias?: readonly (Float32Array | null)[],
+    upBias?: readonly (Float32Array | null)[],
+    downBias?: readonly (Float32Array | null)[],
+    /** GPT-OSS's clamped SwiGLU; absent: silu(g) · u. */
+    alpha?: number,
+    limit?: number,
   ): MoeLayerHandle;
   moe(layer: MoeLayerHandle, x: Float32Array, n: number, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void;
   /** seqs: (qStart, qLen, slot) triples (native/gated_delta.cc). */
@@ -377,6 +386,8 @@ interface MoeLayerEntry {
   readonly hidden: number;
   readonly weights: readonly (WeightMatrix | null)[][];
   readonly data: readonly (Uint8Array | null)[][];
+  /** The biases the handle points into (kept alive with it). */
+  readonly bias: MoeExperts['bias'];
 }
 
 const moeLayers = new WeakMap<MoeExperts, MoeLayerEntry>();
@@ -453,8 +464,46 @@ function moeLayer(experts: MoeExperts): MoeLayerEntry {
     }
   }
   if (hidden === 0) throw new RangeError(`${op}: no expert held`);
-  const handle = loadAddon().moeLayer(hidden, inter, codes[0]!, codes[1]!, codes[2]!, held[0], held[1], held[2]);
+  const bias = experts.bias;
+  if (bias) {
+    for (const [p, len] of [
+      ['gate', inter],
+      ['up', inter],
+      ['down', hidden],
+    ] as const) {
+      const list = bias[p];
+      if (list.length !== numExperts) fail(op, `experts.bias.${p} lists ${list.length} experts, not ${numExperts}`);
+      list.forEach((b, e) => {
+        if (b === null) return;
+        checkKind(op, `experts.bias.${p}[${e}]`, b, Float32Array);
+        checkLength(op, `experts.bias.${p}[${e}]`, b, len);
+      });
+    }
+  }
+  const act = experts.activation;
+  if (act && (act.kind !== 'clamped-swiglu' || !(act.alpha > 0) || !Number.isFinite(act.alpha) || !(act.limit > 0)))
+    fail(op, `experts.activation must be clamped-swiglu with alpha > 0 and limit > 0`);
+  const addon = loadAddon();
+  const handle =
+    bias || act
+      ? addon.moeLayer(
+          hidden,
+          inter,
+          codes[0]!,
+          codes[1]!,
+          codes[2]!,
+          held[0],
+          held[1],
+          held[2],
+          bias?.gate,
+          bias?.up,
+          bias?.down,
+          act?.alpha,
+          act?.limit,
+        )
+      : addon.moeLayer(hidden, inter, codes[0]!, codes[1]!, codes[2]!, held[0], held[1], held[2]);
   const entry: MoeLayerEntry = {
+    bias,
     handle,
     hidden,
     weights: lists.map((l) => l.slice()),
@@ -822,6 +871,11 @@ export const nativeOps: Ops = {
     if (slidingWindow !== null) checkCount('attention', 'slidingWindow', slidingWindow, 1);
     checkKind('attention', 'q', q, Float32Array);
     checkKind('attention', 'out', out, Float32Array);
+    const sinks = params.sinks;
+    if (sinks !== undefined) {
+      checkKind('attention', 'sinks', sinks, Float32Array);
+      checkLength('attention', 'sinks', sinks, numHeads);
+    }
     // Every (row, head) is read into scratch before it is written, so out may even alias q.
     // The addon checks each sequence's rows against totalRows.
     const totalRows = Math.floor(Math.min(q.length, out.length) / (numHeads * layer.headDim));
@@ -846,6 +900,7 @@ export const nativeOps: Ops = {
       meta,
       tables,
       softcap,
+      sinks,
     );
   },
 

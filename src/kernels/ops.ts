@@ -56,6 +56,13 @@ export interface AttentionParams {
    * cap · tanh(s / cap) before the mask and softmax. Absent, null or 0: none.
    */
   softcap?: number | null;
+  /**
+   * Attention sinks (GPT-OSS's self_attn.sinks): per query head h, a learned logit sinks[h] (not
+   * scaled) that joins the softmax over the head's scores and whose share is dropped, so the
+   * weights sum to less than 1: out = Σ_t exp(s_t − m) v_t / (Σ_t exp(s_t − m) + exp(sinks[h] − m)).
+   * Length numHeads. Absent: none.
+   */
+  sinks?: Float32Array;
 }
 
 export type RopeStyle = 'neox' | 'normal';
@@ -88,6 +95,27 @@ export interface MoeExperts {
   readonly gate: readonly (WeightMatrix | null)[];
   readonly up: readonly (WeightMatrix | null)[];
   readonly down: readonly (WeightMatrix | null)[];
+  /**
+   * Per-expert biases (GPT-OSS): added to gate·x [inter], up·x [inter] and down·h [hidden] before
+   * the activation / the routing weight. Absent, or null for an expert: none.
+   */
+  readonly bias?: {
+    readonly gate: readonly (Float32Array | null)[];
+    readonly up: readonly (Float32Array | null)[];
+    readonly down: readonly (Float32Array | null)[];
+  };
+  /** The gate activation; absent: SwiGLU, silu(g) · u. */
+  readonly activation?: MoeActivation;
+}
+
+/**
+ * GPT-OSS's clamped SwiGLU: g ← min(g, limit), u ← clamp(u, −limit, limit), h = (u + 1) · g · σ(alpha · g)
+ * (transformers' GptOssExperts: alpha 1.702, limit 7).
+ */
+export interface MoeActivation {
+  readonly kind: 'clamped-swiglu';
+  readonly alpha: number;
+  readonly limit: number;
 }
 
 /** One sequence's rows in a recurrent op (causalConv1d, gatedDeltaRule) and the state slot it continues from and writes back. */

@@ -1,6 +1,7 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
 import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
+import type { MoeActivation } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 import { causalConv1d, gatedDeltaRule } from './reference-recurrent.js';
 
@@ -184,6 +185,16 @@ function siluMul(gate: Float32Array, up: Float32Array, out: Float32Array, len: n
   }
 }
 
+/** GPT-OSS's clamped SwiGLU (MoeActivation), in f64 rounded once to f32. out may alias gate. */
+export function clampedSwiglu(gate: Float32Array, up: Float32Array, out: Float32Array, len: number, act: MoeActivation): void {
+  const { alpha, limit } = act;
+  for (let i = 0; i < len; i++) {
+    const g = Math.min(gate[i], limit);
+    const u = Math.min(Math.max(up[i], -limit), limit);
+    out[i] = (u + 1) * (g / (1 + Math.exp(-alpha * g)));
+  }
+}
+
 function add(a: Float32Array, b: Float32Array, out: Float32Array, len: number): void {
   for (let i = 0; i < len; i++) out[i] = a[i] + b[i];
 }
@@ -330,8 +341,10 @@ function gatherHead(layer: KvLayer, seq: AttentionSeq, kvHead: number, keys: Flo
 function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: AttentionParams, out: Float32Array): void {
   const { numHeads, scale, slidingWindow } = params;
   const cap = params.softcap ?? 0;
+  const sinks = params.sinks;
   const { numKvHeads, headDim } = layer;
   if (numHeads % numKvHeads !== 0) throw new RangeError(`numHeads ${numHeads} is not a multiple of numKvHeads ${numKvHeads}`);
+  if (sinks && sinks.length !== numHeads) throw new RangeError(`attention: ${sinks.length} sinks for ${numHeads} heads`);
   const group = numHeads / numKvHeads;
   for (const seq of seqs) {
     const keys = new Float32Array(seq.kvLen * headDim);
@@ -355,7 +368,9 @@ function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params
             if (cap > 0) scores[t] = cap * Math.tanh(scores[t] / cap);
             if (scores[t] > max) max = scores[t];
           }
-          let denom = 0;
+          // GPT-OSS: the head's sink logit joins the softmax (and its max); its share is dropped.
+          if (sinks && sinks[h] > max) max = sinks[h];
+          let denom = sinks ? Math.exp(sinks[h] - max) : 0;
           for (let t = first; t <= pos; t++) {
             scores[t] = Math.exp(scores[t] - max);
             denom += scores[t];
@@ -387,11 +402,13 @@ function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, w
       if (gate === null || up === null || down === null) continue;
       const g = new Float32Array(gate.rows);
       const u = new Float32Array(up.rows);
-      matmul(row, 1, gate, g);
-      matmul(row, 1, up, u);
-      siluMul(g, u, g, gate.rows);
+      const bias = experts.bias;
+      matmul(row, 1, gate, g, bias?.gate[e] ?? undefined);
+      matmul(row, 1, up, u, bias?.up[e] ?? undefined);
+      if (experts.activation) clampedSwiglu(g, u, g, gate.rows, experts.activation);
+      else siluMul(g, u, g, gate.rows);
       const y = new Float32Array(hidden);
-      matmul(g, 1, down, y);
+      matmul(g, 1, down, y, bias?.down[e] ?? undefined);
       const wgt = weights[i * k + j];
       for (let h = 0; h < hidden; h++) out[i * hidden + h] += wgt * y[h];
     }

@@ -91,6 +91,10 @@ export interface ModelConfig {
    * applies to every layer alike.
    */
   layerAttention?: ('sliding' | 'full')[];
+  /** YaRN RoPE scaling (rope_scaling / rope_parameters rope_type 'yarn'; GPT-OSS reads it: architectures/yarn.ts). */
+  yarnRope?: YarnRopeConfig;
+  /** GPT-OSS: the experts' clamped SwiGLU limit (swiglu_limit, 7). */
+  swigluLimit?: number;
   /** Gemma: the softmax scale is queryPreAttnScalar^-0.5 (config query_pre_attn_scalar) instead of headDim^-0.5. */
   queryPreAttnScalar?: number;
   /** Gemma 2: attention scores soft-capped at this value (attn_logit_softcapping); absent: none. */
@@ -188,4 +192,19 @@ export interface LoadProgress {
   totalTensors: number;
   bytes: number;
   totalBytes: number;
+}
+
+/** A YaRN RoPE parameter set as a config gives it (architectures/yarn.ts computes its frequencies). */
+export interface YarnRopeConfig {
+  readonly factor: number;
+  readonly originalMaxPositionEmbeddings: number;
+  /** Default 32 and 1 (transformers' `or 32` / `or 1`). */
+  readonly betaFast: number;
+  readonly betaSlow: number;
+  /** Round the correction range outward to whole dims (default true). */
+  readonly truncate: boolean;
+  /** Given attention factor; absent: from mscale / mscale_all_dim, else 0.1·ln(factor) + 1. */
+  readonly attentionFactor?: number;
+  readonly mscale?: number;
+  readonly mscaleAllDim?: number;
 }

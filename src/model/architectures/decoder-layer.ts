@@ -11,6 +11,7 @@ import type { ModelConfig } from '../types.js';
 import { MoeScratch, type MoeBlock } from './moe.js';
 import { applyRotary, linearRopeInvFreq, type RotaryOptions } from './rotary.js';
 import type { CheckpointWeights } from './weights.js';
+import type { ModelOptions } from './expert-placement.js';
 
 export interface DecoderOptions {
   /** Biases on q/k/v projections: 'required' (Qwen2), 'none', or 'if-present' (Llama's attention_bias). */
@@ -63,6 +64,15 @@ export interface DecoderOptions {
   layerRope?: readonly { theta: number; linearFactor: number }[];
   /** The dense MLP's gate activation: SwiGLU's silu (default), or a GELU (Gemma: 'tanh', gelu_pytorch_tanh). */
   mlpActivation?: 'silu' | GeluKind;
+  /** Every layer's RoPE frequencies (GPT-OSS's YaRN: yarn.ts), for ops.rope; absent: plain RoPE (or layerRope's). */
+  ropeFrequencies?: RopeFrequencies;
+  /** Attention sinks: each layer's self_attn.sinks [numHeads] joins its softmax (GPT-OSS; AttentionParams.sinks). */
+  attentionSinks?: boolean;
+  /**
+   * Loads a MoE layer's block in place of loadMoeBlock (GPT-OSS: transposed, interleaved experts with
+   * biases; gpt-oss.ts). Called by the main stack for the layers config.moeLayers marks.
+   */
+  loadMoe?: (w: CheckpointWeights, c: ModelConfig, layer: number, prefix: string, placement?: ModelOptions['experts']) => MoeBlock;
 }
 
 export interface DecoderLayerWeights {
@@ -87,8 +97,10 @@ export interface DecoderLayerWeights {
   /** This layer's sliding window (null: full attention) and RoPE. */
   slidingWindow: number | null;
   ropeTheta: number;
-  /** Linear-scaled inverse frequencies (Gemma 3's global layers' rope_scaling); absent: plain RoPE at ropeTheta. */
+  /** Linear-scaled inverse frequencies (Gemma 3's global layers' rope_scaling), or YaRN's; absent: plain RoPE at ropeTheta. */
   ropeFreqs?: RopeFrequencies;
+  /** Attention sink logits [numHeads] (GPT-OSS); absent: none. */
+  sinks?: Float32Array;
   mlp: FeedForward;
 }
 
@@ -228,6 +240,8 @@ export function loadDecoderLayer(
     slidingWindow: window === undefined ? options.slidingWindow : window,
     ropeTheta: rope?.theta ?? c.ropeTheta,
     ...(rope && rope.linearFactor !== 1 ? { ropeFreqs: { invFreq: linearRopeInvFreq(c.headDim, rope.theta, rope.linearFactor) } } : {}),
+    ...(options.ropeFrequencies ? { ropeFreqs: options.ropeFrequencies } : {}),
+    ...(options.attentionSinks ? { sinks: w.vector(`${p}self_attn.sinks`, c.numHeads) } : {}),
     mlp: moe ?? loadDenseMlp(w, c, p),
   };
 }
@@ -265,6 +279,7 @@ export function runDecoderLayer(
     scale: options.attentionScale ?? 1 / Math.sqrt(c.headDim),
     slidingWindow: w.slidingWindow,
     softcap: options.attentionSoftcap ?? null,
+    ...(w.sinks ? { sinks: w.sinks } : {}),
   };
   const residual = options.residualMultiplier;
   // Attention block (its input normed unless the norms are on the outputs only).

@@ -55,7 +55,7 @@ export class DecoderTransformer implements Model {
     this.layers = [];
     for (let i = 0; i < c.numLayers; i++) {
       const prefix = `model.layers.${i}.`;
-      const moe = c.moeLayers?.[i] ? loadMoeBlock(w, c, i, prefix, placement?.experts) : undefined;
+      const moe = c.moeLayers?.[i] ? (options.loadMoe ?? loadMoeBlock)(w, c, i, prefix, placement?.experts) : undefined;
       this.layers.push(loadDecoderLayer(w, c, options, prefix, moe, i));
     }
     // Dense activations only where some layer is dense (a MoE model's intermediate_size can be wide).

@@ -19,6 +19,7 @@ import { graniteMoe } from './granite-moe.js';
 import { gemma2, gemma3 } from './gemma.js';
 import { olmo2 } from './olmo2.js';
 import { qwen35, qwen35Moe } from './qwen3-5.js';
+import { gptOss } from './gpt-oss.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -108,6 +109,8 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     ggufArchitectures: [],
     module: qwen35Moe,
   },
+  // Sliding / full layers with attention sinks, YaRN, MoE with biased experts and a clamped SwiGLU (MXFP4 experts dequantized at load).
+  { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: [], module: gptOss },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
 ];

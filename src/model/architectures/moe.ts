@@ -109,6 +109,8 @@ export class MoeBlock {
     private readonly remote: RemoteExperts | null,
     /** A shared expert run on every row and added to the routed output (GraniteMoeShared); null: none. */
     readonly shared: SharedExpert | null = null,
+    /** The router's bias [numExperts] (GPT-OSS); null: none. */
+    readonly routerBias: Float32Array | null = null,
   ) {
     this.holdsAny = experts.gate.some((g) => g !== null);
   }
@@ -119,7 +121,8 @@ export class MoeBlock {
    */
   run(ops: Ops, x: Float32Array, n: number, out: Float32Array, s: MoeScratch): void {
     const numExperts = this.router.rows;
-    ops.matmul(x, n, this.router, s.logits);
+    if (this.routerBias) ops.matmul(x, n, this.router, s.logits, this.routerBias);
+    else ops.matmul(x, n, this.router, s.logits);
     routeTopK(s.logits, n, numExperts, this.k, this.normalize, s.ids, s.weights);
     this.remote?.start(this.layer, x, n, s.ids, s.weights, this.k);
     if (this.holdsAny) ops.moe(x, n, this.experts, s.ids, s.weights, this.k, out);

@@ -136,6 +136,11 @@ export class CheckpointWeights {
     return out;
   }
 
+  /** A matrix the model built itself (transposed, de-interleaved) passed through ops.prepareWeight. */
+  prepare(m: WeightMatrix): WeightMatrix {
+    return this.ops.prepareWeight(m);
+  }
+
   /** Tells the loader the model leaves tensor `name` alone (an expert another rank holds): its pages may go. */
   skip(name: string): void {
     this.tell(this.tensor(name), false);

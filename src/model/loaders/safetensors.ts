@@ -7,6 +7,7 @@ import { configFromHf } from '../model-config.js';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import { loadFileBytes } from './file-bytes.js';
 import { normalizeMultimodalNames } from './multimodal-names.js';
+import { addMxfp4Tensors, type RawU8Tensor } from './mxfp4.js';
 
 /** safetensors dtype names → the weight dtypes stored under them (their rows in WEIGHT_DTYPES name them). */
 const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = Object.fromEntries(
@@ -21,6 +22,8 @@ export interface SafetensorsFile {
   tensors: Map<string, Tensor>;
   /** The `__metadata__` string map of the header ({} when absent). */
   metadata: Record<string, string>;
+  /** U8 tensors (MXFP4 _blocks / _scales, dequantized once all shards are read: mxfp4.ts). */
+  u8: Map<string, RawU8Tensor>;
 }
 
 /** Parse a safetensors file held in memory; `path` is only for error messages. */
@@ -43,6 +46,7 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
   const dataStart = 8 + headerLen;
   const tensors = new Map<string, Tensor>();
   let metadata: Record<string, string> = {};
+  const u8 = new Map<string, RawU8Tensor>();
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') {
       metadata = (entry ?? {}) as Record<string, string>;
@@ -52,7 +56,7 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
     if (typeof e?.dtype !== 'string' || !Array.isArray(e.shape) || !Array.isArray(e.data_offsets) || e.data_offsets.length !== 2) {
       throw new Error(`${path}: bad safetensors JSON header (tensor ${name} lacks dtype/shape/data_offsets)`);
     }
-    const kind = SAFETENSORS_DTYPES[e.dtype];
+    const kind = e.dtype === 'U8' ? { dtype: null, size: 1 } : SAFETENSORS_DTYPES[e.dtype];
     if (!kind) throw new Error(`${path}: tensor ${name} has unsupported dtype ${e.dtype} (supported: ${SAFETENSORS_SUPPORTED})`);
     const shape = e.shape as number[];
     const [begin, end] = e.data_offsets as number[];
@@ -65,9 +69,11 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
     if (dataStart + end > bytes.length) {
       throw new Error(`${path}: tensor ${name} data lies beyond end of file (ends at byte ${dataStart + end}, file has ${bytes.length})`);
     }
-    tensors.set(name, { name, dtype: kind.dtype, shape, data: alignedView(bytes, dataStart + begin, dataStart + end, kind.size) });
+    const data = alignedView(bytes, dataStart + begin, dataStart + end, kind.size);
+    if (kind.dtype === null) u8.set(name, { name, shape, data });
+    else tensors.set(name, { name, dtype: kind.dtype, shape, data });
   }
-  return { tensors, metadata };
+  return { tensors, metadata, u8 };
 }
 
 /**
@@ -98,14 +104,18 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
 
   const tensors = new Map<string, Tensor>();
   const aliases: Record<string, string> = {};
+  const u8 = new Map<string, RawU8Tensor>();
   for (const file of expandShards(spec.files)) {
     const parsed = parseSafetensors(loadFileBytes(file, spec.fastLoad).bytes, file);
     for (const [name, t] of parsed.tensors) {
       if (tensors.has(name)) throw new Error(`${file}: tensor ${name} appears in more than one shard`);
       tensors.set(name, t);
     }
+    for (const [name, t] of parsed.u8) u8.set(name, t);
     Object.assign(aliases, parsed.metadata);
   }
+  // MXFP4 experts (GPT-OSS) become bf16 tensors of the unquantized names.
+  addMxfp4Tensors(u8, tensors, spec.source ?? spec.configPath);
   applyAliases(tensors, aliases);
   normalizeMultimodalNames(tensors, spec.source ?? spec.configPath);
 
