@@ -19,6 +19,7 @@ import { graniteMoe } from './granite-moe.js';
 import { gemma2, gemma3 } from './gemma.js';
 import { olmo2 } from './olmo2.js';
 import { qwen35, qwen35Moe } from './qwen3-5.js';
+import { deepseekV2 } from './deepseek-v2.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -107,6 +108,14 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     hfModelTypes: ['qwen3_5_moe', 'qwen3_5_moe_text'],
     ggufArchitectures: [],
     module: qwen35Moe,
+  },
+  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts). GGUF deepseek2 is not mapped.
+  {
+    name: 'deepseek_v2',
+    hfArchitectures: ['DeepseekV2ForCausalLM'],
+    hfModelTypes: ['deepseek_v2'],
+    ggufArchitectures: [],
+    module: deepseekV2,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
