@@ -45,7 +45,9 @@ export function kvBytesPerToken(config: ModelConfig, plan: KvDTypePlan): number 
 function latentRowDim(config: ModelConfig, k: KvDType): number | null {
   if (!config.mla) return null;
   if (KV_DTYPES[k].rotated)
-    throw new RangeError(`KV cache dtype ${k} is not supported for ${config.architecture}'s latent (MLA) cache; use f32, bf16, fp8 or nvfp4`);
+    throw new RangeError(
+      `KV cache dtype ${k} is not supported for ${config.architecture}'s latent (MLA) cache; use f32, bf16, fp8 or nvfp4`,
+    );
   return config.mla.kvLoraRank + config.mla.qkRopeHeadDim;
 }
 

@@ -385,7 +385,8 @@ function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params
 /** An MLA latent layer's checks: one KV head, a value part shorter than the row, a dtype whose rows decode to x itself. */
 export function checkLatentLayer(op: string, layer: KvLayer, latentDim?: number): void {
   if (layer.numKvHeads !== 1) throw new RangeError(`${op}: an MLA layer has one KV head, not ${layer.numKvHeads}`);
-  if (KV_DTYPES[layer.kDtype].rotated) throw new RangeError(`${op}: KV dtype ${layer.kDtype} (rotated rows) is not supported for MLA layers`);
+  if (KV_DTYPES[layer.kDtype].rotated)
+    throw new RangeError(`${op}: KV dtype ${layer.kDtype} (rotated rows) is not supported for MLA layers`);
   if (latentDim !== undefined && !(Number.isInteger(latentDim) && latentDim >= 1 && latentDim <= layer.headDim))
     throw new RangeError(`${op}: latentDim ${latentDim} must be an integer from 1 to headDim ${layer.headDim}`);
 }

@@ -185,14 +185,17 @@ describe('DeepSeek-V2 config.json', () => {
     const c = configFromHf(configJson('deepseek_v2_yarn'));
     const y = c.mla?.yarn;
     assert.ok(y);
-    assert.deepEqual({ ...y, attentionFactor: 0 }, {
-      factor: 4,
-      originalMaxPositionEmbeddings: 4,
-      betaFast: 32,
-      betaSlow: 1,
-      attentionFactor: 0,
-      truncate: true,
-    });
+    assert.deepEqual(
+      { ...y, attentionFactor: 0 },
+      {
+        factor: 4,
+        originalMaxPositionEmbeddings: 4,
+        betaFast: 32,
+        betaSlow: 1,
+        attentionFactor: 0,
+        truncate: true,
+      },
+    );
     const f = (m: number) => 0.1 * m * Math.log(4) + 1;
     assert.ok(Math.abs(y.attentionFactor - f(2) / f(0.5)) < 1e-15);
     assert.ok(Math.abs((c.mla?.softmaxScale ?? 0) - 10 ** -0.5 * f(0.5) ** 2) < 1e-15);
@@ -213,18 +216,38 @@ describe('DeepSeek-V2 config.json', () => {
     assert.ok(inv[16] < plain(16) && inv[16] > plain(16) / 40);
   });
 
-  it("defaults (DeepseekV2Config), q_lora, group-limited greedy, moe_layer_freq; what svc cannot run is refused", () => {
+  it('defaults (DeepseekV2Config), q_lora, group-limited greedy, moe_layer_freq; what svc cannot run is refused', () => {
     const d = configFromHf({ architectures: ['DeepseekV2ForCausalLM'], num_hidden_layers: 4, first_k_dense_replace: 1, moe_layer_freq: 2 });
-    assert.deepEqual(d.mla, { kvLoraRank: 512, qLoraRank: 1536, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128, softmaxScale: 192 ** -0.5 });
+    assert.deepEqual(d.mla, {
+      kvLoraRank: 512,
+      qLoraRank: 1536,
+      qkNopeHeadDim: 128,
+      qkRopeHeadDim: 64,
+      vHeadDim: 128,
+      softmaxScale: 192 ** -0.5,
+    });
     assert.deepEqual(d.moeLayers, [false, false, true, false]);
     assert.equal(d.numExperts, 64);
     assert.equal(d.sharedExpertIntermediateSize, 2 * 1407);
-    const g = configFromHf({ model_type: 'deepseek_v2', topk_method: 'group_limited_greedy', n_group: 8, topk_group: 3, routed_scaling_factor: 16 });
+    const g = configFromHf({
+      model_type: 'deepseek_v2',
+      topk_method: 'group_limited_greedy',
+      n_group: 8,
+      topk_group: 3,
+      routed_scaling_factor: 16,
+    });
     assert.deepEqual(g.moeRouting, { scale: 16, groups: { numGroups: 8, topkGroups: 3 } });
     const v5 = configFromHf({
       model_type: 'deepseek_v2',
       max_position_embeddings: 163840,
-      rope_parameters: { rope_type: 'yarn', rope_theta: 10000, factor: 40, original_max_position_embeddings: 4096, mscale: 0.707, mscale_all_dim: 0.707 },
+      rope_parameters: {
+        rope_type: 'yarn',
+        rope_theta: 10000,
+        factor: 40,
+        original_max_position_embeddings: 4096,
+        mscale: 0.707,
+        mscale_all_dim: 0.707,
+      },
     });
     assert.equal(v5.mla?.yarn?.attentionFactor, 1);
     assert.ok(Math.abs((v5.mla?.softmaxScale ?? 0) / 192 ** -0.5 - (0.1 * 0.707 * Math.log(40) + 1) ** 2) < 1e-12);
@@ -334,7 +357,11 @@ const measured = new Map<string, number>();
 function latentCache(ops: Ops, dtype: KvDType, rank: number, rope: number, kvLens: number[], blockSize: number, seed: number) {
   const perSeq = Math.max(...kvLens.map((l) => Math.ceil(l / blockSize)));
   const base = configFromHf(configJson('deepseek_v2'));
-  const config: ModelConfig = { ...base, numLayers: 1, mla: { ...(base.mla as NonNullable<ModelConfig['mla']>), kvLoraRank: rank, qkRopeHeadDim: rope } };
+  const config: ModelConfig = {
+    ...base,
+    numLayers: 1,
+    mla: { ...(base.mla as NonNullable<ModelConfig['mla']>), kvLoraRank: rank, qkRopeHeadDim: rope },
+  };
   const [layer] = allocateKvCache(config, perSeq * kvLens.length, blockSize, dtype);
   if (dtype === 'fp8' || dtype === 'nvfp4') layer.kScale = 0.05;
   const tables = kvLens.map((_, s) => Int32Array.from({ length: perSeq }, (_, b) => (perSeq - 1 - b) * kvLens.length + s));
@@ -351,7 +378,9 @@ for (const path of PATHS) {
     before(() => setCpuPath(path));
     after(() => {
       setCpuPath(info.bestCpuPath);
-      console.log(`# ${path}: worst native vs reference mlaAttention error (relative to max |out|) ${[...measured].map(([k, e]) => `${k} ${e.toExponential(2)}`).join(', ')}`);
+      console.log(
+        `# ${path}: worst native vs reference mlaAttention error (relative to max |out|) ${[...measured].map(([k, e]) => `${k} ${e.toExponential(2)}`).join(', ')}`,
+      );
       measured.clear();
     });
 

@@ -84,7 +84,7 @@ export function deepseekV2Config(raw: Json): Partial<ModelConfig> {
   // factor on cos / sin: what the checkpoints were trained with, and what svc does. transformers 5's
   // DeepseekV2Attention leaves it out (scale (nope + rope)^-0.5 only); its yarn fixture matches svc
   // with that scale (test/unit/arch-deepseek-v2.test.ts) and is far from it with the factor.
-  const mscaleAllDim = yarn ? numberIn(raw.rope_scaling, 'mscale_all_dim') ?? numberIn(raw.rope_parameters, 'mscale_all_dim') : undefined;
+  const mscaleAllDim = yarn ? (numberIn(raw.rope_scaling, 'mscale_all_dim') ?? numberIn(raw.rope_parameters, 'mscale_all_dim')) : undefined;
   const mscale = yarn && mscaleAllDim ? yarnMscale(yarn.factor, mscaleAllDim) : 1;
   const mla: MlaConfig = {
     kvLoraRank: int('kv_lora_rank'),
@@ -292,9 +292,7 @@ export class DeepseekV2Model implements Model {
     this.embedTokens = w.matrix('model.embed_tokens.weight', c.vocabSize, hs);
     this.lmHead = c.tieWordEmbeddings ? this.embedTokens : w.matrix('lm_head.weight', c.vocabSize, hs);
     this.finalNorm = w.vector('model.norm.weight', hs);
-    this.ropeFreqs = m.yarn
-      ? { invFreq: yarnRopeInvFreq(m.qkRopeHeadDim, c.ropeTheta, m.yarn), scale: m.yarn.attentionFactor }
-      : undefined;
+    this.ropeFreqs = m.yarn ? { invFreq: yarnRopeInvFreq(m.qkRopeHeadDim, c.ropeTheta, m.yarn), scale: m.yarn.attentionFactor } : undefined;
     const swiglu = (p: string, width: number): SwiGlu => ({
       gate: w.matrix(`${p}gate_proj.weight`, width, hs),
       up: w.matrix(`${p}up_proj.weight`, width, hs),
