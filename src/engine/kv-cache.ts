@@ -23,17 +23,37 @@ export function kvLayerDTypes(plan: KvDTypePlan, numLayers: number): readonly Kv
   return plan;
 }
 
-/** Bytes of KV cache one token occupies across all layers (k and v). */
+/** Bytes of KV cache one token occupies across all layers (k and v; an MLA layer's latent row). */
 export function kvBytesPerToken(config: ModelConfig, plan: KvDTypePlan): number {
   let bytes = 0;
-  for (const [l, { k, v }] of kvLayerDTypes(plan, config.numLayers).entries())
-    if (usesKvCache(config, l))
-      bytes += config.numKvHeads * (KV_DTYPES[k].rowBytes(config.headDim) + KV_DTYPES[v].rowBytes(config.headDim));
+  for (const [l, { k, v }] of kvLayerDTypes(plan, config.numLayers).entries()) {
+    if (!usesKvCache(config, l)) continue;
+    const latent = latentRowDim(config, k);
+    bytes +=
+      latent !== null
+        ? KV_DTYPES[k].rowBytes(latent)
+        : config.numKvHeads * (KV_DTYPES[k].rowBytes(config.headDim) + KV_DTYPES[v].rowBytes(config.headDim));
+  }
   return bytes;
 }
 
 /**
- * One zeroed KvLayer per model layer (a recurrent layer's with empty k / v), laid out [numBlocks][blockSize][numKvHeads] rows of
+ * MLA models (ModelConfig.mla): the width of a layer's latent row (kvLoraRank + qkRopeHeadDim), stored
+ * as one KV head in the K dtype with no V side (the V dtype of the plan is unused); null otherwise.
+ * Rotated dtypes (turbo) are refused: their rows decode to R·x, whose leading part is not c_kv.
+ */
+function latentRowDim(config: ModelConfig, k: KvDType): number | null {
+  if (!config.mla) return null;
+  if (KV_DTYPES[k].rotated)
+    throw new RangeError(
+      `KV cache dtype ${k} is not supported for ${config.architecture}'s latent (MLA) cache; use f32, bf16, fp8 or nvfp4`,
+    );
+  return config.mla.kvLoraRank + config.mla.qkRopeHeadDim;
+}
+
+/**
+ * One zeroed KvLayer per model layer (a recurrent layer's with empty k / v; an MLA layer's one latent
+ * head in k, v empty), laid out [numBlocks][blockSize][numKvHeads] rows of
  * rowBytes(headDim) bytes, keys and values in the plan's dtypes. Each k/v gets its own ArrayBuffer so
  * typed views over it (Float32Array, Uint16Array) are aligned.
  */
@@ -42,6 +62,20 @@ export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSiz
   if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
   return kvLayerDTypes(plan, config.numLayers).map(({ k, v }, l) => {
     // A recurrent layer (ModelConfig.layerTypes) keeps its state elsewhere: its KvLayer holds no rows.
+    const latent = usesKvCache(config, l) ? latentRowDim(config, k) : null;
+    if (latent !== null)
+      return {
+        kDtype: k,
+        vDtype: v,
+        numBlocks,
+        blockSize,
+        numKvHeads: 1,
+        headDim: latent,
+        k: new Uint8Array(numBlocks * blockSize * KV_DTYPES[k].rowBytes(latent)),
+        v: new Uint8Array(0),
+        kScale: 1,
+        vScale: 1,
+      };
     const rows = usesKvCache(config, l) ? numBlocks * blockSize * config.numKvHeads : 0;
     return {
       kDtype: k,

@@ -135,6 +135,8 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     ),
     storeKv: t('storeKv', (layer, k, v, n, slots) => ops.storeKv(layer, k, v, n, slots)),
     attention: t('attention', (q, layer, seqs, params, out) => ops.attention(q, layer, seqs, params, out)),
+    storeLatentKv: t('storeLatentKv', (layer, latent, n, slots) => ops.storeLatentKv(layer, latent, n, slots)),
+    mlaAttention: t('mlaAttention', (q, layer, seqs, params, out) => ops.mlaAttention(q, layer, seqs, params, out)),
     moe: t('moe', (x, n, experts, ids, weights, k, out) => ops.moe(x, n, experts, ids, weights, k, out)),
     causalConv1d: t('causalConv1d', (x, channels, kernel, weight, seqs, state, out) =>
       ops.causalConv1d(x, channels, kernel, weight, seqs, state, out),

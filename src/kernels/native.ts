@@ -13,6 +13,7 @@ import type {
   GatedDeltaParams,
   GeluKind,
   KvLayer,
+  MlaAttentionParams,
   MoeExperts,
   Ops,
   RecurrentSeq,
@@ -134,6 +135,34 @@ export interface NativeAddon {
     softcap: number,
     /** One sink logit per query head; absent: none. */
     sinks?: Float32Array,
+  ): void;
+  /** MLA latent layer (native/mla_attention.cc): kDtype, numBlocks, blockSize, headDim, k, kScale first. */
+  storeLatentKv(
+    kDtype: number,
+    numBlocks: number,
+    blockSize: number,
+    headDim: number,
+    k: Uint8Array,
+    kScale: number,
+    latent: Float32Array,
+    n: number,
+    slots: Int32Array,
+  ): void;
+  mlaAttention(
+    kDtype: number,
+    numBlocks: number,
+    blockSize: number,
+    headDim: number,
+    k: Uint8Array,
+    kScale: number,
+    q: Float32Array,
+    out: Float32Array,
+    totalRows: number,
+    numHeads: number,
+    scale: number,
+    latentDim: number,
+    seqMeta: Int32Array,
+    blockTables: Int32Array,
   ): void;
   /** A MoE layer's experts, registered once: per projection a dtype code and one weight data array (or null) per expert. */
   moeLayer(
@@ -326,6 +355,19 @@ function checkLayer(op: string, layer: KvLayer): void {
   const rows = layer.numBlocks * layer.blockSize * layer.numKvHeads;
   checkSide(op, 'k', kvTraits(op, 'k', layer.kDtype), layer.kDtype, layer.k, layer.kScale, rows, layer.headDim);
   checkSide(op, 'v', kvTraits(op, 'v', layer.vDtype), layer.vDtype, layer.v, layer.vScale, rows, layer.headDim);
+}
+
+/** An MLA latent layer: one KV head, K side only (checkLatentLayer's rules, then K's bytes and alignment). */
+function checkLatent(op: string, layer: KvLayer, latentDim?: number): void {
+  checkCount(op, 'layer.numBlocks', layer.numBlocks);
+  checkCount(op, 'layer.blockSize', layer.blockSize, 1);
+  checkCount(op, 'layer.headDim', layer.headDim, 1);
+  const traits = kvTraits(op, 'k', layer.kDtype);
+  if (layer.numKvHeads !== 1) fail(op, `an MLA layer has one KV head, not ${layer.numKvHeads}`);
+  if (traits.rotated) fail(op, `KV dtype ${layer.kDtype} (rotated rows) is not supported for MLA layers`);
+  if (latentDim !== undefined && !(Number.isInteger(latentDim) && latentDim >= 1 && latentDim <= layer.headDim))
+    fail(op, `latentDim ${latentDim} must be an integer from 1 to headDim ${layer.headDim}`);
+  checkSide(op, 'k', traits, layer.kDtype, layer.k, layer.kScale, layer.numBlocks * layer.blockSize, layer.headDim);
 }
 
 function checkSide(
@@ -901,6 +943,46 @@ export const nativeOps: Ops = {
       tables,
       softcap,
       sinks,
+    );
+  },
+
+  storeLatentKv(layer, latent, n, slots) {
+    checkLatent('storeLatentKv', layer);
+    checkCount('storeLatentKv', 'n', n);
+    checkKind('storeLatentKv', 'latent', latent, Float32Array);
+    checkKind('storeLatentKv', 'slots', slots, Int32Array);
+    checkLength('storeLatentKv', 'latent', latent, n * layer.headDim);
+    checkLength('storeLatentKv', 'slots', slots, n);
+    const { kDtype, numBlocks, blockSize, headDim, k, kScale } = layer;
+    loadAddon().storeLatentKv(KV_DTYPES[kDtype].code, numBlocks, blockSize, headDim, k, kScale, latent, n, slots);
+  },
+
+  mlaAttention(q, layer, seqs, params: MlaAttentionParams, out) {
+    const { numHeads, scale, latentDim } = params;
+    checkLatent('mlaAttention', layer, latentDim);
+    checkCount('mlaAttention', 'numHeads', numHeads, 1);
+    if (!Number.isFinite(scale)) fail('mlaAttention', `scale must be finite, got ${scale}`);
+    checkKind('mlaAttention', 'q', q, Float32Array);
+    checkKind('mlaAttention', 'out', out, Float32Array);
+    if (overlaps(q, out)) fail('mlaAttention', 'out must not overlap q');
+    const totalRows = Math.floor(Math.min(q.length / (numHeads * layer.headDim), out.length / (numHeads * latentDim)));
+    const { meta, tables } = marshalSeqs(seqs);
+    const { kDtype, numBlocks, blockSize, headDim, k, kScale } = layer;
+    loadAddon().mlaAttention(
+      KV_DTYPES[kDtype].code,
+      numBlocks,
+      blockSize,
+      headDim,
+      k,
+      kScale,
+      q,
+      out,
+      totalRows,
+      numHeads,
+      scale,
+      latentDim,
+      meta,
+      tables,
     );
   },
 

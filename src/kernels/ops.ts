@@ -65,6 +65,18 @@ export interface AttentionParams {
   sinks?: Float32Array;
 }
 
+/**
+ * Multi-head latent attention (DeepSeek-V2's MLA with kv_b_proj absorbed) over a latent KV layer:
+ * numKvHeads 1, each row one token's [c_kv (latentDim) | k_pe (headDim − latentDim)], layer.v empty.
+ */
+export interface MlaAttentionParams {
+  numHeads: number;
+  /** Softmax scale ((qk_nope + qk_rope)^-0.5, times YaRN's mscale² where the family applies it). */
+  scale: number;
+  /** Leading elements of each cached row that are also the value (kv_lora_rank); < layer.headDim. */
+  latentDim: number;
+}
+
 export type RopeStyle = 'neox' | 'normal';
 
 /**
@@ -225,6 +237,19 @@ export interface Ops {
    * q and out are [totalRows, numHeads, headDim]; query row j of a sequence sits at position kvLen - qLen + j.
    */
   attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: AttentionParams, out: Float32Array): void;
+  /**
+   * MLA: writes latent rows [n, layer.headDim] (each token's normalised c_kv then its rotated k_pe)
+   * into layer.k at the given slots, in layer.kDtype; an MLA layer (numKvHeads 1) has no V side.
+   */
+  storeLatentKv(layer: KvLayer, latent: Float32Array, n: number, slots: Int32Array): void;
+  /**
+   * Causal multi-head latent attention over the paged latent cache (storeLatentKv): every query head
+   * h scores each cached row r as scale · q[i, h] · r (q [totalRows, numHeads, layer.headDim]: the
+   * query absorbed into latent space, then q_pe), and out[i, h] [totalRows, numHeads, latentDim] is
+   * the softmax-weighted sum of the rows' first latentDim elements (c_kv). Query row j of a sequence
+   * sits at position kvLen − qLen + j. out must not overlap q.
+   */
+  mlaAttention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: MlaAttentionParams, out: Float32Array): void;
   /**
    * The routed experts of a MoE layer: out[i, :] = Σ_j weights[i·k + j] · FFN_e(x[i, :]) with
    * e = ids[i·k + j] and FFN_e(x) = down_e(silu(gate_e·x) ⊙ up_e·x), over the experts `experts`

@@ -1,6 +1,17 @@
 // Plain-TypeScript kernels: the numerical ground truth the native ops are tested against.
 // Written for obviousness, not speed: sums accumulate in f64 (JS numbers), results are stored as f32.
-import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
+import type {
+  AttentionParams,
+  AttentionSeq,
+  GeluKind,
+  KvLayer,
+  MlaAttentionParams,
+  MoeExperts,
+  Ops,
+  RopeFrequencies,
+  RopeStyle,
+  WeightMatrix,
+} from './ops.js';
 import type { MoeActivation } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 import { causalConv1d, gatedDeltaRule } from './reference-recurrent.js';
@@ -386,6 +397,69 @@ function attention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params
   }
 }
 
+/** An MLA latent layer's checks: one KV head, a value part shorter than the row, a dtype whose rows decode to x itself. */
+export function checkLatentLayer(op: string, layer: KvLayer, latentDim?: number): void {
+  if (layer.numKvHeads !== 1) throw new RangeError(`${op}: an MLA layer has one KV head, not ${layer.numKvHeads}`);
+  if (KV_DTYPES[layer.kDtype].rotated)
+    throw new RangeError(`${op}: KV dtype ${layer.kDtype} (rotated rows) is not supported for MLA layers`);
+  if (latentDim !== undefined && !(Number.isInteger(latentDim) && latentDim >= 1 && latentDim <= layer.headDim))
+    throw new RangeError(`${op}: latentDim ${latentDim} must be an integer from 1 to headDim ${layer.headDim}`);
+}
+
+// MLA: one latent row per token, in the K side's codec.
+function storeLatentKv(layer: KvLayer, latent: Float32Array, n: number, slots: Int32Array): void {
+  checkLatentLayer('storeLatentKv', layer);
+  const { headDim } = layer;
+  const traits = KV_DTYPES[layer.kDtype];
+  const rowBytes = traits.rowBytes(headDim);
+  const totalSlots = layer.numBlocks * layer.blockSize;
+  for (let i = 0; i < n; i++) {
+    const slot = slots[i];
+    if (slot < 0 || slot >= totalSlots) throw new RangeError(`KV slot ${slot} outside the cache (${totalSlots} slots)`);
+    traits.encode(layer.kScale, latent, i * headDim, headDim, layer.k, slot * rowBytes);
+  }
+}
+
+// MLA attention in float64: scores over whole latent rows, values their first latentDim elements.
+function mlaAttention(q: Float32Array, layer: KvLayer, seqs: AttentionSeq[], params: MlaAttentionParams, out: Float32Array): void {
+  const { numHeads, scale, latentDim } = params;
+  checkLatentLayer('mlaAttention', layer, latentDim);
+  const { headDim, blockSize } = layer;
+  const traits = KV_DTYPES[layer.kDtype];
+  const rowBytes = traits.rowBytes(headDim);
+  for (const seq of seqs) {
+    const rows = new Float32Array(seq.kvLen * headDim);
+    for (let t = 0; t < seq.kvLen; t++) {
+      const slot = seq.blockTable[Math.floor(t / blockSize)] * blockSize + (t % blockSize);
+      traits.decode(layer.kScale, layer.k, slot * rowBytes, headDim, rows, t * headDim);
+    }
+    const scores = new Float64Array(seq.kvLen);
+    const acc = new Float64Array(latentDim);
+    for (let j = 0; j < seq.qLen; j++) {
+      const pos = seq.kvLen - seq.qLen + j;
+      for (let h = 0; h < numHeads; h++) {
+        const qOff = ((seq.qStart + j) * numHeads + h) * headDim;
+        let max = -Infinity;
+        for (let t = 0; t <= pos; t++) {
+          let dot = 0;
+          for (let d = 0; d < headDim; d++) dot += q[qOff + d] * rows[t * headDim + d];
+          scores[t] = dot * scale;
+          if (scores[t] > max) max = scores[t];
+        }
+        let denom = 0;
+        acc.fill(0);
+        for (let t = 0; t <= pos; t++) {
+          const p = Math.exp(scores[t] - max);
+          denom += p;
+          for (let d = 0; d < latentDim; d++) acc[d] += p * rows[t * headDim + d];
+        }
+        const oOff = ((seq.qStart + j) * numHeads + h) * latentDim;
+        for (let d = 0; d < latentDim; d++) out[oOff + d] = acc[d] / denom;
+      }
+    }
+  }
+}
+
 // Row by row, expert by expert, in float64 accumulation through matmul's own dot products.
 function moe(x: Float32Array, n: number, experts: MoeExperts, ids: Int32Array, weights: Float32Array, k: number, out: Float32Array): void {
   const hidden = experts.gate.find((g) => g !== null)?.cols;
@@ -432,6 +506,8 @@ export const referenceOps: Ops = {
   bidirectionalAttention,
   storeKv,
   attention,
+  storeLatentKv,
+  mlaAttention,
   moe,
   causalConv1d,
   gatedDeltaRule,

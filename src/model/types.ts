@@ -127,6 +127,48 @@ export interface ModelConfig {
   layerTypes?: LayerType[];
   /** Gated DeltaNet layers' shapes (Qwen3.5 linear_*): present when some layer is linear_attention. */
   linearAttention?: LinearAttentionConfig;
+  /**
+   * Multi-head latent attention (DeepSeek-V2): its shapes. Present for MLA models, whose KV cache holds
+   * per token and layer one latent row of kvLoraRank + qkRopeHeadDim values (allocateKvCache: one KV
+   * head of that width, no V side) instead of per-head keys and values.
+   */
+  mla?: MlaConfig;
+  /** DeepSeek-V2 MoE routing where it differs from plain top-k: group-limited greedy and the routed weights' scale. */
+  moeRouting?: MoeRoutingConfig;
+}
+
+/** DeepSeek-V2's attention shapes (config.json kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim). */
+export interface MlaConfig {
+  kvLoraRank: number;
+  /** null: q is one q_proj; else q_a_proj → q_a_layernorm → q_b_proj through this rank. */
+  qLoraRank: number | null;
+  qkNopeHeadDim: number;
+  qkRopeHeadDim: number;
+  vHeadDim: number;
+  /** The softmax scale: (qkNope + qkRope)^-0.5, times YaRN's mscale(factor, mscale_all_dim)² when set (DeepSeek's code; not transformers 5's). */
+  softmaxScale: number;
+  /** YaRN (rope_scaling type yarn) of the rope part; absent: plain RoPE. */
+  yarn?: YarnConfig;
+}
+
+/** YaRN's parameters as transformers' _compute_yarn_parameters reads them (architectures/yarn.ts). */
+export interface YarnConfig {
+  factor: number;
+  originalMaxPositionEmbeddings: number;
+  betaFast: number;
+  betaSlow: number;
+  /** cos and sin multiplied by this: attention_factor, else mscale(factor, mscale) / mscale(factor, mscale_all_dim), else mscale(factor). */
+  attentionFactor: number;
+  /** rope_scaling truncate (default true): the correction range is floored / ceiled to whole dimensions. */
+  truncate: boolean;
+}
+
+/** How a MoE layer picks and weighs its experts beyond top-k over the softmax (DeepSeek-V2). */
+export interface MoeRoutingConfig {
+  /** Routed weights multiplied by this (routed_scaling_factor) when they are not renormalised. */
+  scale: number;
+  /** group_limited_greedy: experts in numGroups equal groups; only the topkGroups groups of highest max probability compete. */
+  groups?: { numGroups: number; topkGroups: number };
 }
 
 export type LayerType = 'full_attention' | 'linear_attention';

@@ -20,6 +20,7 @@ import { gemma2, gemma3 } from './gemma.js';
 import { olmo2 } from './olmo2.js';
 import { qwen35, qwen35Moe } from './qwen3-5.js';
 import { gptOss } from './gpt-oss.js';
+import { deepseekV2 } from './deepseek-v2.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -111,6 +112,14 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
   },
   // Sliding / full layers with attention sinks, YaRN, MoE with biased experts and a clamped SwiGLU (MXFP4 experts dequantized at load).
   { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: [], module: gptOss },
+  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts). GGUF deepseek2 is not mapped.
+  {
+    name: 'deepseek_v2',
+    hfArchitectures: ['DeepseekV2ForCausalLM'],
+    hfModelTypes: ['deepseek_v2'],
+    ggufArchitectures: [],
+    module: deepseekV2,
+  },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },
 ];

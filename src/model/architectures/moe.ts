@@ -94,6 +94,73 @@ export function routeTopK(
   }
 }
 
+/** DeepSeek-V2's routing beyond routeTopK (ModelConfig.moeRouting). */
+export interface MoeRouting {
+  /** Weights multiplied by this (routed_scaling_factor) when they are not renormalised. */
+  readonly scale: number;
+  /** group_limited_greedy: the experts split into numGroups equal groups; only the topkGroups best groups compete. */
+  readonly groups?: { readonly numGroups: number; readonly topkGroups: number };
+}
+
+/**
+ * DeepSeek-V2's gate (its reference modeling code, MoEGate): softmax over the router logits (f64
+ * here); with `groups`, each group scores its largest probability and only the experts of the
+ * topkGroups best groups (ties to the lower group) may be picked; the k most probable of those
+ * (ties to the lower id) into ids [n, k], best first, their probabilities into weights —
+ * renormalised over the k (+ 1e-20) when `normalize`, else multiplied by routing.scale.
+ */
+export function routeDeepseek(
+  logits: Float32Array,
+  n: number,
+  numExperts: number,
+  k: number,
+  normalize: boolean,
+  routing: MoeRouting,
+  ids: Int32Array,
+  weights: Float32Array,
+): void {
+  const probs = new Float64Array(numExperts);
+  const allowed = new Uint8Array(numExperts);
+  const g = routing.groups;
+  if (g && (numExperts % g.numGroups !== 0 || g.topkGroups < 1 || g.topkGroups > g.numGroups))
+    throw new RangeError(`moe routing: ${numExperts} experts in ${g.numGroups} groups, top ${g.topkGroups} groups`);
+  const perGroup = g ? numExperts / g.numGroups : numExperts;
+  const groupScore = new Float64Array(g ? g.numGroups : 0);
+  for (let i = 0; i < n; i++) {
+    const base = i * numExperts;
+    let max = -Infinity;
+    for (let e = 0; e < numExperts; e++) max = Math.max(max, logits[base + e]);
+    let sum = 0;
+    for (let e = 0; e < numExperts; e++) sum += probs[e] = Math.exp(logits[base + e] - max);
+    for (let e = 0; e < numExperts; e++) probs[e] /= sum;
+    allowed.fill(g ? 0 : 1);
+    if (g) {
+      groupScore.fill(-Infinity);
+      for (let e = 0; e < numExperts; e++) {
+        const grp = Math.floor(e / perGroup);
+        groupScore[grp] = Math.max(groupScore[grp], probs[e]);
+      }
+      for (let pick = 0; pick < g.topkGroups; pick++) {
+        let best = 0;
+        for (let grp = 1; grp < g.numGroups; grp++) if (groupScore[grp] > groupScore[best]) best = grp;
+        allowed.fill(1, best * perGroup, (best + 1) * perGroup);
+        groupScore[best] = -Infinity;
+      }
+    }
+    let picked = 0;
+    for (let j = 0; j < k; j++) {
+      let best = -1;
+      for (let e = 0; e < numExperts; e++) if (allowed[e] && (best < 0 || probs[e] > probs[best])) best = e;
+      if (best < 0) throw new Error(`moe routing: row ${i} has fewer than ${k} experts in its groups`);
+      allowed[best] = 0;
+      ids[i * k + j] = best;
+      weights[i * k + j] = probs[best];
+      picked += probs[best];
+    }
+    for (let j = 0; j < k; j++) weights[i * k + j] = normalize ? weights[i * k + j] / (picked + 1e-20) : weights[i * k + j] * routing.scale;
+  }
+}
+
 /** One layer's routed experts: the router and the experts this process holds (the others null). */
 export class MoeBlock {
   readonly kind = 'moe';
@@ -111,6 +178,8 @@ export class MoeBlock {
     readonly shared: SharedExpert | null = null,
     /** The router's bias [numExperts] (GPT-OSS); null: none. */
     readonly routerBias: Float32Array | null = null,
+    /** DeepSeek-V2's routing (routeDeepseek); absent: routeTopK. */
+    private readonly routing?: MoeRouting,
   ) {
     this.holdsAny = experts.gate.some((g) => g !== null);
   }
@@ -123,7 +192,8 @@ export class MoeBlock {
     const numExperts = this.router.rows;
     if (this.routerBias) ops.matmul(x, n, this.router, s.logits, this.routerBias);
     else ops.matmul(x, n, this.router, s.logits);
-    routeTopK(s.logits, n, numExperts, this.k, this.normalize, s.ids, s.weights);
+    if (this.routing) routeDeepseek(s.logits, n, numExperts, this.k, this.normalize, this.routing, s.ids, s.weights);
+    else routeTopK(s.logits, n, numExperts, this.k, this.normalize, s.ids, s.weights);
     this.remote?.start(this.layer, x, n, s.ids, s.weights, this.k);
     if (this.holdsAny) ops.moe(x, n, this.experts, s.ids, s.weights, this.k, out);
     else out.fill(0, 0, n * this.router.cols);

@@ -1,4 +1,4 @@
-// YaRN RoPE scaling (rope_scaling / rope_parameters rope_type 'yarn'; GPT-OSS), as transformers'
+// YaRN RoPE scaling (rope_scaling / rope_parameters rope_type 'yarn'; GPT-OSS, DeepSeek-V2), as transformers'
 // _compute_yarn_parameters computes it: per rotary pair k, the inverse frequency blends the
 // extrapolated θ^(-2k/dim) and the interpolated one (divided by `factor`) with a linear ramp between
 // the correction dims of beta_fast and beta_slow rotations over original_max_position_embeddings
@@ -44,20 +44,23 @@ export function readYarnRope(rope: Json, maxPositions: number): YarnRopeConfig {
   };
 }
 
+/** transformers' get_mscale: 0.1 · mscale · ln(scale) + 1 (1 when scale ≤ 1). */
+export function yarnMscale(scale: number, mscale = 1): number {
+  return scale <= 1 ? 1 : 0.1 * mscale * Math.log(scale) + 1;
+}
+
 /** YaRN's attention factor (the cos / sin scale). */
 export function yarnAttentionFactor(y: YarnRopeConfig): number {
   if (y.attentionFactor !== undefined) return y.attentionFactor;
-  const mscale = (scale: number, m = 1): number => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
-  if (y.mscale && y.mscaleAllDim) return mscale(y.factor, y.mscale) / mscale(y.factor, y.mscaleAllDim);
-  return mscale(y.factor);
+  if (y.mscale && y.mscaleAllDim) return yarnMscale(y.factor, y.mscale) / yarnMscale(y.factor, y.mscaleAllDim);
+  return yarnMscale(y.factor);
 }
 
-/** The rope frequencies YaRN gives a rotary dimension `dim` (headDim · partial factor) at base `theta`. */
-export function yarnRopeFrequencies(
-  dim: number,
-  theta: number,
-  y: YarnRopeConfig,
-): RopeFrequencies & { invFreq: Float32Array; scale: number } {
+/** The ramp's inputs: the fields both YarnRopeConfig (GPT-OSS) and YarnConfig (DeepSeek-V2) carry. */
+type YarnRamp = Pick<YarnRopeConfig, 'factor' | 'originalMaxPositionEmbeddings' | 'betaFast' | 'betaSlow' | 'truncate'>;
+
+/** YaRN's inverse frequencies [dim / 2] for a rotary part of `dim` elements at base `theta`. */
+export function yarnRopeInvFreq(dim: number, theta: number, y: YarnRamp): Float32Array {
   const f = Math.fround;
   const half = dim / 2;
   // Dim index at which a frequency makes numRotations turns over the original context.
@@ -81,5 +84,14 @@ export function yarnRopeFrequencies(
     const extrapolationFactor = f(1 - ramp);
     invFreq[k] = f(f(interpolation * f(1 - extrapolationFactor)) + f(extrapolation * extrapolationFactor));
   }
-  return { rotaryDim: dim, invFreq, scale: yarnAttentionFactor(y) };
+  return invFreq;
+}
+
+/** The rope frequencies YaRN gives a rotary dimension `dim` (headDim · partial factor) at base `theta`. */
+export function yarnRopeFrequencies(
+  dim: number,
+  theta: number,
+  y: YarnRopeConfig,
+): RopeFrequencies & { invFreq: Float32Array; scale: number } {
+  return { rotaryDim: dim, invFreq: yarnRopeInvFreq(dim, theta, y), scale: yarnAttentionFactor(y) };
 }
