@@ -10,6 +10,7 @@ void InitAttention(Napi::Env env, Napi::Object exports);
 void InitBidirectionalAttention(Napi::Env env, Napi::Object exports);
 void InitMoe(Napi::Env env, Napi::Object exports);
 void InitGatedDelta(Napi::Env env, Napi::Object exports);
+void InitSsdScan(Napi::Env env, Napi::Object exports);
 void InitRuntime(Napi::Env env, Napi::Object exports);
 }  // namespace svc
 
@@ -21,6 +22,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   svc::InitBidirectionalAttention(env, exports);
   svc::InitMoe(env, exports);
   svc::InitGatedDelta(env, exports);
+  svc::InitSsdScan(env, exports);
   svc::InitRuntime(env, exports);
   return exports;
 }

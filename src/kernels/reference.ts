@@ -3,6 +3,7 @@
 import type { AttentionParams, AttentionSeq, GeluKind, KvLayer, MoeExperts, Ops, RopeFrequencies, RopeStyle, WeightMatrix } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 import { causalConv1d, gatedDeltaRule } from './reference-recurrent.js';
+import { ssdScan } from './reference-ssd.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
   const { rows, cols } = w;
@@ -418,4 +419,5 @@ export const referenceOps: Ops = {
   moe,
   causalConv1d,
   gatedDeltaRule,
+  ssdScan,
 };

@@ -19,6 +19,8 @@ import { graniteMoe } from './granite-moe.js';
 import { gemma2, gemma3 } from './gemma.js';
 import { olmo2 } from './olmo2.js';
 import { qwen35, qwen35Moe } from './qwen3-5.js';
+import { mamba2 } from './mamba2.js';
+import { nemotronH } from './nemotron-h.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -107,6 +109,15 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     hfModelTypes: ['qwen3_5_moe', 'qwen3_5_moe_text'],
     ggufArchitectures: [],
     module: qwen35Moe,
+  },
+  // State-space: Mamba2, and Nemotron-H's Mamba2 / attention / MLP / MoE blocks, with per-sequence recurrent state.
+  { name: 'mamba2', hfArchitectures: ['Mamba2ForCausalLM'], hfModelTypes: ['mamba2'], ggufArchitectures: [], module: mamba2 },
+  {
+    name: 'nemotron_h',
+    hfArchitectures: ['NemotronHForCausalLM'],
+    hfModelTypes: ['nemotron_h'],
+    ggufArchitectures: [],
+    module: nemotronH,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },

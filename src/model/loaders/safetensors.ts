@@ -7,6 +7,7 @@ import { configFromHf } from '../model-config.js';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import { loadFileBytes } from './file-bytes.js';
 import { normalizeMultimodalNames } from './multimodal-names.js';
+import { normalizeStateSpaceNames } from './state-space-names.js';
 
 /** safetensors dtype names → the weight dtypes stored under them (their rows in WEIGHT_DTYPES name them). */
 const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = Object.fromEntries(
@@ -108,6 +109,7 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
   }
   applyAliases(tensors, aliases);
   normalizeMultimodalNames(tensors, spec.source ?? spec.configPath);
+  normalizeStateSpaceNames(tensors);
 
   // Tied embeddings: expose the one matrix under both names; HF ties lm_head to embed_tokens.
   const embed = tensors.get('model.embed_tokens.weight');
