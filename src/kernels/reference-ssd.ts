@@ -45,7 +45,8 @@ export function ssdScan(
   const headState = P * N;
   const numSlots = Math.floor(state.length / (H * headState));
   for (const { qStart, qLen, slot } of seqs) {
-    if (!(qStart >= 0 && qLen >= 0 && qStart + qLen <= rows)) throw new RangeError(`ssdScan: rows [${qStart}, ${qStart + qLen}) outside ${rows}`);
+    if (!(qStart >= 0 && qLen >= 0 && qStart + qLen <= rows))
+      throw new RangeError(`ssdScan: rows [${qStart}, ${qStart + qLen}) outside ${rows}`);
     if (!(Number.isInteger(slot) && slot >= 0 && slot < numSlots)) throw new RangeError(`ssdScan: state slot ${slot} outside ${numSlots}`);
   }
   const S = new Float64Array(headState);

@@ -38,7 +38,9 @@ export class MambaState implements RecurrentState {
     const sizes = mambaSlotFloats(ssm);
     this.convSlot = sizes.conv;
     this.ssmSlot = sizes.ssm;
-    this.layers = isMamba.map((m) => (m ? { conv: new Float32Array(numSlots * this.convSlot), ssm: new Float32Array(numSlots * this.ssmSlot) } : null));
+    this.layers = isMamba.map((m) =>
+      m ? { conv: new Float32Array(numSlots * this.convSlot), ssm: new Float32Array(numSlots * this.ssmSlot) } : null,
+    );
     this.bytesPerSlot = 4 * (this.convSlot + this.ssmSlot) * isMamba.filter(Boolean).length;
   }
 
@@ -61,6 +63,7 @@ export class MambaState implements RecurrentState {
   }
 
   check(slot: number): void {
-    if (!Number.isInteger(slot) || slot < 0 || slot >= this.numSlots) throw new RangeError(`recurrent state: slot ${slot} outside ${this.numSlots}`);
+    if (!Number.isInteger(slot) || slot < 0 || slot >= this.numSlots)
+      throw new RangeError(`recurrent state: slot ${slot} outside ${this.numSlots}`);
   }
 }

@@ -194,7 +194,8 @@ export class SsmHybridModel implements Model {
     const c = checkpoint.config;
     this.config = c;
     const types = c.layerTypes;
-    if (!types || types.length !== c.numLayers) throw new Error(`${checkpoint.source}: no layer type for each of the ${c.numLayers} layers`);
+    if (!types || types.length !== c.numLayers)
+      throw new Error(`${checkpoint.source}: no layer type for each of the ${c.numLayers} layers`);
     this.ssm = c.ssm ?? null;
     if (types.includes('mamba') && !this.ssm) throw new Error(`${checkpoint.source}: Mamba layers without their shapes`);
     if (types.includes('full_attention') && c.numHeads % c.numKvHeads !== 0)
@@ -385,7 +386,11 @@ export class SsmHybridModel implements Model {
   }
 
   /** Checks the batch; for a model with Mamba layers, its state and each sequence's slot. */
-  private checkBatch(batch: ForwardBatch, kv: KvLayer[], state: RecurrentState | undefined): { state: MambaState; seqs: RecurrentSeq[] } | null {
+  private checkBatch(
+    batch: ForwardBatch,
+    kv: KvLayer[],
+    state: RecurrentState | undefined,
+  ): { state: MambaState; seqs: RecurrentSeq[] } | null {
     const n = batch.tokens.length;
     if (batch.positions.length !== n || batch.slots.length !== n) {
       throw new Error(`forward: ${n} tokens but ${batch.positions.length} positions and ${batch.slots.length} slots`);
@@ -486,14 +491,18 @@ function nemotronConfig(raw: Json): Partial<ModelConfig> {
     extra.ssm = ssm;
   }
   if (layerTypes.includes('moe')) {
-    if (raw.moe_latent_size !== undefined && raw.moe_latent_size !== null) throw new Error('moe_latent_size (latent MoE projections) is not run');
+    if (raw.moe_latent_size !== undefined && raw.moe_latent_size !== null)
+      throw new Error('moe_latent_size (latent MoE projections) is not run');
     const numExperts = positiveInt(raw, 'n_routed_experts', 8);
     const topK = positiveInt(raw, 'num_experts_per_tok', 2);
     const nGroup = positiveInt(raw, 'n_group', 1);
     const topkGroup = positiveInt(raw, 'topk_group', 1);
     if (numExperts % nGroup !== 0 || topkGroup > nGroup || topK > (numExperts / nGroup) * topkGroup)
       throw new Error(`routing: ${topK} of ${numExperts} experts in ${topkGroup} of ${nGroup} groups`);
-    const shared = typeof raw.n_shared_experts === 'number' && raw.n_shared_experts === 0 ? 0 : positiveInt(raw, 'moe_shared_expert_intermediate_size', 7688);
+    const shared =
+      typeof raw.n_shared_experts === 'number' && raw.n_shared_experts === 0
+        ? 0
+        : positiveInt(raw, 'moe_shared_expert_intermediate_size', 7688);
     extra.sigmoidRouting = {
       numExperts,
       topK,
