@@ -22,7 +22,8 @@
         "native/bidirectional_attention.cc",
         "native/moe.cc",
         "native/gated_delta.cc",
-        "native/mla_attention.cc"
+        "native/mla_attention.cc",
+        "native/ssd_scan.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],

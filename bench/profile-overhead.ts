@@ -66,7 +66,9 @@ function switching(plain: Ops, profiled: Ops, on: () => boolean): Ops {
     storeLatentKv: (layer, latent, n, slots) => pick().storeLatentKv(layer, latent, n, slots),
     mlaAttention: (q, layer, seqs, params, out) => pick().mlaAttention(q, layer, seqs, params, out),
     moe: (x, n, experts, ids, weights, k, out) => pick().moe(x, n, experts, ids, weights, k, out),
-    causalConv1d: (x, channels, kernel, weight, seqs, state, out) => pick().causalConv1d(x, channels, kernel, weight, seqs, state, out),
+    causalConv1d: (x, channels, kernel, weight, seqs, state, out, bias) =>
+      pick().causalConv1d(x, channels, kernel, weight, seqs, state, out, bias),
+    ssdScan: (x, dt, b, c, seqs, params, state, out) => pick().ssdScan(x, dt, b, c, seqs, params, state, out),
     gatedDeltaRule: (q, k, v, g, beta, seqs, params, state, out) => pick().gatedDeltaRule(q, k, v, g, beta, seqs, params, state, out),
   };
 }

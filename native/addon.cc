@@ -11,6 +11,7 @@ void InitBidirectionalAttention(Napi::Env env, Napi::Object exports);
 void InitMoe(Napi::Env env, Napi::Object exports);
 void InitGatedDelta(Napi::Env env, Napi::Object exports);
 void InitMlaAttention(Napi::Env env, Napi::Object exports);
+void InitSsdScan(Napi::Env env, Napi::Object exports);
 void InitRuntime(Napi::Env env, Napi::Object exports);
 }  // namespace svc
 
@@ -23,6 +24,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   svc::InitMoe(env, exports);
   svc::InitGatedDelta(env, exports);
   svc::InitMlaAttention(env, exports);
+  svc::InitSsdScan(env, exports);
   svc::InitRuntime(env, exports);
   return exports;
 }

@@ -1,6 +1,6 @@
 // Recurrent ops of linear-attention layers (Qwen3.5 / Qwen3-Next GatedDeltaNet), per sequence with a
 // state slot each (src/kernels/ops.ts: causalConv1d, gatedDeltaRule):
-//   - causal depthwise conv1d + SiLU carrying the last kernel - 1 inputs per channel;
+//   - causal depthwise conv1d (+ bias, Mamba2's) + SiLU carrying the last kernel - 1 inputs per channel;
 //   - the gated delta rule in its recurrent form, state [kDim, vDim] per (slot, v head).
 // The inner loops run along the channel / v axis, which is contiguous, in scalar, AVX2 and AVX-512
 // variants chosen by the current kernel path (cpu_features.h), so tests of the fallbacks cover each.
@@ -167,8 +167,8 @@ RecurrentKernels recurrent_kernels() {
 
 constexpr int kConvChannelBlock = 256;
 
-void causal_conv1d(const float* x, int channels, int kernel, const float* w, const std::vector<RecSeq>& seqs, float* state,
-                   float* out) {
+void causal_conv1d(const float* x, int channels, int kernel, const float* w, const float* bias, const std::vector<RecSeq>& seqs,
+                   float* state, float* out) {
   const RecurrentKernels R = recurrent_kernels();
   const int ctx = kernel - 1;
   const int blocks = (channels + kConvChannelBlock - 1) / kConvChannelBlock;
@@ -185,7 +185,8 @@ void causal_conv1d(const float* x, int channels, int kernel, const float* w, con
       };
       for (int t = 0; t < s.q_len; t++) {
         float* o = out + (size_t)(s.q_start + t) * channels + c0;
-        std::memset(o, 0, (size_t)nc * sizeof(float));
+        if (bias) std::memcpy(o, bias + c0, (size_t)nc * sizeof(float));
+        else std::memset(o, 0, (size_t)nc * sizeof(float));
         for (int j = 0; j < kernel; j++) R.fma_row(w + (size_t)j * channels + c0, input(t - ctx + j), o, nc);
         for (int c = 0; c < nc; c++) o[c] = o[c] / (1.0f + std::exp(-o[c]));
       }
@@ -273,7 +274,7 @@ std::vector<RecSeq> read_seqs(Args& a, size_t i, int64_t rows, int64_t num_slots
   return seqs;
 }
 
-// causalConv1d(x, rows, channels, kernel, weight, seqs, state, numSlots, out)
+// causalConv1d(x, rows, channels, kernel, weight, seqs, state, numSlots, out, bias?)
 Napi::Value CausalConv1d(const Napi::CallbackInfo& info) {
   Args a(info, "causalConv1d");
   const int64_t rows = a.integer(1, "rows", 0, INT32_MAX);
@@ -284,10 +285,11 @@ Napi::Value CausalConv1d(const Napi::CallbackInfo& info) {
   const float* w = a.f32(4, "weight", (size_t)(kernel * channels));
   float* state = a.f32(6, "state", (size_t)(slots * (kernel - 1) * channels));
   float* out = a.f32(8, "out", (size_t)(rows * channels));
+  const float* bias = a.f32_or_null(9, "bias", (size_t)channels);
   const std::vector<RecSeq> seqs = read_seqs(a, 5, rows, slots);
   if (!a.ok()) return info.Env().Undefined();
   std::lock_guard<std::mutex> lk(op_mutex());
-  causal_conv1d(x, (int)channels, (int)kernel, w, seqs, state, out);
+  causal_conv1d(x, (int)channels, (int)kernel, w, bias, seqs, state, out);
   return info.Env().Undefined();
 }
 

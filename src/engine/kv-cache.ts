@@ -92,7 +92,8 @@ export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSiz
   });
 }
 
-/** Whether layer `l` stores keys and values in the paged cache (every layer but a hybrid model's recurrent ones). */
+/** Whether layer `l` stores keys and values in the paged cache (every layer but a hybrid model's recurrent and feed-forward-only ones). */
 export function usesKvCache(config: ModelConfig, l: number): boolean {
-  return config.layerTypes?.[l] !== 'linear_attention';
+  const t = config.layerTypes?.[l];
+  return t !== 'linear_attention' && t !== 'mamba' && t !== 'mlp' && t !== 'moe';
 }

@@ -138,9 +138,10 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
     storeLatentKv: t('storeLatentKv', (layer, latent, n, slots) => ops.storeLatentKv(layer, latent, n, slots)),
     mlaAttention: t('mlaAttention', (q, layer, seqs, params, out) => ops.mlaAttention(q, layer, seqs, params, out)),
     moe: t('moe', (x, n, experts, ids, weights, k, out) => ops.moe(x, n, experts, ids, weights, k, out)),
-    causalConv1d: t('causalConv1d', (x, channels, kernel, weight, seqs, state, out) =>
-      ops.causalConv1d(x, channels, kernel, weight, seqs, state, out),
+    causalConv1d: t('causalConv1d', (x, channels, kernel, weight, seqs, state, out, bias) =>
+      ops.causalConv1d(x, channels, kernel, weight, seqs, state, out, bias),
     ),
+    ssdScan: t('ssdScan', (x, dt, b, c, seqs, params, state, out) => ops.ssdScan(x, dt, b, c, seqs, params, state, out)),
     gatedDeltaRule: t('gatedDeltaRule', (q, k, v, g, beta, seqs, params, state, out) =>
       ops.gatedDeltaRule(q, k, v, g, beta, seqs, params, state, out),
     ),

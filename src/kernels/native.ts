@@ -19,8 +19,10 @@ import type {
   RecurrentSeq,
   RopeFrequencies,
   RopeStyle,
+  SsdParams,
   WeightMatrix,
 } from './ops.js';
+import { ssdHeadsPerGroup } from './reference-ssd.js';
 import { KV_DTYPES, WEIGHT_DTYPES, type KvDTypeTraits } from './dtypes.js';
 
 /** Kernel path: scalar C++, AVX2+FMA, AVX-512 (F/BW/VL/VNNI), or AVX-512 plus AMX-INT8 tiles for packed Q8_0 / Q4_0 matmuls of 16+ rows. */
@@ -191,6 +193,28 @@ export interface NativeAddon {
     kernel: number,
     weight: Float32Array,
     seqs: Int32Array,
+    state: Float32Array,
+    numSlots: number,
+    out: Float32Array,
+    bias?: Float32Array,
+  ): void;
+  /** seqs: (qStart, qLen, slot) triples; a, d, dtBias per head (native/ssd_scan.cc). */
+  ssdScan(
+    x: Float32Array,
+    dt: Float32Array,
+    b: Float32Array,
+    c: Float32Array,
+    rows: number,
+    seqs: Int32Array,
+    numHeads: number,
+    headDim: number,
+    stateSize: number,
+    nGroups: number,
+    a: Float32Array,
+    d: Float32Array,
+    dtBias: Float32Array,
+    dtMin: number,
+    dtMax: number,
     state: Float32Array,
     numSlots: number,
     out: Float32Array,
@@ -589,6 +613,7 @@ function causalConv1d(
   seqs: readonly RecurrentSeq[],
   state: Float32Array,
   out: Float32Array,
+  bias?: Float32Array,
 ): void {
   const op = 'causalConv1d';
   checkCount(op, 'channels', channels, 1);
@@ -601,11 +626,63 @@ function causalConv1d(
   ] as const)
     checkKind(op, name, arr, Float32Array);
   checkLength(op, 'weight', weight, kernel * channels);
+  if (bias) {
+    checkKind(op, 'bias', bias, Float32Array);
+    checkLength(op, 'bias', bias, channels);
+  }
   if (overlaps(x, out)) fail(op, 'out must not overlap x');
   const rows = Math.floor(Math.min(x.length, out.length) / channels);
   const slotSize = (kernel - 1) * channels;
   const numSlots = slotSize === 0 ? 2 ** 31 - 1 : Math.floor(state.length / slotSize);
-  loadAddon().causalConv1d(x, rows, channels, kernel, weight, marshalRecurrentSeqs(seqs), state, numSlots, out);
+  loadAddon().causalConv1d(x, rows, channels, kernel, weight, marshalRecurrentSeqs(seqs), state, numSlots, out, bias);
+}
+
+function ssdScan(
+  x: Float32Array,
+  dt: Float32Array,
+  b: Float32Array,
+  c: Float32Array,
+  seqs: readonly RecurrentSeq[],
+  params: SsdParams,
+  state: Float32Array,
+  out: Float32Array,
+): void {
+  const op = 'ssdScan';
+  const { numHeads, headDim, stateSize, nGroups } = params;
+  ssdHeadsPerGroup(op, params);
+  for (const [name, arr] of [
+    ['x', x],
+    ['dt', dt],
+    ['b', b],
+    ['c', c],
+    ['state', state],
+    ['out', out],
+  ] as const) {
+    checkKind(op, name, arr, Float32Array);
+    if (name !== 'out' && overlaps(arr, out)) fail(op, `out must not overlap ${name}`);
+  }
+  const rows = Math.floor(dt.length / numHeads);
+  const numSlots = Math.floor(state.length / (numHeads * headDim * stateSize));
+  loadAddon().ssdScan(
+    x,
+    dt,
+    b,
+    c,
+    rows,
+    marshalRecurrentSeqs(seqs),
+    numHeads,
+    headDim,
+    stateSize,
+    nGroups,
+    params.a,
+    params.d,
+    params.dtBias,
+    params.dtMin,
+    params.dtMax,
+    state,
+    numSlots,
+    out,
+  );
 }
 
 function gatedDeltaRule(
@@ -989,4 +1066,5 @@ export const nativeOps: Ops = {
   moe,
   causalConv1d,
   gatedDeltaRule,
+  ssdScan,
 };

@@ -139,6 +139,26 @@ export interface RecurrentSeq {
   slot: number;
 }
 
+/**
+ * Mamba2's selective state-space scan (ops.ssdScan): head layout and per-head parameters. Head h reads
+ * B / C group floor(h / (numHeads / nGroups)) (transformers' repeat_interleave).
+ */
+export interface SsdParams {
+  numHeads: number;
+  headDim: number;
+  /** d_state: the length of B, C and each state row. */
+  stateSize: number;
+  nGroups: number;
+  /** A = −exp(A_log), per head. */
+  a: Float32Array;
+  /** The skip D, per head. */
+  d: Float32Array;
+  dtBias: Float32Array;
+  /** dt = clamp(softplus(dt + dtBias), dtMin, dtMax) (time_step_limit; Nemotron-H: time_step_min, no upper bound). */
+  dtMin: number;
+  dtMax: number;
+}
+
 /** Head layout of a gated delta rule call (Qwen3.5 / Qwen3-Next GatedDeltaNet). */
 export interface GatedDeltaParams {
   /** q/k heads; each serves numVHeads / numKHeads consecutive v heads (transformers' repeat_interleave). */
@@ -265,6 +285,7 @@ export interface Ops {
    * (zeros in a reset slot). Afterwards the slot holds the last kernel − 1 inputs. x and out are
    * [rows, channels] (out must not overlap x); weight is [kernel, channels] (transformers' [channels,
    * 1, kernel] transposed); state is [numSlots, kernel − 1, channels], read and written at each seq's slot.
+   * `bias` [channels] (Mamba2's conv1d bias), when given, is added before the SiLU.
    */
   causalConv1d(
     x: Float32Array,
@@ -274,6 +295,7 @@ export interface Ops {
     seqs: readonly RecurrentSeq[],
     state: Float32Array,
     out: Float32Array,
+    bias?: Float32Array,
   ): void;
   /**
    * The gated delta rule, recurrent form (transformers' torch_recurrent_gated_delta_rule), token by
@@ -291,6 +313,24 @@ export interface Ops {
     beta: Float32Array,
     seqs: readonly RecurrentSeq[],
     params: GatedDeltaParams,
+    state: Float32Array,
+    out: Float32Array,
+  ): void;
+  /**
+   * Mamba2's selective state-space scan (SSD) in its recurrent form (transformers' Mamba2Mixer
+   * torch_forward, cached step), token by token per sequence and head h, with S = the slot's state
+   * [headDim, stateSize] and B, C from h's group: dt = clamp(softplus(dt + dtBias), dtMin, dtMax);
+   * S ← exp(dt·A)·S + dt·x ⊗ B; y = S·C + D·x. x and out are [rows, numHeads, headDim], dt [rows,
+   * numHeads] (before softplus), b and c [rows, nGroups, stateSize]; state is [numSlots, numHeads,
+   * headDim, stateSize], read and written at each seq's slot.
+   */
+  ssdScan(
+    x: Float32Array,
+    dt: Float32Array,
+    b: Float32Array,
+    c: Float32Array,
+    seqs: readonly RecurrentSeq[],
+    params: SsdParams,
     state: Float32Array,
     out: Float32Array,
   ): void;

@@ -30,6 +30,7 @@ export function causalConv1d(
   seqs: readonly RecurrentSeq[],
   state: Float32Array,
   out: Float32Array,
+  bias?: Float32Array,
 ): void {
   const ctx = kernel - 1;
   const slotSize = ctx * channels;
@@ -41,7 +42,7 @@ export function causalConv1d(
     const input = (t: number, c: number): number => (t < 0 ? state[base + (ctx + t) * channels + c] : x[(qStart + t) * channels + c]);
     for (let t = 0; t < qLen; t++) {
       for (let c = 0; c < channels; c++) {
-        let s = 0;
+        let s = bias ? bias[c] : 0;
         for (let j = 0; j < kernel; j++) s += weight[j * channels + c] * input(t - ctx + j, c);
         out[(qStart + t) * channels + c] = s / (1 + Math.exp(-s));
       }

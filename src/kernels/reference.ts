@@ -15,6 +15,7 @@ import type {
 import type { MoeActivation } from './ops.js';
 import { KV_DTYPES, dequantizeRow } from './dtypes.js';
 import { causalConv1d, gatedDeltaRule } from './reference-recurrent.js';
+import { ssdScan } from './reference-ssd.js';
 
 function matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void {
   const { rows, cols } = w;
@@ -511,4 +512,5 @@ export const referenceOps: Ops = {
   moe,
   causalConv1d,
   gatedDeltaRule,
+  ssdScan,
 };

@@ -135,6 +135,10 @@ export interface ModelConfig {
   mla?: MlaConfig;
   /** DeepSeek-V2 MoE routing where it differs from plain top-k: group-limited greedy and the routed weights' scale. */
   moeRouting?: MoeRoutingConfig;
+  /** Mamba2 mixer shapes (Mamba2, Nemotron-H): present when some layer is 'mamba'. */
+  ssm?: SsmConfig;
+  /** Nemotron-H's MoE routing (sigmoid scores, correction bias, group-limited top-k, scaling) and shared expert. */
+  sigmoidRouting?: SigmoidRoutingConfig;
 }
 
 /** DeepSeek-V2's attention shapes (config.json kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim). */
@@ -171,7 +175,46 @@ export interface MoeRoutingConfig {
   groups?: { numGroups: number; topkGroups: number };
 }
 
-export type LayerType = 'full_attention' | 'linear_attention';
+/**
+ * What a layer is in a hybrid stack (ModelConfig.layerTypes): attention over the paged KV cache
+ * ('full_attention'), a recurrent layer with per-sequence state ('linear_attention': Gated DeltaNet;
+ * 'mamba': a Mamba2 mixer), or a feed-forward-only layer (Nemotron-H's 'mlp' and 'moe' blocks).
+ * Only attention layers hold KV (usesKvCache).
+ */
+export type LayerType = 'full_attention' | 'linear_attention' | 'mamba' | 'mlp' | 'moe';
+
+/** Mamba2 mixer shapes (transformers' Mamba2Config / NemotronHConfig). */
+export interface SsmConfig {
+  numHeads: number;
+  headDim: number;
+  /** d_state (state_size / ssm_state_size). */
+  stateSize: number;
+  nGroups: number;
+  convKernel: number;
+  /** The conv1d has a bias (use_conv_bias). */
+  convBias: boolean;
+  /** in_proj / out_proj have biases (use_bias). */
+  projBias: boolean;
+  /** dt clamp: [time_step_limit] for Mamba2; Nemotron-H's torch_forward clamps at time_step_min only. */
+  dtMin: number;
+  dtMax: number;
+  /** The gated RMSNorm's group width: numHeads · headDim (Mamba2) or that / n_groups (Nemotron-H). */
+  normGroupSize: number;
+}
+
+/** Nemotron-H's routed experts (n_routed_experts etc.): sigmoid router with e_score_correction_bias. */
+export interface SigmoidRoutingConfig {
+  numExperts: number;
+  topK: number;
+  /** n_group / topk_group: experts chosen among the best topk_group of n_group groups (each scored by its top-2 sum). */
+  nGroup: number;
+  topkGroup: number;
+  normTopkProb: boolean;
+  routedScalingFactor: number;
+  /** moe_intermediate_size and the shared expert's width (moe_shared_expert_intermediate_size; 0: none). */
+  expertWidth: number;
+  sharedWidth: number;
+}
 
 /** Gated DeltaNet (linear attention) layer shapes, from config.json's linear_* keys. */
 export interface LinearAttentionConfig {

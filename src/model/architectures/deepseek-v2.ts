@@ -23,7 +23,6 @@
 // without rms_norm_eps); the decoder's norms use rms_norm_eps.
 import type { KvLayer, Ops, RopeFrequencies, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, MlaConfig, ModelConfig, YarnConfig } from '../types.js';
-import { f32ToBf16 } from '../../kernels/dequant.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
 import { expertRange, type ModelOptions } from './expert-placement.js';
 import { expertShape, loadLayerExperts, loadRouter } from './expert-weights.js';
@@ -31,6 +30,7 @@ import { MoeBlock, MoeScratch } from './moe.js';
 import { CheckpointWeights } from './weights.js';
 import type { DecoderOptions } from './decoder-layer.js';
 import { yarnMscale, yarnRopeInvFreq } from './yarn.js';
+import { bf16OutputHead } from './output-head.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -465,13 +465,7 @@ export class DeepseekV2Model implements Model {
   }
 
   outputHead(ids: Int32Array): OutputHead {
-    const h = this.config.hiddenSize;
-    const rows = new Float32Array(ids.length * h);
-    this.outputRows(ids, rows);
-    const bits = new Uint16Array(rows.length);
-    for (let i = 0; i < rows.length; i++) bits[i] = f32ToBf16(rows[i]);
-    const weight = this.ops.prepareWeight({ dtype: 'bf16', rows: ids.length, cols: h, data: new Uint8Array(bits.buffer) });
-    return { ids: Int32Array.from(ids), weight };
+    return bf16OutputHead(this.ops, this.lmHead, ids, this.config.hiddenSize);
   }
 
   lastHidden(): Float32Array {

@@ -21,6 +21,8 @@ import { olmo2 } from './olmo2.js';
 import { qwen35, qwen35Moe } from './qwen3-5.js';
 import { gptOss } from './gpt-oss.js';
 import { deepseekV2 } from './deepseek-v2.js';
+import { mamba2 } from './mamba2.js';
+import { nemotronH } from './nemotron-h.js';
 import { MtpLayer } from './mtp.js';
 import type { ModelOptions } from './expert-placement.js';
 
@@ -119,6 +121,15 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     hfModelTypes: ['deepseek_v2'],
     ggufArchitectures: [],
     module: deepseekV2,
+  },
+  // State-space: Mamba2, and Nemotron-H's Mamba2 / attention / MLP / MoE blocks, with per-sequence recurrent state.
+  { name: 'mamba2', hfArchitectures: ['Mamba2ForCausalLM'], hfModelTypes: ['mamba2'], ggufArchitectures: [], module: mamba2 },
+  {
+    name: 'nemotron_h',
+    hfArchitectures: ['NemotronHForCausalLM'],
+    hfModelTypes: ['nemotron_h'],
+    ggufArchitectures: [],
+    module: nemotronH,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.
   { name: 'llava', hfArchitectures: ['LlavaForConditionalGeneration'], hfModelTypes: ['llava'], ggufArchitectures: [], module: llava },

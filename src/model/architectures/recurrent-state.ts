@@ -4,14 +4,26 @@
 // (ops.causalConv1d, ops.gatedDeltaRule: state [numSlots, …]).
 import type { LinearAttentionConfig, ModelConfig } from '../types.js';
 import type { RecurrentState } from './model.js';
+import { mambaSlotFloats } from './mamba-state.js';
 
-/** Bytes of one slot of a model's recurrent state (0 for an attention-only model): what the engine budgets per slot before it builds the model. */
+/**
+ * Bytes of one slot of a model's recurrent state (0 for an attention-only model): what the engine
+ * budgets per slot before it builds the model. Gated DeltaNet layers (Qwen3.5) and Mamba2 mixers
+ * (Mamba2, Nemotron-H: mamba-state.ts) alike.
+ */
 export function recurrentStateBytesPerSlot(config: ModelConfig): number {
+  const count = (type: string): number => config.layerTypes?.filter((t) => t === type).length ?? 0;
+  let bytes = 0;
   const la = config.linearAttention;
-  const linear = config.layerTypes?.filter((t) => t === 'linear_attention').length ?? 0;
-  if (!la || linear === 0) return 0;
-  const channels = 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
-  return 4 * ((la.convKernel - 1) * channels + la.numValueHeads * la.keyHeadDim * la.valueHeadDim) * linear;
+  if (la) {
+    const channels = 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
+    bytes += 4 * ((la.convKernel - 1) * channels + la.numValueHeads * la.keyHeadDim * la.valueHeadDim) * count('linear_attention');
+  }
+  if (config.ssm) {
+    const { conv, ssm } = mambaSlotFloats(config.ssm);
+    bytes += 4 * (conv + ssm) * count('mamba');
+  }
+  return bytes;
 }
 
 /** f32 conv window and delta-rule state of one linear-attention layer, slot after slot. */

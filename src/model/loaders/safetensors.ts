@@ -8,6 +8,7 @@ import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import { loadFileBytes } from './file-bytes.js';
 import { normalizeMultimodalNames } from './multimodal-names.js';
 import { addMxfp4Tensors, type RawU8Tensor } from './mxfp4.js';
+import { normalizeStateSpaceNames } from './state-space-names.js';
 
 /** safetensors dtype names → the weight dtypes stored under them (their rows in WEIGHT_DTYPES name them). */
 const SAFETENSORS_DTYPES: Record<string, { dtype: DType; size: number }> = Object.fromEntries(
@@ -118,6 +119,7 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
   addMxfp4Tensors(u8, tensors, spec.source ?? spec.configPath);
   applyAliases(tensors, aliases);
   normalizeMultimodalNames(tensors, spec.source ?? spec.configPath);
+  normalizeStateSpaceNames(tensors);
 
   // Tied embeddings: expose the one matrix under both names; HF ties lm_head to embed_tokens.
   const embed = tensors.get('model.embed_tokens.weight');
