@@ -112,12 +112,15 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 /** Start-up check: a flag whose capability is not built may only hold its default value.
  *  Returns the one-line error, or undefined when everything asked for exists. */
-export function checkImplemented(c: Config): string | undefined {
+export function checkImplemented(
+  c: Config,
+  flags: readonly FlagSpec<string, unknown>[] = FLAGS as readonly FlagSpec<string, unknown>[],
+): string | undefined {
   if (!SERVE_WITHOUT_MODEL_BUILT && c.model === undefined && c.modelFromPath === undefined)
     return 'svc: not implemented yet: serve without a model (Library)';
 
   const unbuilt: string[] = [];
-  for (const row of FLAGS as readonly FlagSpec<string, unknown>[]) {
+  for (const row of flags) {
     const value = (c as Record<string, unknown>)[row.key];
     const built = row.built;
     const ok = built === true || (built === false ? Object.is(value, row.default) : built.when(value));

@@ -138,12 +138,6 @@ test('out of memory at start-up: exit 1 suggesting lower --gpu-memory-utilizatio
   assert.doesNotMatch(stderr, /^Listening on/m);
 });
 
-test('an unbuilt capability is refused at start-up: exit 2, not implemented yet', async () => {
-  const svc = runSvc(['serve', '--model-from-path', TINY_CHAT, '--ssm-cache-slots', '4']);
-  assert.equal(await svc.exited, 2);
-  assert.equal(svc.output().stderr.trim(), 'svc: not implemented yet: --ssm-cache-slots 4');
-});
-
 test('an invalid environment variable is a one-line start-up error naming it: exit 1', async () => {
   const args = ['serve', '--model-from-path', TINY_CHAT, '--port', String(await freePort())];
   const body = runSvc(args, undefined, { SVC_MAX_BODY_BYTES: 'abc' });
