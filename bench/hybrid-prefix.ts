@@ -197,8 +197,9 @@ interface LengthResult {
 function summarize(r: LengthResult, id: ConfigId) {
   const runs = r.runs[id];
   return {
-    turn1PromptTokens: runs[0].turn1.promptTokens,
-    turn2PromptTokens: runs[0].turn2.promptTokens,
+    // Turn 2's prompt varies by a token or two between reps (turn 1's answer differs).
+    turn1PromptTokens: median(runs.map((c) => c.turn1.promptTokens)),
+    turn2PromptTokens: median(runs.map((c) => c.turn2.promptTokens)),
     turn1TtftMs: median(runs.map((c) => c.turn1.ttftMs)),
     turn2TtftMs: median(runs.map((c) => c.turn2.ttftMs)),
     turn1CachedTokens: median(runs.map((c) => c.turn1.cachedTokens)),
