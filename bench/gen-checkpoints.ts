@@ -6,8 +6,9 @@
 //   node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-bf16] [--small] [--cache DIR]
 //                                      [--llama-quantize PATH]
 //
-// Artifacts are <shape>-<format>, shape qwen3 / llama (the default set) or qwen3moe (only on
-// request: --only qwen3moe-q8_0; bench/moe.ts generates what it needs). Format q8_0 / q4_0 / q4_k_m / q5_k_m / bf16-gguf is one .gguf
+// Artifacts are <shape>-<format>, shape qwen3 / llama (the default set), qwen3moe (only on
+// request: --only qwen3moe-q8_0; bench/moe.ts generates what it needs) or qwen35 (the hybrid
+// Qwen3.5 shape, bf16 only: --only qwen35-bf16; bench/hybrid-prefix.ts generates it). Format q8_0 / q4_0 / q4_k_m / q5_k_m / bf16-gguf is one .gguf
 // file, bf16 is a Hugging Face directory (config.json, model.safetensors, tokenizer files). The
 // K-quant mixes follow llama.cpp's Q4_K_M / Q5_K_M recipe with the built-in quantizers
 // (src/kernels/quantize.ts), or come from a llama-quantize binary when one is given.
@@ -23,7 +24,17 @@ import { quantizeRowQ4K, quantizeRowQ5K, quantizeRowQ6K } from '../src/kernels/q
 import { readGgufHeader } from '../src/model/loaders/gguf-header.js';
 import { GgufStreamWriter, ggufTensorBytes, meta, type GgufMeta } from './gguf-stream-writer.js';
 import { SafetensorsStreamWriter } from './safetensors-stream-writer.js';
-import { DEFAULT_SHAPE_IDS, hfConfig, hfTensorSpecs, SHAPE_IDS, shapeOf, tensorSpecs, type ModelShape, type TensorSpec } from './shapes.js';
+import {
+  DEFAULT_SHAPE_IDS,
+  HF_ONLY_SHAPE_IDS,
+  hfConfig,
+  hfTensorSpecs,
+  SHAPE_IDS,
+  shapeOf,
+  tensorSpecs,
+  type ModelShape,
+  type TensorSpec,
+} from './shapes.js';
 import { loadBenchTokenizer, TOKENIZER_FILES, type BenchTokenizer } from './tokenizer-assets.js';
 import { hashString, hfRowOfPermuted, RowSource } from './weights.js';
 
@@ -76,7 +87,10 @@ export function parseArtifactId(id: string): { shapeId: string; format: Format }
   for (const format of [...FORMATS].sort((a, b) => b.length - a.length)) {
     if (id.endsWith(`-${format}`)) {
       const shapeId = id.slice(0, -format.length - 1);
-      if (SHAPE_IDS.includes(shapeId)) return { shapeId, format };
+      if (!SHAPE_IDS.includes(shapeId)) continue;
+      if (format !== 'bf16' && HF_ONLY_SHAPE_IDS.includes(shapeId))
+        throw new Error(`checkpoint "${id}": shape ${shapeId} is written as a Hugging Face directory only (${shapeId}-bf16)`);
+      return { shapeId, format };
     }
   }
   throw new Error(
@@ -113,7 +127,8 @@ export function useMoreBits(layer: number, numLayers: number): boolean {
  * exactly 8 experts gets llama-quantize's Mixtral exceptions: attn_v and attn_k Q8_0, attn_output Q5_K.
  */
 export function ggmlTypeOf(spec: TensorSpec, format: GgufFormat, shape: ModelShape): number {
-  if (spec.role === 'norm' || spec.role === 'router') return GGML_TYPE.F32;
+  // Norms, routers and the small Gated DeltaNet tensors (conv kernel, A_log, dt_bias) stay F32.
+  if (spec.role !== 'embedding' && spec.role !== 'linear') return GGML_TYPE.F32;
   if (!K_MIX_FORMATS.includes(format)) return GGML_OF[format];
   if (spec.role === 'embedding') return GGML_TYPE.Q6_K;
   const part = /^blk\.\d+\.(\w+)\.weight$/.exec(spec.ggufName)?.[1] ?? '';
@@ -156,6 +171,8 @@ export interface ActiveBytes {
   lmHead: number;
   /** Attention projections (q, k, v, o). */
   attention: number;
+  /** Gated DeltaNet layers (hybrid shapes): in_proj_qkv / z / b / a, conv kernel, A_log, dt_bias, out_proj. */
+  linearAttention: number;
   /** MoE routers (ffn_gate_inp). */
   router: number;
   /** Top-k of every expert stack: bytes × experts used ÷ experts. */
@@ -175,7 +192,18 @@ export interface ActiveBytes {
  * average) give; KV-cache reads are left out.
  */
 export function activeBytesOfTensors(tensors: readonly SizedTensor[], expertsUsed: number): ActiveBytes {
-  const b: ActiveBytes = { embeddingRow: 0, lmHead: 0, attention: 0, router: 0, experts: 0, denseFfn: 0, norms: 0, active: 0, total: 0 };
+  const b: ActiveBytes = {
+    embeddingRow: 0,
+    lmHead: 0,
+    attention: 0,
+    linearAttention: 0,
+    router: 0,
+    experts: 0,
+    denseFfn: 0,
+    norms: 0,
+    active: 0,
+    total: 0,
+  };
   const untied = tensors.some((t) => t.name === 'output.weight');
   for (const t of tensors) {
     b.total += t.bytes;
@@ -186,11 +214,12 @@ export function activeBytesOfTensors(tensors: readonly SizedTensor[], expertsUse
     else if (t.name.endsWith('_norm.weight')) b.norms += t.bytes;
     else if (t.name.includes('.ffn_gate_inp.')) b.router += t.bytes;
     else if (t.name.includes('_exps.')) b.experts += (t.bytes * expertsUsed) / t.dims[2];
+    else if (/\.(ssm_|attn_qkv\.|attn_gate\.)/.test(t.name)) b.linearAttention += t.bytes;
     else if (t.name.includes('.attn_')) b.attention += t.bytes;
     else if (t.name.includes('.ffn_')) b.denseFfn += t.bytes;
     else throw new Error(`activeBytesOfTensors: no category for tensor ${t.name}`);
   }
-  b.active = b.embeddingRow + b.lmHead + b.attention + b.router + b.experts + b.denseFfn + b.norms;
+  b.active = b.embeddingRow + b.lmHead + b.attention + b.linearAttention + b.router + b.experts + b.denseFfn + b.norms;
   return b;
 }
 
@@ -501,7 +530,7 @@ function parseCli(argv: string[]): { ids: string[]; small: boolean; cacheDir?: s
     else if (a.startsWith('--llama-quantize')) llamaQuantize = resolve(value());
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-q4_k_m,qwen3moe-q8_0,...] [--small] [--cache DIR] [--llama-quantize PATH]\n',
+        'usage: node dist/bench/gen-checkpoints.js [--only qwen3-q8_0,llama-q4_k_m,qwen3moe-q8_0,qwen35-bf16,...] [--small] [--cache DIR] [--llama-quantize PATH]\n',
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);

@@ -1,7 +1,7 @@
 // Model shapes the benchmark generates checkpoints for, and the tensor list each shape implies
 // (Hugging Face names, row-major shapes) in the order the files store them.
 
-export type ShapeFamily = 'qwen3' | 'llama' | 'qwen3moe';
+export type ShapeFamily = 'qwen3' | 'llama' | 'qwen3moe' | 'qwen35';
 
 /** The sparse FFN of a mixture-of-experts shape (Qwen3-MoE: every layer routed, no shared expert). */
 export interface MoeShape {
@@ -14,6 +14,24 @@ export interface MoeShape {
   normTopkProb: boolean;
   /** Every how many layers is sparse (1: all of them). */
   decoderSparseStep: number;
+}
+
+/**
+ * The hybrid layout of a Qwen3.5 shape: Gated DeltaNet linear-attention layers with every
+ * fullAttentionInterval-th layer gated full attention (transformers' layer_types default).
+ */
+export interface HybridShape {
+  /** Every how many layers is full attention (4: three linear, then one full). */
+  fullAttentionInterval: number;
+  linearNumKeyHeads: number;
+  linearNumValueHeads: number;
+  linearKeyHeadDim: number;
+  linearValueHeadDim: number;
+  linearConvKernelDim: number;
+  /** Full attention rotates the first headDim · this values of each head. */
+  partialRotaryFactor: number;
+  /** M-RoPE sections (text positions make it plain RoPE); they sum to the rotary dimension ÷ 2. */
+  mropeSection: number[];
 }
 
 export interface ModelShape {
@@ -35,6 +53,8 @@ export interface ModelShape {
   maxPositionEmbeddings: number;
   /** Present on MoE shapes only (so dense shapes' cache keys are unchanged). */
   moe?: MoeShape;
+  /** Present on hybrid (Qwen3.5) shapes only. */
+  hybrid?: HybridShape;
 }
 
 /** Every shape uses the real Qwen2.5 vocabulary size, since that is the tokenizer embedded. */
@@ -93,7 +113,38 @@ const FULL: Record<string, ModelShape> = {
     maxPositionEmbeddings: 40960,
     moe: { numExperts: 64, numExpertsPerTok: 8, moeIntermediateSize: 512, normTopkProb: true, decoderSparseStep: 1 },
   },
+  // A small Qwen3.5 (Qwen3.5-0.8B's text layout with Qwen2.5's vocabulary and a 3072 FFN): 24 layers,
+  // three Gated DeltaNet layers to one gated full-attention layer, so 6 layers keep a KV cache and 18 a
+  // fixed-size recurrent state. Safetensors only: svc reads Qwen3.5 from Hugging Face directories.
+  qwen35: {
+    id: 'qwen35',
+    name: 'svc-bench Qwen3.5 shape (random weights)',
+    family: 'qwen35',
+    hiddenSize: 1024,
+    numLayers: 24,
+    numHeads: 8,
+    numKvHeads: 2,
+    headDim: 256,
+    intermediateSize: 3072,
+    vocabSize: QWEN_VOCAB,
+    ropeTheta: 1e7,
+    rmsNormEps: 1e-6,
+    maxPositionEmbeddings: 262144,
+    hybrid: {
+      fullAttentionInterval: 4,
+      linearNumKeyHeads: 16,
+      linearNumValueHeads: 16,
+      linearKeyHeadDim: 128,
+      linearValueHeadDim: 128,
+      linearConvKernelDim: 4,
+      partialRotaryFactor: 0.25,
+      mropeSection: [11, 11, 10],
+    },
+  },
 };
+
+/** Shapes svc reads only from a Hugging Face directory (bf16): no GGUF is written for them. */
+export const HF_ONLY_SHAPE_IDS = ['qwen35'];
 
 /** Shapes the dense benchmark (run.js) and a plain gen-checkpoints run cover by default. */
 export const DEFAULT_SHAPE_IDS = ['qwen3', 'llama'];
@@ -134,6 +185,25 @@ const SMALL: Record<string, ModelShape> = {
     intermediateSize: 1024,
     moe: { ...FULL.qwen3moe.moe!, numExperts: 16, numExpertsPerTok: 4, moeIntermediateSize: 256 },
   },
+  // Four layers: three linear attention, one full; grouped v heads (2 key heads, 4 value heads).
+  qwen35: {
+    ...FULL.qwen35,
+    name: 'svc-bench tiny Qwen3.5 shape (random weights)',
+    hiddenSize: 256,
+    numLayers: 4,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 128,
+    intermediateSize: 512,
+    hybrid: {
+      ...FULL.qwen35.hybrid!,
+      linearNumKeyHeads: 2,
+      linearNumValueHeads: 4,
+      linearKeyHeadDim: 64,
+      linearValueHeadDim: 64,
+      mropeSection: [6, 5, 5],
+    },
+  },
 };
 
 export const SHAPE_IDS = Object.keys(FULL);
@@ -144,7 +214,13 @@ export function shapeOf(id: string, small: boolean): ModelShape {
   return shape;
 }
 
-export type TensorRole = 'embedding' | 'linear' | 'norm' | 'router';
+/**
+ * What a tensor's values are: matrices (embedding, linear, router) bell-shaped with std 0.02; `norm`
+ * all 1; `centredNorm` all 0 (Qwen3.5 stores its RMSNorm weights zero-centred and scales by 1 + w);
+ * `conv` a depthwise conv1d kernel, bell-shaped with std 1/√kernel; `aLog` Gated DeltaNet's A_log,
+ * log(uniform(1, 16)); `dtBias` its dt_bias, all 1 (transformers' initial values for the last two).
+ */
+export type TensorRole = 'embedding' | 'linear' | 'norm' | 'router' | 'centredNorm' | 'conv' | 'aLog' | 'dtBias';
 
 /** Where an expert stack's hfName holds the expert index. */
 export const EXPERT_SLOT = '{expert}';
@@ -157,7 +233,10 @@ export interface TensorSpec {
   hfName: string;
   /** llama.cpp GGUF name. */
   ggufName: string;
-  /** Row-major shape, outermost first: [rows, cols] for matrices, [n] for norms, [experts, rows, cols] for an expert stack. */
+  /**
+   * Row-major shape, outermost first: [rows, cols] for matrices, [n] for norms, [experts, rows, cols]
+   * for an expert stack, [channels, 1, kernel] for a conv1d kernel (a row per channel).
+   */
   shape: number[];
   role: TensorRole;
   /** For llama-arch GGUF: heads whose Q/K rows llama.cpp's converter interleaves (0 = none). */
@@ -168,8 +247,19 @@ export interface TensorSpec {
   experts: number;
 }
 
+/** Whether layer `l` of a hybrid shape is full attention (transformers' default layer_types). */
+export function isFullAttentionLayer(s: ModelShape, l: number): boolean {
+  return !s.hybrid || (l + 1) % s.hybrid.fullAttentionInterval === 0;
+}
+
+/** config.json's layer_types of a hybrid shape. */
+export function layerTypesOf(s: ModelShape): string[] {
+  return Array.from({ length: s.numLayers }, (_, l) => (isFullAttentionLayer(s, l) ? 'full_attention' : 'linear_attention'));
+}
+
 /** All tensors of a shape with tied embeddings (no lm_head / output.weight), in GGUF file order. */
 export function tensorSpecs(s: ModelShape): TensorSpec[] {
+  if (s.family === 'qwen35') return qwen35TensorSpecs(s);
   const h = s.hiddenSize;
   const q = s.numHeads * s.headDim;
   const kv = s.numKvHeads * s.headDim;
@@ -221,6 +311,59 @@ export function tensorSpecs(s: ModelShape): TensorSpec[] {
   return out;
 }
 
+/**
+ * Qwen3.5's text model (transformers' Qwen3_5ForCausalLM names): per layer a Gated DeltaNet
+ * (linear_attn.*) or gated full attention (self_attn.*, q_proj holding each head's query and output
+ * gate), then a SwiGLU MLP. Its RMSNorms are zero-centred (centredNorm) but for the DeltaNet's gated
+ * norm. The GGUF names follow llama.cpp's qwen3next tensors; no GGUF is written for this family
+ * (HF_ONLY_SHAPE_IDS), they only name the tensors for the byte counts.
+ */
+function qwen35TensorSpecs(s: ModelShape): TensorSpec[] {
+  const hy = s.hybrid;
+  if (!hy) throw new Error(`shape ${s.id}: family qwen35 without hybrid settings`);
+  const h = s.hiddenSize;
+  const q = s.numHeads * s.headDim;
+  const kv = s.numKvHeads * s.headDim;
+  const key = hy.linearNumKeyHeads * hy.linearKeyHeadDim;
+  const value = hy.linearNumValueHeads * hy.linearValueHeadDim;
+  const conv = 2 * key + value;
+  const nv = hy.linearNumValueHeads;
+  const base = { permuteHeads: 0, layer: -1, experts: 0 };
+  const out: TensorSpec[] = [
+    { ...base, hfName: 'model.embed_tokens.weight', ggufName: 'token_embd.weight', shape: [s.vocabSize, h], role: 'embedding' },
+    { ...base, hfName: 'model.norm.weight', ggufName: 'output_norm.weight', shape: [h], role: 'centredNorm' },
+  ];
+  for (let l = 0; l < s.numLayers; l++) {
+    // hfPart / ggPart in full: A_log and dt_bias have no .weight suffix.
+    const add = (hfPart: string, ggPart: string, shape: number[], role: TensorRole) =>
+      out.push({ ...base, hfName: `model.layers.${l}.${hfPart}`, ggufName: `blk.${l}.${ggPart}`, shape, role, layer: l });
+    add('input_layernorm.weight', 'attn_norm.weight', [h], 'centredNorm');
+    if (isFullAttentionLayer(s, l)) {
+      add('self_attn.q_proj.weight', 'attn_q.weight', [2 * q, h], 'linear');
+      add('self_attn.k_proj.weight', 'attn_k.weight', [kv, h], 'linear');
+      add('self_attn.v_proj.weight', 'attn_v.weight', [kv, h], 'linear');
+      add('self_attn.o_proj.weight', 'attn_output.weight', [h, q], 'linear');
+      add('self_attn.q_norm.weight', 'attn_q_norm.weight', [s.headDim], 'centredNorm');
+      add('self_attn.k_norm.weight', 'attn_k_norm.weight', [s.headDim], 'centredNorm');
+    } else {
+      add('linear_attn.in_proj_qkv.weight', 'attn_qkv.weight', [conv, h], 'linear');
+      add('linear_attn.in_proj_z.weight', 'attn_gate.weight', [value, h], 'linear');
+      add('linear_attn.in_proj_b.weight', 'ssm_beta.weight', [nv, h], 'linear');
+      add('linear_attn.in_proj_a.weight', 'ssm_alpha.weight', [nv, h], 'linear');
+      add('linear_attn.conv1d.weight', 'ssm_conv1d.weight', [conv, 1, hy.linearConvKernelDim], 'conv');
+      add('linear_attn.dt_bias', 'ssm_dt.bias', [nv], 'dtBias');
+      add('linear_attn.A_log', 'ssm_a', [nv], 'aLog');
+      add('linear_attn.norm.weight', 'ssm_norm.weight', [hy.linearValueHeadDim], 'norm');
+      add('linear_attn.out_proj.weight', 'ssm_out.weight', [h, value], 'linear');
+    }
+    add('post_attention_layernorm.weight', 'post_attention_norm.weight', [h], 'centredNorm');
+    add('mlp.gate_proj.weight', 'ffn_gate.weight', [s.intermediateSize, h], 'linear');
+    add('mlp.up_proj.weight', 'ffn_up.weight', [s.intermediateSize, h], 'linear');
+    add('mlp.down_proj.weight', 'ffn_down.weight', [h, s.intermediateSize], 'linear');
+  }
+  return out;
+}
+
 /** An expert stack as the per-expert 2-D tensors HF stores (mlp.experts.M.*); any other spec as itself. */
 export function expertSpecs(spec: TensorSpec): TensorSpec[] {
   if (!spec.experts) return [spec];
@@ -259,6 +402,32 @@ export function hfConfig(s: ModelShape, bosId: number, eosId: number): Record<st
     torch_dtype: 'bfloat16',
   };
   switch (s.family) {
+    case 'qwen35': {
+      const hy = s.hybrid;
+      if (!hy) throw new Error(`shape ${s.id}: family qwen35 without hybrid settings`);
+      // transformers' Qwen3_5TextConfig, text only (model_type qwen3_5_text); rope as transformers 5
+      // writes it, under rope_parameters (rope_theta also at the top level, as `common` has it).
+      return {
+        architectures: ['Qwen3_5ForCausalLM'],
+        model_type: 'qwen3_5_text',
+        ...common,
+        layer_types: layerTypesOf(s),
+        full_attention_interval: hy.fullAttentionInterval,
+        linear_conv_kernel_dim: hy.linearConvKernelDim,
+        linear_key_head_dim: hy.linearKeyHeadDim,
+        linear_value_head_dim: hy.linearValueHeadDim,
+        linear_num_key_heads: hy.linearNumKeyHeads,
+        linear_num_value_heads: hy.linearNumValueHeads,
+        partial_rotary_factor: hy.partialRotaryFactor,
+        rope_parameters: {
+          rope_type: 'default',
+          rope_theta: s.ropeTheta,
+          partial_rotary_factor: hy.partialRotaryFactor,
+          mrope_interleaved: true,
+          mrope_section: hy.mropeSection,
+        },
+      };
+    }
     case 'qwen3':
       return { architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', ...common, use_sliding_window: false };
     case 'llama':

@@ -43,6 +43,17 @@ export function fillNormalish(out: Float32Array, seed: number, std: number): voi
   }
 }
 
+/** Fill `out` with uniform values in [lo, hi) from `seed` (the same mulberry32 stream). */
+export function fillUniform(out: Float32Array, seed: number, lo: number, hi: number): void {
+  let a = seed | 0;
+  for (let i = 0; i < out.length; i++) {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    out[i] = lo + (((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * (hi - lo);
+  }
+}
+
 /** `length` uniform integers in [0, bound) from `seed` (the same mulberry32 stream): benchmark prompts. */
 export function randomInts(seed: number, length: number, bound: number): number[] {
   const out: number[] = new Array(length);
@@ -70,7 +81,9 @@ export class RowSource {
     modelSeed: number,
   ) {
     this.tensorSeeds = expertSpecs(spec).map((s) => hashString(s.hfName, modelSeed));
-    this.rowsPerExpert = spec.shape.length === 1 ? 1 : spec.shape[spec.shape.length - 2];
+    // An expert stack's rows per expert; otherwise every dimension but the last (a conv1d kernel
+    // [channels, 1, kernel] is a row per channel).
+    this.rowsPerExpert = spec.experts ? spec.shape[spec.shape.length - 2] : spec.shape.slice(0, -1).reduce((a, b) => a * b, 1);
   }
 
   get rows(): number {
@@ -81,15 +94,26 @@ export class RowSource {
     return this.spec.shape[this.spec.shape.length - 1];
   }
 
-  /** Hugging Face row `row` into out (length cols). Norm weights are all 1. */
+  /** Hugging Face row `row` into out (length cols), by the tensor's role (TensorRole). */
   fill(row: number, out: Float32Array): void {
-    if (this.spec.role === 'norm') {
+    const role = this.spec.role;
+    if (role === 'norm' || role === 'dtBias') {
       out.fill(1);
+      return;
+    }
+    if (role === 'centredNorm') {
+      out.fill(0);
       return;
     }
     const expert = Math.floor(row / this.rowsPerExpert);
     const r = row - expert * this.rowsPerExpert;
-    fillNormalish(out, mix(this.tensorSeeds[expert] ^ mix(r + 1)), WEIGHT_STD);
+    const seed = mix(this.tensorSeeds[expert] ^ mix(r + 1));
+    if (role === 'aLog') {
+      fillUniform(out, seed, 1, 16);
+      for (let i = 0; i < out.length; i++) out[i] = Math.log(out[i]);
+      return;
+    }
+    fillNormalish(out, seed, role === 'conv' ? 1 / Math.sqrt(this.cols) : WEIGHT_STD);
   }
 }
 

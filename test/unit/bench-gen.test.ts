@@ -4,7 +4,8 @@
 // the K-quant types per tensor as llama.cpp's Q4_K_M / Q5_K_M do, are byte-for-byte
 // deterministic, and are reused from the cache. The qwen3moe shape: llama.cpp's qwen3moe GGUF
 // (stacked *_exps, F32 router, expert metadata), HF's per-expert safetensors with the same
-// weights, and the per-token active bytes of the roofline.
+// weights, and the per-token active bytes of the roofline. The qwen35 shape: a Qwen3.5 text
+// checkpoint (hybrid Gated DeltaNet + gated attention) that svc loads and runs with its recurrent state.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -25,6 +26,10 @@ import { shapeOf, tensorSpecs, type ModelShape } from '../../bench/shapes.js';
 import { dequantize } from '../../src/kernels/dtypes.js';
 import { readGgufHeader, GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
 import { loadCheckpoint } from '../../src/model/loaders/index.js';
+import { createModel } from '../../src/model/architectures/index.js';
+import type { ForwardBatch } from '../../src/model/architectures/model.js';
+import { allocateKvCache } from '../../src/engine/kv-cache.js';
+import { nativeOps } from '../../src/kernels/native.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import type { Checkpoint } from '../../src/model/types.js';
 
@@ -425,3 +430,102 @@ test(
     }
   },
 );
+
+// ---- qwen35 (hybrid) ----
+
+test('qwen35 BF16: a Qwen3.5 text config.json and tensor names; svc reads them as its qwen3_5 architecture', () => {
+  const shape = shapeOf('qwen35', true);
+  const hy = shape.hybrid!;
+  const a = small('qwen35-bf16');
+  const config = JSON.parse(readFileSync(join(a.path, 'config.json'), 'utf8')) as Record<string, unknown>;
+  assert.deepEqual(config.architectures, ['Qwen3_5ForCausalLM']);
+  assert.equal(config.model_type, 'qwen3_5_text');
+  assert.deepEqual(config.layer_types, ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention']);
+  assert.equal(config.linear_num_value_heads, hy.linearNumValueHeads);
+  assert.equal(config.partial_rotary_factor, 0.25);
+  assert.throws(() => ensureCheckpoint('qwen35-q8_0', { small: true, cacheDir: cacheA }), /Hugging Face directory only/);
+
+  const { tensors } = safetensorsIndex(a.path);
+  const key = hy.linearNumKeyHeads * hy.linearKeyHeadDim;
+  const value = hy.linearNumValueHeads * hy.linearValueHeadDim;
+  assert.deepEqual(tensors.get('model.layers.0.linear_attn.in_proj_qkv.weight')?.shape, [2 * key + value, shape.hiddenSize]);
+  assert.deepEqual(tensors.get('model.layers.0.linear_attn.conv1d.weight')?.shape, [2 * key + value, 1, hy.linearConvKernelDim]);
+  assert.deepEqual(tensors.get('model.layers.2.linear_attn.A_log')?.shape, [hy.linearNumValueHeads]);
+  assert.deepEqual(tensors.get('model.layers.3.self_attn.q_proj.weight')?.shape, [2 * shape.numHeads * shape.headDim, shape.hiddenSize]);
+  assert.ok(!tensors.has('model.layers.3.linear_attn.A_log') && !tensors.has('model.layers.0.self_attn.q_proj.weight'));
+  // Per linear layer 9 tensors + 2 norms + 3 MLP; per full layer 6 + 2 + 3; embedding and final norm.
+  assert.equal(tensors.size, 2 + 3 * 14 + 11);
+
+  const ck = load(a);
+  const c = ck.config;
+  assert.equal(c.architecture, 'qwen3_5');
+  assert.deepEqual(c.layerTypes, config.layer_types);
+  assert.deepEqual(c.linearAttention, {
+    convKernel: hy.linearConvKernelDim,
+    numKeyHeads: hy.linearNumKeyHeads,
+    numValueHeads: hy.linearNumValueHeads,
+    keyHeadDim: hy.linearKeyHeadDim,
+    valueHeadDim: hy.linearValueHeadDim,
+  });
+  assert.equal(c.rotaryDim, shape.headDim / 4);
+  assert.equal(c.ropeTheta, 1e7);
+  assert.ok(c.tieWordEmbeddings);
+  const values = (name: string) => {
+    const t = ck.tensors.get(name)!;
+    return dequantize(t.dtype, t.data, 1, t.data.length / 2);
+  };
+  // A_log = log(uniform(1, 16)), dt_bias 1, the (1 + w) norms stored as 0, the gated norm 1.
+  const aLog = values('model.layers.1.linear_attn.A_log');
+  assert.ok(aLog.every((v) => v >= 0 && v < Math.log(16.1)) && new Set(aLog).size > 1, `A_log ${aLog.join(', ')}`);
+  assert.ok(values('model.layers.1.linear_attn.dt_bias').every((v) => v === 1));
+  assert.ok(values('model.layers.0.input_layernorm.weight').every((v) => v === 0));
+  assert.ok(values('model.layers.3.self_attn.k_norm.weight').every((v) => v === 0));
+  assert.ok(values('model.layers.0.linear_attn.norm.weight').every((v) => v === 1));
+  let total = 0;
+  for (const [name, t] of ck.tensors) if (name !== 'lm_head.weight') total += t.data.length;
+  assert.equal(a.weightBytes, total);
+});
+
+test('qwen35 BF16 runs in svc: prefill then a decode step through its recurrent state, finite logits', () => {
+  const model = createModel(load(small('qwen35-bf16')), nativeOps);
+  const c = model.config;
+  const state = model.createRecurrentState?.(1);
+  assert.ok(state, 'a hybrid model has recurrent state');
+  const blockSize = 16;
+  const kv = allocateKvCache(c, 2, blockSize, 'f32');
+  const blockTable = Int32Array.of(0, 1);
+  const prompt = [9707, 1879, 11, 220, 151644, 872, 198, 3555, 374, 264, 1273, 30, 151645, 198, 151644, 77091, 198, 40, 1079, 3351];
+  // `len` tokens of the prompt from position `from`, continuing slot 0 (or starting it at 0).
+  const step = (from: number, len: number): Float32Array => {
+    const tokens = Int32Array.from(prompt.slice(from, from + len));
+    const positions = Int32Array.from({ length: len }, (_, i) => from + i);
+    const batch: ForwardBatch = {
+      tokens,
+      positions,
+      slots: positions,
+      seqs: [{ qStart: 0, qLen: len, kvLen: from + len, blockTable }],
+      logitRows: Int32Array.of(len - 1),
+      stateSlots: Int32Array.of(0),
+    };
+    return model.forward(batch, kv, undefined, state).slice();
+  };
+  const n = prompt.length;
+  const whole = step(0, n);
+  step(0, n - 1);
+  const decoded = step(n - 1, 1);
+  assert.equal(whole.length, c.vocabSize);
+  let maxAbs = 0;
+  let maxDiff = 0;
+  let sumSq = 0;
+  for (let i = 0; i < whole.length; i++) {
+    assert.ok(Number.isFinite(whole[i]) && Number.isFinite(decoded[i]), `logit ${i}: ${whole[i]} / ${decoded[i]}`);
+    maxAbs = Math.max(maxAbs, Math.abs(whole[i]));
+    maxDiff = Math.max(maxDiff, Math.abs(whole[i] - decoded[i]));
+    sumSq += whole[i] * whole[i];
+  }
+  const rms = Math.sqrt(sumSq / whole.length);
+  // Random weights: logits spread, not blown up (the final norm times a 0.02-std embedding, ~0.3 RMS).
+  assert.ok(rms > 0.05 && maxAbs < 20, `logit rms ${rms}, max |logit| ${maxAbs}`);
+  // The decode step resumed from the state the 19-token prefill left in slot 0.
+  assert.ok(maxDiff < 2e-2 * Math.max(1, maxAbs), `prefill vs prefill + decode: max diff ${maxDiff}`);
+});
