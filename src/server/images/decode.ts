@@ -6,17 +6,29 @@
 // limit is set to the same cap. As transformers' load_image does, the EXIF orientation is applied;
 // transparency is composited onto white (vLLM's RGBA → RGB); a GIF or animated WebP gives its
 // first frame; any colour space (grey, CMYK, 16-bit) becomes 8-bit sRGB.
-import sharp, { type Metadata, type OutputInfo, type SharpOptions } from 'sharp';
+// sharp (libvips) is loaded on the first image, not at start-up: a server that never sees one
+// never maps libvips, whose allocations otherwise made the process's RSS creep across model swaps.
+import type { Metadata, OutputInfo, SharpOptions } from 'sharp';
 import type { DecodedImage } from '../../model/vision/types.js';
 import { ImageInputError } from './image-error.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif';
 
-// Each input is decoded once: nothing to gain from libvips' operation cache.
-sharp.cache(false);
-// Defence in depth behind the signature check: libvips may load these four formats and no other.
-sharp.block({ operation: ['VipsForeignLoad'] });
-sharp.unblock({ operation: ['VipsForeignLoadJpeg', 'VipsForeignLoadPng', 'VipsForeignLoadWebp', 'VipsForeignLoadNsgif'] });
+type Sharp = (typeof import('sharp'))['default'];
+let loading: Promise<Sharp> | null = null;
+
+/** sharp, configured once. */
+function loadSharp(): Promise<Sharp> {
+  loading ??= import('sharp').then(({ default: sharp }) => {
+    // Each input is decoded once: nothing to gain from libvips' operation cache.
+    sharp.cache(false);
+    // Defence in depth behind the signature check: libvips may load these four formats and no other.
+    sharp.block({ operation: ['VipsForeignLoad'] });
+    sharp.unblock({ operation: ['VipsForeignLoadJpeg', 'VipsForeignLoadPng', 'VipsForeignLoadWebp', 'VipsForeignLoadNsgif'] });
+    return sharp;
+  });
+  return loading;
+}
 
 /** The format a file's first bytes announce, or null when it is none of the four. */
 export function sniffFormat(bytes: Uint8Array): ImageFormat | null {
@@ -38,6 +50,7 @@ export interface DecodeLimits {
 export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Promise<DecodedImage & { format: ImageFormat }> {
   const format = sniffFormat(bytes);
   if (format === null) throw new ImageInputError('invalid_image', 'the data is not a JPEG, PNG, WebP or GIF image');
+  const sharp = await loadSharp();
   const options: SharpOptions = { limitInputPixels: limits.maxPixels, failOn: 'error', pages: 1 };
   let meta: Metadata;
   try {
