@@ -149,3 +149,71 @@ export function maxDifference(a: Float32Array[][], b: Float32Array[][]): number 
   a.forEach((rows, s) => rows.forEach((row, pos) => row.forEach((v, i) => (max = Math.max(max, Math.abs(v - b[s][pos][i]))))));
   return max;
 }
+
+/** Logits rows as [sequence index in the reference, position, logits]. */
+export type ReferenceRows = [number, number, Float32Array][];
+
+/** max |logits − HF| / max |HF| over the rows given. */
+export function referenceRelError(ref: ReferenceLogits, rows: ReferenceRows): number {
+  let err = 0;
+  let scale = 0;
+  for (const [s, pos, row] of rows) {
+    const want = ref.logits[s][pos];
+    if (row.length !== want.length) throw new Error(`row ${s}:${pos}: ${row.length} logits, the reference has ${want.length}`);
+    for (let v = 0; v < row.length; v++) {
+      err = Math.max(err, Math.abs(row[v] - want[v]));
+      scale = Math.max(scale, Math.abs(want[v]));
+    }
+  }
+  return err / scale;
+}
+
+/** Each reference sequence prefilled alone (blocks of 4), logits for every row. */
+export function prefillRows(model: Model, ref: ReferenceLogits): ReferenceRows {
+  const vocab = model.config.vocabSize;
+  const rows: ReferenceRows = [];
+  ref.sequences.forEach((tokens, s) => {
+    const logits = new PagedRun(model, [tokens.length], 4).step([{ seq: 0, tokens }], true);
+    tokens.forEach((_, pos) => rows.push([s, pos, logits.slice(pos * vocab, (pos + 1) * vocab)]));
+  });
+  return rows;
+}
+
+/**
+ * Two reference sequences per batch through one paged cache (blocks of 3, interleaved and reversed
+ * so each table is non-contiguous): a prefill of chunks[0] tokens, then a chunk of chunks[1], then
+ * the rest one token per step. `swapSlots`: recurrent models run with their state slots swapped.
+ */
+export function pagedRows(
+  model: Model,
+  ref: ReferenceLogits,
+  pair: [number, number],
+  options: { chunks?: [number, number]; dtype?: KvDType; swapSlots?: boolean } = {},
+): ReferenceRows {
+  const vocab = model.config.vocabSize;
+  const seqs = pair.map((s) => ref.sequences[s]);
+  const run = new PagedRun(
+    model,
+    seqs.map((t) => t.length),
+    3,
+    options.dtype ?? 'f32',
+  );
+  if (options.swapSlots) run.recurrent?.slots.splice(0, 2, 1, 0);
+  const rows: ReferenceRows = [];
+  const done = [0, 0];
+  const step = (lens: number[]): void => {
+    const chunks = lens.map((len, i) => ({ seq: i, tokens: seqs[i].slice(done[i], done[i] + len) })).filter((c) => c.tokens.length > 0);
+    const logits = run.step(chunks, true);
+    let row = 0;
+    for (const c of chunks) {
+      for (let j = 0; j < c.tokens.length; j++, row++)
+        rows.push([pair[c.seq], done[c.seq] + j, logits.slice(row * vocab, (row + 1) * vocab)]);
+      done[c.seq] += c.tokens.length;
+    }
+  };
+  const [first, second] = options.chunks ?? [5, 4];
+  step([first, first]);
+  step([second, second]);
+  while (done.some((d, i) => d < seqs[i].length)) step([1, 1]);
+  return rows;
+}

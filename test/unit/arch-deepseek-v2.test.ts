@@ -16,12 +16,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MODELS } from '../helpers/paths.js';
-import { PagedRun, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
+import { pagedRows, referenceRelError, prefillRows, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { nativeInfo, nativeOps, setCpuPath, type CpuPath } from '../../src/kernels/native.js';
 import type { AttentionSeq, KvDType, KvLayer, Ops } from '../../src/kernels/ops.js';
-import { createModel, type Model } from '../../src/model/architectures/index.js';
+import { createModel } from '../../src/model/architectures/index.js';
 import { DeepseekV2Model } from '../../src/model/architectures/deepseek-v2.js';
 import { routeDeepseek } from '../../src/model/architectures/moe.js';
 import { yarnMscale, yarnRopeInvFreq } from '../../src/model/architectures/yarn.js';
@@ -58,63 +58,6 @@ function reference(name: Name): ReferenceLogits {
   return ref;
 }
 
-/** max |logits − HF| / max |HF| over the rows given as [sequence, position, logits]. */
-function relError(ref: ReferenceLogits, rows: [number, number, Float32Array][]): number {
-  let err = 0,
-    scale = 0;
-  for (const [s, pos, row] of rows) {
-    const want = ref.logits[s][pos];
-    assert.equal(row.length, want.length);
-    for (let v = 0; v < row.length; v++) {
-      err = Math.max(err, Math.abs(row[v] - want[v]));
-      scale = Math.max(scale, Math.abs(want[v]));
-    }
-  }
-  return err / scale;
-}
-
-/** Each sequence prefilled alone, logits for every row. */
-function prefillRows(model: Model, ref: ReferenceLogits): [number, number, Float32Array][] {
-  const vocab = model.config.vocabSize;
-  const rows: [number, number, Float32Array][] = [];
-  ref.sequences.forEach((tokens, s) => {
-    const logits = new PagedRun(model, [tokens.length], 4).step([{ seq: 0, tokens }], true);
-    tokens.forEach((_, pos) => rows.push([s, pos, logits.slice(pos * vocab, (pos + 1) * vocab)]));
-  });
-  return rows;
-}
-
-/**
- * Two sequences per batch through one paged latent cache (blocks of 3, interleaved and reversed so each
- * table is non-contiguous): a 5-token prefill, then a 4-token chunk, then the rest one token per step.
- */
-function pagedRows(model: Model, ref: ReferenceLogits, pair: [number, number], dtype: KvDType = 'f32'): [number, number, Float32Array][] {
-  const vocab = model.config.vocabSize;
-  const seqs = pair.map((s) => ref.sequences[s]);
-  const run = new PagedRun(
-    model,
-    seqs.map((t) => t.length),
-    3,
-    dtype,
-  );
-  const rows: [number, number, Float32Array][] = [];
-  const done = [0, 0];
-  const step = (lens: number[]) => {
-    const chunks = lens.map((len, i) => ({ seq: i, tokens: seqs[i].slice(done[i], done[i] + len) })).filter((c) => c.tokens.length > 0);
-    const logits = run.step(chunks, true);
-    let row = 0;
-    for (const c of chunks) {
-      for (let j = 0; j < c.tokens.length; j++, row++)
-        rows.push([pair[c.seq], done[c.seq] + j, logits.slice(row * vocab, (row + 1) * vocab)]);
-      done[c.seq] += c.tokens.length;
-    }
-  };
-  step([5, 5]);
-  step([4, 4]);
-  while (done.some((d, i) => d < seqs[i].length)) step([1, 1]);
-  return rows;
-}
-
 const TOL = 1e-4;
 
 describe('DeepSeek-V2 against Hugging Face logits', () => {
@@ -125,8 +68,8 @@ describe('DeepSeek-V2 against Hugging Face logits', () => {
         const model = createModel(checkpoint(name), ops);
         assert.ok(model instanceof DeepseekV2Model);
         assert.equal(model.config.architecture, 'deepseek_v2');
-        const prefill = relError(ref, prefillRows(model, ref));
-        const paged = relError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
+        const prefill = referenceRelError(ref, prefillRows(model, ref));
+        const paged = referenceRelError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
         console.log(
           `# ${name} (${ops.name}): max relative logit error prefill ${prefill.toExponential(2)}, paged ${paged.toExponential(2)}`,
         );
@@ -139,7 +82,7 @@ describe('DeepSeek-V2 against Hugging Face logits', () => {
   it('a bf16 latent cache stays close (the latent rows rounded to bf16)', () => {
     const ref = reference('deepseek_v2');
     const model = createModel(checkpoint('deepseek_v2'), nativeOps);
-    const err = relError(ref, pagedRows(model, ref, [0, 1], 'bf16'));
+    const err = referenceRelError(ref, pagedRows(model, ref, [0, 1], { dtype: 'bf16' }));
     console.log(`# deepseek_v2 (native, bf16 latent cache): paged ${err.toExponential(2)}`);
     assert.ok(err < 2e-2, `bf16 error ${err}`);
   });
@@ -147,7 +90,7 @@ describe('DeepSeek-V2 against Hugging Face logits', () => {
   it("YaRN: DeepSeek's mscale² on the softmax scale (svc's default) moves the logits far from transformers 5's", () => {
     const ref = reference('deepseek_v2_yarn');
     const model = createModel(checkpoint('deepseek_v2_yarn', false), referenceOps);
-    const err = relError(ref, prefillRows(model, ref));
+    const err = referenceRelError(ref, prefillRows(model, ref));
     console.log(`# deepseek_v2_yarn with mscale²: ${err.toExponential(2)} from transformers 5`);
     assert.ok(err > 1e-2);
   });
@@ -157,10 +100,12 @@ describe('DeepSeek-V2 against Hugging Face logits', () => {
     const m = yarn.config.mla;
     assert.ok(m?.yarn);
     yarn.config.mla = { ...m, yarn: undefined };
-    assert.ok(relError(reference('deepseek_v2_yarn'), prefillRows(createModel(yarn, referenceOps), reference('deepseek_v2_yarn'))) > 1e-3);
+    assert.ok(
+      referenceRelError(reference('deepseek_v2_yarn'), prefillRows(createModel(yarn, referenceOps), reference('deepseek_v2_yarn'))) > 1e-3,
+    );
     const plain = checkpoint('deepseek_v2');
     plain.config.moeRouting = { scale: 1 };
-    assert.ok(relError(reference('deepseek_v2'), prefillRows(createModel(plain, referenceOps), reference('deepseek_v2'))) > 1e-3);
+    assert.ok(referenceRelError(reference('deepseek_v2'), prefillRows(createModel(plain, referenceOps), reference('deepseek_v2'))) > 1e-3);
   });
 });
 

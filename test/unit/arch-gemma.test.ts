@@ -15,12 +15,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MODELS } from '../helpers/paths.js';
-import { PagedRun, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
+import { pagedRows, referenceRelError, prefillRows, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { nativeInfo, nativeOps, setCpuPath, type CpuPath } from '../../src/kernels/native.js';
 import type { AttentionSeq, KvLayer, Ops } from '../../src/kernels/ops.js';
-import { createModel, type Model } from '../../src/model/architectures/index.js';
+import { createModel } from '../../src/model/architectures/index.js';
 import { DecoderTransformer, type DecoderOptions } from '../../src/model/architectures/decoder.js';
 import { gemma2, gemma3 } from '../../src/model/architectures/gemma.js';
 import { loadSafetensorsCheckpoint } from '../../src/model/loaders/index.js';
@@ -52,62 +52,6 @@ function reference(name: Name): ReferenceLogits {
   return ref;
 }
 
-/** max |logits − HF| / max |HF| over the rows given as [sequence, position, logits]. */
-function relError(ref: ReferenceLogits, rows: [number, number, Float32Array][]): number {
-  let err = 0,
-    scale = 0;
-  for (const [s, pos, row] of rows) {
-    const want = ref.logits[s][pos];
-    assert.equal(row.length, want.length);
-    for (let v = 0; v < row.length; v++) {
-      err = Math.max(err, Math.abs(row[v] - want[v]));
-      scale = Math.max(scale, Math.abs(want[v]));
-    }
-  }
-  return err / scale;
-}
-
-/** Each sequence prefilled alone, logits for every row. */
-function prefillRows(model: Model, ref: ReferenceLogits): [number, number, Float32Array][] {
-  const vocab = model.config.vocabSize;
-  const rows: [number, number, Float32Array][] = [];
-  ref.sequences.forEach((tokens, s) => {
-    const logits = new PagedRun(model, [tokens.length], 4).step([{ seq: 0, tokens }], true);
-    tokens.forEach((_, pos) => rows.push([s, pos, logits.slice(pos * vocab, (pos + 1) * vocab)]));
-  });
-  return rows;
-}
-
-/**
- * Two sequences per batch through one paged cache (blocks of 3, interleaved and reversed so each
- * table is non-contiguous): a 5-token prefill, then a 4-token chunk, then the rest one token per step.
- */
-function pagedRows(model: Model, ref: ReferenceLogits, pair: [number, number]): [number, number, Float32Array][] {
-  const vocab = model.config.vocabSize;
-  const seqs = pair.map((s) => ref.sequences[s]);
-  const run = new PagedRun(
-    model,
-    seqs.map((t) => t.length),
-    3,
-  );
-  const rows: [number, number, Float32Array][] = [];
-  const done = [0, 0];
-  const step = (lens: number[]) => {
-    const chunks = lens.map((len, i) => ({ seq: i, tokens: seqs[i].slice(done[i], done[i] + len) })).filter((c) => c.tokens.length > 0);
-    const logits = run.step(chunks, true);
-    let row = 0;
-    for (const c of chunks) {
-      for (let j = 0; j < c.tokens.length; j++, row++)
-        rows.push([pair[c.seq], done[c.seq] + j, logits.slice(row * vocab, (row + 1) * vocab)]);
-      done[c.seq] += c.tokens.length;
-    }
-  };
-  step([5, 5]);
-  step([4, 4]);
-  while (done.some((d, i) => d < seqs[i].length)) step([1, 1]);
-  return rows;
-}
-
 const TOL = 1e-4;
 
 describe('Gemma 2 / Gemma 3 / OLMo 2 against Hugging Face logits', () => {
@@ -117,8 +61,8 @@ describe('Gemma 2 / Gemma 3 / OLMo 2 against Hugging Face logits', () => {
         const ref = reference(name);
         const model = createModel(checkpoint(name), ops);
         assert.equal(model.config.architecture, name);
-        const prefill = relError(ref, prefillRows(model, ref));
-        const paged = relError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
+        const prefill = referenceRelError(ref, prefillRows(model, ref));
+        const paged = referenceRelError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
         console.log(
           `# ${name} (${ops.name}): max relative logit error prefill ${prefill.toExponential(2)}, paged ${paged.toExponential(2)}`,
         );
@@ -134,7 +78,7 @@ describe('the fixtures exercise each Gemma option: without it the logits no long
     const ck = checkpoint(name);
     const module = name === 'gemma2' ? gemma2 : gemma3;
     const model = new DecoderTransformer(ck, referenceOps, change(module.decoderOptions(ck.config)));
-    return relError(reference(name), prefillRows(model, reference(name)));
+    return referenceRelError(reference(name), prefillRows(model, reference(name)));
   };
   it('gemma2: attention soft-cap, final soft-cap, sliding layers, scale, (1 + w) norms, embedding scale, GELU', () => {
     assert.ok(errorWith('gemma2', (o) => o) < TOL);

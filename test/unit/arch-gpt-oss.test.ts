@@ -16,14 +16,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MODELS } from '../helpers/paths.js';
-import { PagedRun, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
+import { pagedRows, referenceRelError, prefillRows, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { llamaConfig } from '../helpers/model-config.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { nativeInfo, nativeOps, setCpuPath, type CpuPath } from '../../src/kernels/native.js';
 import type { AttentionSeq, KvLayer, MoeExperts, Ops, WeightMatrix } from '../../src/kernels/ops.js';
 import { f32ToBf16 } from '../../src/kernels/dequant.js';
-import { createModel, type Model } from '../../src/model/architectures/index.js';
+import { createModel } from '../../src/model/architectures/index.js';
 import { DecoderTransformer } from '../../src/model/architectures/decoder.js';
 import { gptOss } from '../../src/model/architectures/gpt-oss.js';
 import { yarnRopeFrequencies } from '../../src/model/architectures/yarn.js';
@@ -50,58 +50,6 @@ function reference(v: Variant): ReferenceLogits {
   return ref;
 }
 
-/** max |logits − HF| / max |HF| over the rows given as [sequence, position, logits]. */
-function relError(ref: ReferenceLogits, rows: [number, number, Float32Array][]): number {
-  let err = 0,
-    scale = 0;
-  for (const [s, pos, row] of rows) {
-    const want = ref.logits[s][pos];
-    assert.equal(row.length, want.length);
-    for (let v = 0; v < row.length; v++) {
-      err = Math.max(err, Math.abs(row[v] - want[v]));
-      scale = Math.max(scale, Math.abs(want[v]));
-    }
-  }
-  return err / scale;
-}
-
-function prefillRows(model: Model, ref: ReferenceLogits): [number, number, Float32Array][] {
-  const vocab = model.config.vocabSize;
-  const rows: [number, number, Float32Array][] = [];
-  ref.sequences.forEach((tokens, s) => {
-    const logits = new PagedRun(model, [tokens.length], 4).step([{ seq: 0, tokens }], true);
-    tokens.forEach((_, pos) => rows.push([s, pos, logits.slice(pos * vocab, (pos + 1) * vocab)]));
-  });
-  return rows;
-}
-
-/** Two sequences per batch, blocks of 3 interleaved and reversed: prefill 5, a 4-token chunk, then one token a step. */
-function pagedRows(model: Model, ref: ReferenceLogits, pair: [number, number]): [number, number, Float32Array][] {
-  const vocab = model.config.vocabSize;
-  const seqs = pair.map((s) => ref.sequences[s]);
-  const run = new PagedRun(
-    model,
-    seqs.map((t) => t.length),
-    3,
-  );
-  const rows: [number, number, Float32Array][] = [];
-  const done = [0, 0];
-  const step = (lens: number[]) => {
-    const chunks = lens.map((len, i) => ({ seq: i, tokens: seqs[i].slice(done[i], done[i] + len) })).filter((c) => c.tokens.length > 0);
-    const logits = run.step(chunks, true);
-    let row = 0;
-    for (const c of chunks) {
-      for (let j = 0; j < c.tokens.length; j++, row++)
-        rows.push([pair[c.seq], done[c.seq] + j, logits.slice(row * vocab, (row + 1) * vocab)]);
-      done[c.seq] += c.tokens.length;
-    }
-  };
-  step([5, 5]);
-  step([4, 4]);
-  while (done.some((d, i) => d < seqs[i].length)) step([1, 1]);
-  return rows;
-}
-
 const TOL = 1e-4;
 
 describe('GPT-OSS against Hugging Face logits', () => {
@@ -115,8 +63,8 @@ describe('GPT-OSS against Hugging Face logits', () => {
           ref.sequences.every((s) => s.length > 2 * (model.config.slidingWindow ?? Infinity)),
           'the window is exercised',
         );
-        const prefill = relError(ref, prefillRows(model, ref));
-        const paged = relError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
+        const prefill = referenceRelError(ref, prefillRows(model, ref));
+        const paged = referenceRelError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
         console.log(`# ${v} (${ops.name}): max relative logit error prefill ${prefill.toExponential(2)}, paged ${paged.toExponential(2)}`);
         assert.ok(prefill < TOL, `prefill error ${prefill}`);
         assert.ok(paged < TOL, `paged error ${paged}`);
@@ -129,7 +77,7 @@ describe('GPT-OSS against Hugging Face logits', () => {
     const ref = reference('tiny_gpt_oss');
     const base = gptOss.decoderOptions(ck.config);
     const errorWith = (change: (o: typeof base) => typeof base): number =>
-      relError(ref, prefillRows(new DecoderTransformer(ck, referenceOps, change(base)), ref));
+      referenceRelError(ref, prefillRows(new DecoderTransformer(ck, referenceOps, change(base)), ref));
     assert.ok(errorWith((o) => o) < TOL);
     assert.ok(errorWith((o) => ({ ...o, attentionSinks: false })) > 1e-2, 'sinks');
     assert.ok(errorWith((o) => ({ ...o, ropeFrequencies: undefined })) > 1e-2, 'YaRN');

@@ -14,7 +14,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MODELS } from '../helpers/paths.js';
-import { PagedRun, readReferenceLogits, type ReferenceLogits } from '../helpers/paged-run.js';
+import {
+  PagedRun,
+  pagedRows,
+  referenceRelError,
+  readReferenceLogits,
+  type ReferenceLogits,
+  type ReferenceRows,
+} from '../helpers/paged-run.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { nativeInfo, nativeOps, setCpuPath, type CpuPath } from '../../src/kernels/native.js';
@@ -48,22 +55,10 @@ function reference(name: Name): ReferenceLogits {
   return ref;
 }
 
-type Rows = [number, number, Float32Array][];
+type Rows = ReferenceRows;
 
-/** max |logits − HF| / max |HF| over the rows given as [sequence, position, logits]. */
-function relError(ref: ReferenceLogits, rows: Rows): number {
-  let err = 0,
-    scale = 0;
-  for (const [s, pos, row] of rows) {
-    const want = ref.logits[s][pos];
-    assert.equal(row.length, want.length);
-    for (let v = 0; v < row.length; v++) {
-      err = Math.max(err, Math.abs(row[v] - want[v]));
-      scale = Math.max(scale, Math.abs(want[v]));
-    }
-  }
-  return err / scale;
-}
+/** A 3-token prefill, a 2-token chunk, then one token per step, the two sequences' state slots swapped (slot ≠ sequence). */
+const MAMBA_PAGED = { chunks: [3, 2] as [number, number], swapSlots: true };
 
 /** All three sequences prefilled in one batch (three slots), logits for every row. */
 function prefillRows(model: Model, ref: ReferenceLogits): Rows {
@@ -80,37 +75,6 @@ function prefillRows(model: Model, ref: ReferenceLogits): Rows {
   const rows: Rows = [];
   let row = 0;
   ref.sequences.forEach((tokens, s) => tokens.forEach((_, pos) => rows.push([s, pos, logits.slice(row * vocab, ++row * vocab)])));
-  return rows;
-}
-
-/**
- * Two sequences per batch through one paged cache (blocks of 3, non-contiguous tables), their state
- * slots swapped (slot ≠ sequence): a 3-token prefill, a 2-token chunk, then the rest one token per step.
- */
-function pagedRows(model: Model, ref: ReferenceLogits, pair: [number, number]): Rows {
-  const vocab = model.config.vocabSize;
-  const seqs = pair.map((s) => ref.sequences[s]);
-  const run = new PagedRun(
-    model,
-    seqs.map((t) => t.length),
-    3,
-  );
-  run.recurrent?.slots.splice(0, 2, 1, 0);
-  const rows: Rows = [];
-  const done = [0, 0];
-  const step = (lens: number[]): void => {
-    const chunks = lens.map((len, i) => ({ seq: i, tokens: seqs[i].slice(done[i], done[i] + len) })).filter((c) => c.tokens.length > 0);
-    const logits = run.step(chunks, true);
-    let row = 0;
-    for (const c of chunks) {
-      for (let j = 0; j < c.tokens.length; j++, row++)
-        rows.push([pair[c.seq], done[c.seq] + j, logits.slice(row * vocab, (row + 1) * vocab)]);
-      done[c.seq] += c.tokens.length;
-    }
-  };
-  step([3, 3]);
-  step([2, 2]);
-  while (done.some((d, i) => d < seqs[i].length)) step([1, 1]);
   return rows;
 }
 
@@ -199,8 +163,11 @@ describe('Mamba2 / Nemotron-H against Hugging Face logits', () => {
       it(`${name} on ${ops.name} ops: batched prefill, and prefill → chunk → decode with two sequences in swapped slots, within ${TOL}`, () => {
         const ref = reference(name);
         const model = createModel(checkpoint(name), ops);
-        const prefill = relError(ref, prefillRows(model, ref));
-        const paged = relError(ref, [...pagedRows(model, ref, [0, 1]), ...pagedRows(model, ref, [2, 0])]);
+        const prefill = referenceRelError(ref, prefillRows(model, ref));
+        const paged = referenceRelError(ref, [
+          ...pagedRows(model, ref, [0, 1], MAMBA_PAGED),
+          ...pagedRows(model, ref, [2, 0], MAMBA_PAGED),
+        ]);
         console.log(
           `# ${name} (${ops.name}): max relative logit error prefill ${prefill.toExponential(2)}, paged ${paged.toExponential(2)}`,
         );
@@ -241,7 +208,7 @@ describe('the recurrent-state seam', () => {
     run.restart(0);
     const again = run.step([{ seq: 0, tokens: ids }], true);
     assert.ok(
-      relError(
+      referenceRelError(
         ref,
         ids.map((_, p) => [0, p, again.slice(p * vocab, (p + 1) * vocab)]),
       ) < TOL,

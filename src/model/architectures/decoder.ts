@@ -23,7 +23,7 @@ import {
 } from './decoder-layer.js';
 import type { ModelOptions } from './expert-placement.js';
 import { loadMoeBlock } from './moe.js';
-import { bf16OutputHead } from './output-head.js';
+import { bf16OutputHead, selectedRowLogits } from './output-head.js';
 
 export type { DecoderOptions } from './decoder-layer.js';
 
@@ -103,13 +103,15 @@ export class DecoderTransformer implements Model {
   private logits(rows: Int32Array, head?: OutputHead): Float32Array {
     const c = this.config;
     const s = this.scratch;
-    const m = rows.length;
-    // s.normed holds at least as many rows as the batch, and m ≤ batch rows.
-    for (let i = 0; i < m; i++) s.normed.set(s.hidden.subarray(rows[i] * c.hiddenSize, (rows[i] + 1) * c.hiddenSize), i * c.hiddenSize);
-    this.ops.rmsnorm(s.normed, m, c.hiddenSize, this.finalNorm, c.rmsNormEps, s.normed);
-    const w = head?.weight ?? this.lmHead;
-    const logits = new Float32Array(m * w.rows);
-    this.ops.matmul(s.normed, m, w, logits);
+    const logits = selectedRowLogits(
+      this.ops,
+      s.hidden,
+      s.normed,
+      rows,
+      c.hiddenSize,
+      { weight: this.finalNorm, eps: c.rmsNormEps },
+      head?.weight ?? this.lmHead,
+    );
     const divisor = this.options.logitsScaling;
     if (divisor !== undefined) for (let i = 0; i < logits.length; i++) logits[i] /= divisor;
     const cap = this.options.finalSoftcap;

@@ -17,7 +17,7 @@ import type { DecoderOptions } from './decoder-layer.js';
 import { CheckpointWeights } from './weights.js';
 import { MambaState } from './mamba-state.js';
 import { loadMamba2Mixer, Mamba2Scratch, runMamba2Mixer, type Mamba2MixerWeights } from './mamba2-mixer.js';
-import { bf16OutputHead } from './output-head.js';
+import { bf16OutputHead, selectedRowLogits } from './output-head.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -370,12 +370,15 @@ export class SsmHybridModel implements Model {
   private logits(rows: Int32Array, head?: OutputHead): Float32Array {
     const c = this.config;
     const s = this.scratch;
-    const m = rows.length;
-    for (let i = 0; i < m; i++) s.normed.set(s.hidden.subarray(rows[i] * c.hiddenSize, (rows[i] + 1) * c.hiddenSize), i * c.hiddenSize);
-    this.ops.rmsnorm(s.normed, m, c.hiddenSize, this.finalNorm, c.rmsNormEps, s.normed);
-    const w = head?.weight ?? this.lmHead;
-    const logits = new Float32Array(m * w.rows);
-    this.ops.matmul(s.normed, m, w, logits);
+    const logits = selectedRowLogits(
+      this.ops,
+      s.hidden,
+      s.normed,
+      rows,
+      c.hiddenSize,
+      { weight: this.finalNorm, eps: c.rmsNormEps },
+      head?.weight ?? this.lmHead,
+    );
     return logits;
   }
 
