@@ -59,9 +59,21 @@ struct Seq {
   const int32_t* table;
 };
 
+// Query rows [j0, j1) of one sequence, the query heads of KV heads [kvh0, kvh1), against its KV blocks
+// [b0, b1). A task that covers only part of the blocks (split-K) leaves its unnormalised partial in
+// the partials buffer at `part`; the reduction merges the parts of one (rows, heads) unit.
 struct Task {
-  int seq, j0, j1, kv_head, h0, h1;
+  int seq, j0, j1, kvh0, kvh1, b0, b1;
+  int64_t part;  // -1: the task covers every block and writes its output itself
 };
+
+// The tasks that split one (rows, heads) unit along its keys: tasks[first, first + count).
+struct Split {
+  int first, count;
+};
+
+// Query state of a split task in the partials buffer: per query, hd output sums, its max and its sum.
+size_t part_floats(int nq, int hd) { return (size_t)nq * (hd + 2); }
 
 void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const int32_t* slots) {
   const Kernels& K = kernels();
@@ -85,134 +97,254 @@ void store_kv(const KvLayerView& L, const float* k, const float* v, int n, const
   else body(0, items, 0);
 }
 
-// Rows of one KV head in block `phys` as f32: straight into the cache for f32, else decoded into buf
-// (rotated dtypes: in the rotated domain).
-const float* block_rows(const KvLayerView& L, const KvSide& side, const KvCodec& c, int phys, int kv_head, int nt,
-                        float* buf, size_t* stride) {
-  const size_t first = (size_t)phys * L.block_size * L.kv_heads + kv_head;  // row index
+// Rows of KV heads [kvh0, kvh0 + nkv) in block `phys` as f32: straight from the cache for f32, else
+// decoded into buf (rotated dtypes: in the rotated domain). Returns head kvh0's row of token 0; token
+// t's row of head kvh0 + i is at + t * *stride + i * hd.
+const float* block_rows(const KvLayerView& L, const KvSide& side, const KvCodec& c, bool elementwise, int phys,
+                        int kvh0, int nkv, int nt, float* buf, size_t* stride) {
+  const size_t first = (size_t)phys * L.block_size * L.kv_heads + kvh0;  // row index
   if (!c.decode) {
     *stride = (size_t)L.kv_heads * L.hd;
     return reinterpret_cast<const float*>(side.data) + first * L.hd;
   }
-  *stride = (size_t)L.hd;
+  *stride = (size_t)nkv * L.hd;
   const size_t step = (size_t)L.kv_heads * side.row;
   const uint8_t* src = side.data + first * side.row;
-  for (int t = 0; t < nt; t++) c.decode(src + (size_t)t * step, buf + (size_t)t * L.hd, L.hd, c.scale);
+  if (elementwise && nkv == L.kv_heads) {
+    // The block's rows are one contiguous run: one call, one sequential read.
+    c.decode(src, buf, nt * nkv * L.hd, c.scale);
+    return buf;
+  }
+  for (int t = 0; t < nt; t++)
+    for (int i = 0; i < nkv; i++)
+      c.decode(src + (size_t)t * step + (size_t)i * side.row, buf + ((size_t)t * nkv + i) * L.hd, L.hd, c.scale);
   return buf;
 }
 
-void run_task(const Kernels& K, const KvLayerView& L, const KvCodec& kc, const KvCodec& vc, const Seq& s, const Task& tk,
-              const float* q, float* out, int num_heads, float scale, int window, float softcap, const float* sinks, int ith) {
+// Everything one attention call shares between its tasks.
+struct Call {
+  const Kernels& K;
+  const KvLayerView& L;
+  KvCodec kc, vc;
+  bool k_elementwise, v_elementwise;
+  const std::vector<Seq>& seqs;
+  const float* q;
+  float* out;
+  int num_heads, group, window;
+  float scale, softcap;
+  const float* sinks;
+  float* parts;
+};
+
+// Normalises one query's accumulated output into dst: 1 / sum, or with GPT-OSS's sink logit joining
+// the denominator (its share dropped) under the larger max; turbo V is un-rotated first.
+void finish_query(const Call& c, float* o, float m, float l, int h, float* dst) {
+  const int hd = c.L.hd;
+  if (c.vc.rotated) turbo_unrotate(o, hd);  // values were summed as R·v
+  float inv = 1.0f / l;
+  if (c.sinks) {
+    const double mm = std::max((double)m, (double)c.sinks[h]);
+    const double f = std::exp((double)m - mm);
+    inv = (float)(f / ((double)l * f + std::exp((double)c.sinks[h] - mm)));
+  }
+  for (int d = 0; d < hd; d++) dst[d] = o[d] * inv;
+}
+
+void run_task(const Call& c, const Task& tk, int ith) {
+  const Kernels& K = c.K;
+  const KvLayerView& L = c.L;
+  const Seq& s = c.seqs[(size_t)tk.seq];
   const int hd = L.hd, bs = L.block_size;
-  const int nh = tk.h1 - tk.h0;
-  const int nq = (tk.j1 - tk.j0) * nh;
-  // Scratch: Q (pre-scaled) | O | M | Lsum | S | Kbuf | Vbuf.
-  const size_t floats = (size_t)nq * hd * 2 + (size_t)nq * 2 + (size_t)bs + (size_t)bs * hd * 2;
+  const int nkv = tk.kvh1 - tk.kvh0, group = c.group;
+  const int nq = (tk.j1 - tk.j0) * nkv * group;
+  const int rows = tk.j1 - tk.j0, nqh = rows * group;  // queries per KV head
+  // Scratch: Q (pre-scaled) | O | M | Lsum | S | Kbuf | Vbuf. Query qi = (kv head k - kvh0, row j - j0,
+  // head g within the group) at ((k - kvh0) * rows + j - j0) * group + g: one KV head's queries are
+  // contiguous, so one qk_tile / pv_tile call serves them all.
+  const size_t kv_floats = (size_t)bs * nkv * hd;
+  const size_t floats = (size_t)nq * hd * 2 + (size_t)nq * 2 + (size_t)nqh * bs + kv_floats * 2;
   float* Q = static_cast<float*>(ThreadPool::instance().thread_scratch(ith, floats * sizeof(float)));
   float* O = Q + (size_t)nq * hd;
   float* M = O + (size_t)nq * hd;
   float* Ls = M + nq;
   float* S = Ls + nq;
-  float* Kbuf = S + bs;
-  float* Vbuf = Kbuf + (size_t)bs * hd;
+  float* Kbuf = S + (size_t)nqh * bs;
+  float* Vbuf = Kbuf + kv_floats;
 
   const int offset = s.kv_len - s.q_len;  // position of query row 0
-  for (int j = tk.j0; j < tk.j1; j++)
-    for (int h = tk.h0; h < tk.h1; h++) {
-      const int qi = (j - tk.j0) * nh + (h - tk.h0);
-      const float* src = q + ((size_t)(s.q_start + j) * num_heads + h) * hd;
-      for (int d = 0; d < hd; d++) Q[(size_t)qi * hd + d] = src[d] * scale;
-      if (kc.rotated) turbo_rotate(Q + (size_t)qi * hd, hd);  // keys decode to R·k
-      std::memset(O + (size_t)qi * hd, 0, (size_t)hd * sizeof(float));
-      M[qi] = -std::numeric_limits<float>::infinity();
-      Ls[qi] = 0.0f;
-    }
+  for (int qi = 0; qi < nq; qi++) {
+    const int k = qi / nqh, j = tk.j0 + (qi % nqh) / group, h = (tk.kvh0 + k) * group + qi % group;
+    const float* src = c.q + ((size_t)(s.q_start + j) * c.num_heads + h) * hd;
+    float* dst = Q + (size_t)qi * hd;
+    for (int d = 0; d < hd; d++) dst[d] = src[d] * c.scale;
+    if (c.kc.rotated) turbo_rotate(dst, hd);  // keys decode to R·k
+    std::memset(O + (size_t)qi * hd, 0, (size_t)hd * sizeof(float));
+    M[qi] = -std::numeric_limits<float>::infinity();
+    Ls[qi] = 0.0f;
+  }
 
+  const int window = c.window;
   const int last = offset + tk.j1 - 1;  // newest key any query of this task sees
   const int lo = window > 0 ? std::max(0, offset + tk.j0 - window + 1) : 0;
-  for (int blk = lo / bs; blk * bs <= last; blk++) {
+  const int blk_end = std::min(tk.b1, last / bs + 1);
+  for (int blk = std::max(tk.b0, lo / bs); blk < blk_end; blk++) {
     const int t0 = blk * bs;
     const int nt = std::min(bs, last + 1 - t0);
     size_t kstride, vstride;
-    const float* Kr = block_rows(L, L.k, kc, s.table[blk], tk.kv_head, nt, Kbuf, &kstride);
-    const float* Vr = block_rows(L, L.v, vc, s.table[blk], tk.kv_head, nt, Vbuf, &vstride);
-    for (int j = tk.j0; j < tk.j1; j++) {
-      const int pos = offset + j;
-      // Causal: keys <= pos; sliding window (HF): pos - t < window.
-      const int a = std::max(t0, window > 0 ? pos - window + 1 : 0);
-      const int b = std::min(t0 + nt, pos + 1);
-      if (a >= b) continue;
-      const int cnt = b - a;
-      for (int qi = (j - tk.j0) * nh; qi < (j - tk.j0 + 1) * nh; qi++) {
-        K.qk(Q + (size_t)qi * hd, Kr + (size_t)(a - t0) * kstride, kstride, cnt, hd, S);
-        if (softcap > 0.0f) K.softcap(S, S, cnt, softcap);  // Gemma 2: cap * tanh(score / cap)
-        float mb = S[0];
-        for (int t = 1; t < cnt; t++) mb = std::max(mb, S[t]);
-        if (mb > M[qi]) {
-          // New running max: rescale what has been accumulated so far.
-          if (Ls[qi] > 0.0f) {
-            const float alpha = std::exp(M[qi] - mb);
-            Ls[qi] *= alpha;
-            K.scale(O + (size_t)qi * hd, hd, alpha);
+    const float* Kr = block_rows(L, L.k, c.kc, c.k_elementwise, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
+    const float* Vr = block_rows(L, L.v, c.vc, c.v_elementwise, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
+    for (int k = 0; k < nkv; k++) {
+      const size_t q0 = (size_t)k * nqh;
+      K.qk_tile(Q + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, (size_t)bs);
+      for (int r = 0; r < rows; r++) {
+        const int pos = offset + tk.j0 + r;
+        // Causal: keys <= pos; sliding window (HF): pos - t < window. Scores outside [a, b) weigh 0.
+        const int a = std::max(t0, window > 0 ? pos - window + 1 : 0) - t0;
+        const int b = std::min(t0 + nt, pos + 1) - t0;
+        for (int g = 0; g < group; g++) {
+          const size_t qi = q0 + (size_t)r * group + g;
+          float* Sq = S + ((size_t)r * group + g) * bs;
+          if (a >= b) {
+            std::memset(Sq, 0, (size_t)nt * sizeof(float));
+            continue;
           }
-          M[qi] = mb;
+          if (c.softcap > 0.0f) K.softcap(Sq + a, Sq + a, b - a, c.softcap);  // Gemma 2: cap * tanh(score / cap)
+          float mb = Sq[a];
+          for (int t = a + 1; t < b; t++) mb = std::max(mb, Sq[t]);
+          if (mb > M[qi]) {
+            // New running max: rescale what has been accumulated so far.
+            if (Ls[qi] > 0.0f) {
+              const float alpha = std::exp(M[qi] - mb);
+              Ls[qi] *= alpha;
+              K.scale(O + qi * hd, hd, alpha);
+            }
+            M[qi] = mb;
+          }
+          Ls[qi] += K.exp_sum(Sq + a, b - a, M[qi]);
+          std::fill(Sq, Sq + a, 0.0f);
+          std::fill(Sq + b, Sq + nt, 0.0f);
         }
-        Ls[qi] += K.exp_sum(S, cnt, M[qi]);
-        K.pv(S, Vr + (size_t)(a - t0) * vstride, vstride, cnt, hd, O + (size_t)qi * hd);
       }
+      K.pv_tile(S, nqh, (size_t)bs, Vr + (size_t)k * hd, vstride, nt, hd, O + q0 * hd);
     }
   }
 
-  for (int j = tk.j0; j < tk.j1; j++)
-    for (int h = tk.h0; h < tk.h1; h++) {
-      const int qi = (j - tk.j0) * nh + (h - tk.h0);
-      float* dst = out + ((size_t)(s.q_start + j) * num_heads + h) * hd;
-      if (vc.rotated) turbo_unrotate(O + (size_t)qi * hd, hd);  // values were summed as R·v
-      float inv = 1.0f / Ls[qi];
-      if (sinks) {
-        // GPT-OSS: the head's sink logit joins the denominator (its share dropped), under the larger max.
-        const double m = std::max((double)M[qi], (double)sinks[h]);
-        const double f = std::exp((double)M[qi] - m);
-        inv = (float)(f / ((double)Ls[qi] * f + std::exp((double)sinks[h] - m)));
-      }
-      for (int d = 0; d < hd; d++) dst[d] = O[(size_t)qi * hd + d] * inv;
-    }
+  if (tk.part >= 0) {
+    // Split-K: hand the unnormalised state to the reduction.
+    float* P = c.parts + tk.part;
+    std::memcpy(P, O, (size_t)nq * hd * sizeof(float));
+    std::memcpy(P + (size_t)nq * hd, M, (size_t)nq * sizeof(float));
+    std::memcpy(P + (size_t)nq * (hd + 1), Ls, (size_t)nq * sizeof(float));
+    return;
+  }
+  for (int qi = 0; qi < nq; qi++) {
+    const int j = tk.j0 + (qi % nqh) / group, h = (tk.kvh0 + qi / nqh) * group + qi % group;
+    finish_query(c, O + (size_t)qi * hd, M[qi], Ls[qi], h, c.out + ((size_t)(s.q_start + j) * c.num_heads + h) * hd);
+  }
 }
+
+// Merges the split-K parts of query qi of one unit: the largest max wins, the others are rescaled.
+void reduce_query(const Call& c, const std::vector<Task>& tasks, const Split& sp, int qi, int ith) {
+  const int hd = c.L.hd;
+  const Task& t0 = tasks[(size_t)sp.first];
+  const int nh = (t0.kvh1 - t0.kvh0) * c.group;
+  const int nq = (t0.j1 - t0.j0) * nh;
+  float m = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < sp.count; i++) m = std::max(m, c.parts[tasks[(size_t)(sp.first + i)].part + (size_t)nq * hd + qi]);
+  float* o = static_cast<float*>(ThreadPool::instance().thread_scratch(ith, (size_t)hd * sizeof(float)));
+  std::memset(o, 0, (size_t)hd * sizeof(float));
+  float l = 0.0f;
+  for (int i = 0; i < sp.count; i++) {
+    const float* P = c.parts + tasks[(size_t)(sp.first + i)].part;
+    const float pl = P[(size_t)nq * (hd + 1) + qi];
+    if (pl == 0.0f) continue;  // this part saw no key of the query (causal or window)
+    const float f = std::exp(P[(size_t)nq * hd + qi] - m);
+    l += pl * f;
+    const float* po = P + (size_t)qi * hd;
+    for (int d = 0; d < hd; d++) o[d] += po[d] * f;
+  }
+  const Seq& s = c.seqs[(size_t)t0.seq];
+  const int nqh = (t0.j1 - t0.j0) * c.group;  // the query order of run_task
+  const int j = t0.j0 + (qi % nqh) / c.group, h = (t0.kvh0 + qi / nqh) * c.group + qi % c.group;
+  finish_query(c, o, m, l, h, c.out + ((size_t)(s.q_start + j) * c.num_heads + h) * hd);
+}
+
+// Rows that decode (fewer than this per sequence) gain nothing from per-KV-head tasks: their tasks
+// take every KV head of a block, so each task reads whole blocks in address order, and the keys are
+// split across tasks (split-K) when there are too few tasks for the threads.
+constexpr int kDecodeRows = 4;
+// A split-K part covers at least this many keys, so the reduction stays a small share of the work.
+constexpr int kMinSplitKeys = 256;
 
 void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* q, float* out, int num_heads,
                float scale, int window, float softcap, const float* sinks) {
   const Kernels& K = kernels();
-  const KvCodec kc = codec_for(K, L.k), vc = codec_for(K, L.v);
   const int nth = ThreadPool::instance().size();
-  const int group = num_heads / L.kv_heads;
-  // Task list, reused between calls (grows rarely).
+  const int group = num_heads / L.kv_heads, hd = L.hd, bs = L.block_size;
+  // Task and split lists, reused between calls (grow rarely; guarded by the op mutex).
   static std::vector<Task> tasks;
+  static std::vector<Split> splits;
+  static std::vector<float> parts;
   tasks.clear();
-  int64_t row_tasks = 0;
-  for (const Seq& s : seqs) row_tasks += (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
-  // Too few (sequence, KV head) tasks to keep every thread busy (e.g. one decoding sequence):
-  // split the query heads of a group across tasks, at the price of decoding the block more than once.
-  const int64_t base = row_tasks * L.kv_heads;
-  int per = group;
-  if (base < 2 * nth && group > 1) {
-    const int splits = (int)std::min<int64_t>(group, (2 * nth + base - 1) / std::max<int64_t>(base, 1));
-    per = (group + splits - 1) / splits;
+  splits.clear();
+
+  // Units of work before any key split: per sequence, its row chunks x (KV heads, or all of them when
+  // it decodes).
+  int64_t units = 0, row_chunks = 0;
+  for (const Seq& s : seqs) {
+    const int64_t chunks = (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
+    units += s.q_len < kDecodeRows ? 1 : chunks * L.kv_heads;
+    if (s.q_len >= kDecodeRows) row_chunks += chunks;
   }
+  int64_t part_size = 0;
   for (int si = 0; si < (int)seqs.size(); si++) {
     const Seq& s = seqs[(size_t)si];
-    // Later rows see more keys (causal): queue them first so the expensive tasks start early.
-    for (int j0 = ((s.q_len - 1) / kRowsPerTask) * kRowsPerTask; j0 >= 0; j0 -= kRowsPerTask)
-      for (int kvh = 0; kvh < L.kv_heads; kvh++)
-        for (int h0 = kvh * group; h0 < (kvh + 1) * group; h0 += per)
-          tasks.push_back({si, j0, std::min(s.q_len, j0 + kRowsPerTask), kvh, h0, std::min((kvh + 1) * group, h0 + per)});
-  }
-  auto body = [&](int64_t b, int64_t e, int ith) {
-    for (int64_t t = b; t < e; t++) {
-      const Task& tk = tasks[(size_t)t];
-      run_task(K, L, kc, vc, seqs[(size_t)tk.seq], tk, q, out, num_heads, scale, window, softcap, sinks, ith);
+    const int blocks = (s.kv_len + bs - 1) / bs;
+    if (s.q_len < kDecodeRows) {
+      // Keys split so that the call has about 2 tasks per thread, each at least kMinSplitKeys long.
+      const int64_t want = (2 * nth + units - 1) / units;
+      const int by_len = std::max(1, s.kv_len / kMinSplitKeys);
+      const int n = (int)std::min<int64_t>({want, by_len, blocks});
+      if (n <= 1) {
+        tasks.push_back({si, 0, s.q_len, 0, L.kv_heads, 0, blocks, -1});
+        continue;
+      }
+      const int nq = s.q_len * num_heads;
+      splits.push_back({(int)tasks.size(), n});
+      for (int i = 0; i < n; i++) {
+        tasks.push_back({si, 0, s.q_len, 0, L.kv_heads, (int)((int64_t)blocks * i / n), (int)((int64_t)blocks * (i + 1) / n),
+                         part_size});
+        part_size += (int64_t)part_floats(nq, hd);
+      }
+      continue;
     }
-  };
-  parallel_for((int64_t)tasks.size(), 1, body);
+    // Later rows see more keys (causal): queue them first so the expensive tasks start early. With
+    // enough row chunks for the threads, a task takes every KV head (whole blocks, read in order).
+    const int heads_per = row_chunks >= 2 * nth ? L.kv_heads : 1;
+    for (int j0 = ((s.q_len - 1) / kRowsPerTask) * kRowsPerTask; j0 >= 0; j0 -= kRowsPerTask)
+      for (int kvh = 0; kvh < L.kv_heads; kvh += heads_per)
+        tasks.push_back({si, j0, std::min(s.q_len, j0 + kRowsPerTask), kvh, kvh + heads_per, 0, blocks, -1});
+  }
+  if ((int64_t)parts.size() < part_size) parts.resize((size_t)part_size);
+
+  const KvDTypeTraits &kt = kv_dtype_traits(L.k.dtype), &vt = kv_dtype_traits(L.v.dtype);
+  const Call c{K, L, codec_for(K, L.k), codec_for(K, L.v), kt.elementwise, vt.elementwise, seqs, q, out,
+               num_heads, group, window, scale, softcap, sinks, parts.data()};
+  parallel_for((int64_t)tasks.size(), 1, [&](int64_t b, int64_t e, int ith) {
+    for (int64_t t = b; t < e; t++) run_task(c, tasks[(size_t)t], ith);
+  });
+  if (splits.empty()) return;
+  // Reduction: one item per query of each split unit.
+  static std::vector<std::pair<int, int>> items;  // (split, query)
+  items.clear();
+  for (int i = 0; i < (int)splits.size(); i++) {
+    const Task& t0 = tasks[(size_t)splits[(size_t)i].first];
+    const int nq = (t0.j1 - t0.j0) * (t0.kvh1 - t0.kvh0) * group;
+    for (int qi = 0; qi < nq; qi++) items.push_back({i, qi});
+  }
+  parallel_for((int64_t)items.size(), 8, [&](int64_t b, int64_t e, int ith) {
+    for (int64_t i = b; i < e; i++) reduce_query(c, tasks, splits[(size_t)items[(size_t)i].first], items[(size_t)i].second, ith);
+  });
 }
 
 // ---- bindings ----

@@ -111,21 +111,21 @@ size_t turbo_rows(int hd) { return turbo_row_bytes(B, hd); }
 }  // namespace
 
 constexpr KvDTypeTraits kKvDTypeTraits[kKvDTypeCount] = {
-    {.dtype = kKvF32, .name = "f32", .row_bytes = elem_row_bytes<4>, .align = 4, .scaled = false, .rotated = false,
+    {.dtype = kKvF32, .name = "f32", .row_bytes = elem_row_bytes<4>, .align = 4, .scaled = false, .rotated = false, .elementwise = true,
      .encode = &Kernels::kv_encode_f32, .decode = nullptr},
-    {.dtype = kKvBF16, .name = "bf16", .row_bytes = elem_row_bytes<2>, .align = 2, .scaled = false, .rotated = false,
+    {.dtype = kKvBF16, .name = "bf16", .row_bytes = elem_row_bytes<2>, .align = 2, .scaled = false, .rotated = false, .elementwise = true,
      .encode = &Kernels::kv_encode_bf16, .decode = &Kernels::kv_decode_bf16},
-    {.dtype = kKvFP8, .name = "fp8", .row_bytes = elem_row_bytes<1>, .align = 1, .scaled = true, .rotated = false,
+    {.dtype = kKvFP8, .name = "fp8", .row_bytes = elem_row_bytes<1>, .align = 1, .scaled = true, .rotated = false, .elementwise = true,
      .encode = &Kernels::kv_encode_fp8, .decode = &Kernels::kv_decode_fp8},
-    {.dtype = kKvNVFP4, .name = "nvfp4", .row_bytes = nvfp4_row_bytes, .align = 1, .scaled = true, .rotated = false,
+    {.dtype = kKvNVFP4, .name = "nvfp4", .row_bytes = nvfp4_row_bytes, .align = 1, .scaled = true, .rotated = false, .elementwise = false,
      .encode = &Kernels::kv_encode_nvfp4, .decode = &Kernels::kv_decode_nvfp4},
-    {.dtype = kKvTurbo2, .name = "turbo2", .row_bytes = turbo_rows<2>, .align = 1, .scaled = false, .rotated = true,
+    {.dtype = kKvTurbo2, .name = "turbo2", .row_bytes = turbo_rows<2>, .align = 1, .scaled = false, .rotated = true, .elementwise = false,
      .encode = &Kernels::kv_encode_turbo2, .decode = &Kernels::kv_decode_turbo2},
-    {.dtype = kKvTurbo3, .name = "turbo3", .row_bytes = turbo_rows<3>, .align = 1, .scaled = false, .rotated = true,
+    {.dtype = kKvTurbo3, .name = "turbo3", .row_bytes = turbo_rows<3>, .align = 1, .scaled = false, .rotated = true, .elementwise = false,
      .encode = &Kernels::kv_encode_turbo3, .decode = &Kernels::kv_decode_turbo3},
-    {.dtype = kKvTurbo4, .name = "turbo4", .row_bytes = turbo_rows<4>, .align = 1, .scaled = false, .rotated = true,
+    {.dtype = kKvTurbo4, .name = "turbo4", .row_bytes = turbo_rows<4>, .align = 1, .scaled = false, .rotated = true, .elementwise = false,
      .encode = &Kernels::kv_encode_turbo4, .decode = &Kernels::kv_decode_turbo4},
-    {.dtype = kKvTurbo8, .name = "turbo8", .row_bytes = turbo_rows<8>, .align = 1, .scaled = false, .rotated = true,
+    {.dtype = kKvTurbo8, .name = "turbo8", .row_bytes = turbo_rows<8>, .align = 1, .scaled = false, .rotated = true, .elementwise = false,
      .encode = &Kernels::kv_encode_turbo8, .decode = &Kernels::kv_decode_turbo8},
 };
 

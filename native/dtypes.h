@@ -55,6 +55,9 @@ struct KvDTypeTraits {
   // Rows decode to R·x (kv_turbo.h): attention rotates the queries when K is rotated and
   // un-rotates the outputs when V is, instead of un-rotating every row.
   bool rotated;
+  // Each value decodes on its own (no per-row scale or rotation), so a run of consecutive rows
+  // decodes in one call: attention decodes a whole block's heads at once.
+  bool elementwise;
   KvEncodeFn Kernels::*encode;
   // Null: rows are read in place as f32 (attention decodes nothing).
   KvDecodeFn Kernels::*decode;

@@ -114,6 +114,11 @@ struct Kernels {
   void (*qk)(const float* q, const float* K, size_t kstride, int nk, int hd, float* s);
   // o[d] += sum_t p[t] * V[t][d]; V rows are vstride floats apart.
   void (*pv)(const float* p, const float* V, size_t vstride, int nk, int hd, float* o);
+  // Many queries at once (one KV head's queries against one block): S[i * sstride + t] = dot(Q row i,
+  // K row t) for i < nq, t < nk; Q rows are hd floats apart.
+  void (*qk_tile)(const float* Q, int nq, const float* K, size_t kstride, int nk, int hd, float* S, size_t sstride);
+  // O row i += sum_t P[i * pstride + t] * V[t] for i < nq; O rows are hd floats apart.
+  void (*pv_tile)(const float* P, int nq, size_t pstride, const float* V, size_t vstride, int nk, int hd, float* O);
   // s[t] = exp(s[t] - m); returns the sum.
   float (*exp_sum)(float* s, int n, float m);
   void (*scale)(float* x, int n, float a);

@@ -915,6 +915,14 @@ SVC_AVX2 void pv(const float* p, const float* V, size_t vstride, int nk, int hd,
   }
 }
 
+SVC_AVX2 void qk_tile(const float* Q, int nq, const float* K, size_t kstride, int nk, int hd, float* S, size_t sstride) {
+  for (int i = 0; i < nq; i++) qk(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride);
+}
+
+SVC_AVX2 void pv_tile(const float* P, int nq, size_t pstride, const float* V, size_t vstride, int nk, int hd, float* O) {
+  for (int i = 0; i < nq; i++) pv(P + (size_t)i * pstride, V, vstride, nk, hd, O + (size_t)i * hd);
+}
+
 SVC_AVX2 float exp_sum(float* s, int n, float m) {
   const __m256 mv = _mm256_set1_ps(m);
   __m256 acc = _mm256_setzero_ps();
@@ -1095,6 +1103,8 @@ const Kernels kAvx2Kernels = {
     .softcap = softcap,
     .qk = qk,
     .pv = pv,
+    .qk_tile = qk_tile,
+    .pv_tile = pv_tile,
     .exp_sum = exp_sum,
     .scale = scale,
     .kv_encode_f32 = kv_encode_f32_row,

@@ -208,6 +208,14 @@ void pv(const float* p, const float* V, size_t vstride, int nk, int hd, float* o
   }
 }
 
+void qk_tile(const float* Q, int nq, const float* K, size_t kstride, int nk, int hd, float* S, size_t sstride) {
+  for (int i = 0; i < nq; i++) qk(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride);
+}
+
+void pv_tile(const float* P, int nq, size_t pstride, const float* V, size_t vstride, int nk, int hd, float* O) {
+  for (int i = 0; i < nq; i++) pv(P + (size_t)i * pstride, V, vstride, nk, hd, O + (size_t)i * hd);
+}
+
 float exp_sum(float* s, int n, float m) {
   float sum = 0.0f;
   for (int i = 0; i < n; i++) {
@@ -281,6 +289,8 @@ const Kernels kScalarKernels = {
     .softcap = softcap,
     .qk = qk,
     .pv = pv,
+    .qk_tile = qk_tile,
+    .pv_tile = pv_tile,
     .exp_sum = exp_sum,
     .scale = scale,
     .kv_encode_f32 = kv_encode_f32_row,

@@ -929,6 +929,56 @@ for (const path of PATHS) {
         }
       }
     });
+
+    it('long decodes split across tasks (split-K) and merged match the reference, beside prefill rows', () => {
+      // Decode rows over hundreds of keys take the split-K path (native/attention.cc: every KV head per
+      // task, keys split, partial states merged); a prefill chunk in the same call takes per-head tasks.
+      const rand = rng(21);
+      const blockSize = 16,
+        numKvHeads = 2,
+        numHeads = 8,
+        headDim = 64;
+      // Alone, a decode row splits its keys (one unit for the pool's threads); beside other work it splits less.
+      const calls = [
+        [[1, 1500]],
+        [
+          [1, 1500],
+          [2, 700],
+        ],
+        [
+          [1, 1500],
+          [2, 700],
+          [20, 530],
+          [1, 257],
+        ],
+      ];
+      for (const [dtype, lens] of (['f32', 'bf16', 'fp8', 'turbo3'] as const).flatMap((d) => calls.map((c) => [d, c] as const))) {
+        const blocksPer = lens.map(([, kv]) => Math.ceil(kv / blockSize));
+        const numBlocks = blocksPer.reduce((a, b) => a + b, 0) + 2;
+        const layer = makeLayer(dtype, numBlocks, blockSize, numKvHeads, headDim, KV_DTYPES[dtype].scaled ? 0.25 : 1);
+        const free = Array.from({ length: numBlocks }, (_, i) => i).sort(() => rand() - 0.5);
+        const width = numKvHeads * headDim;
+        const seqs: AttentionSeq[] = [];
+        let qStart = 0;
+        lens.forEach(([qLen, kvLen], s) => {
+          const blockTable = Int32Array.from(free.splice(0, blocksPer[s]));
+          const slots = Int32Array.from({ length: kvLen }, (_, t) => blockTable[Math.floor(t / blockSize)] * blockSize + (t % blockSize));
+          referenceOps.storeKv(layer, randomF32(rand, kvLen * width), randomF32(rand, kvLen * width, 2), kvLen, slots);
+          seqs.push({ qStart, qLen, kvLen, blockTable });
+          qStart += qLen;
+        });
+        const q = randomF32(rand, qStart * numHeads * headDim, 2);
+        const sinks = randomF32(rand, numHeads, 2);
+        for (const extra of [{ slidingWindow: null }, { slidingWindow: 300 }, { slidingWindow: null, softcap: 5, sinks }]) {
+          const params = { numHeads, scale: 1 / Math.sqrt(headDim), ...extra };
+          const want = new Float32Array(q.length),
+            got = new Float32Array(q.length);
+          referenceOps.attention(q, layer, seqs, params, want);
+          nativeOps.attention(q, layer, seqs, params, got);
+          assertClose(got, want, 2e-5, `split-K attention ${dtype} ${JSON.stringify({ ...extra, sinks: undefined })}`);
+        }
+      }
+    });
   });
 }
 
