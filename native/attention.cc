@@ -269,12 +269,11 @@ void reduce_query(const Call& c, const std::vector<Task>& tasks, const Split& sp
   finish_query(c, o, m, l, h, c.out + ((size_t)(s.q_start + j) * c.num_heads + h) * hd);
 }
 
-// Rows that decode (fewer than this per sequence) gain nothing from per-KV-head tasks: their tasks
-// take every KV head of a block, so each task reads whole blocks in address order, and the keys are
-// split across tasks (split-K) when there are too few tasks for the threads.
+// Rows that decode (fewer than this per sequence) split their keys into parts of kSplitKeys (split-K),
+// each part a task, and a reduction merges the parts. The split depends on the sequence alone, so a
+// row's bits do not depend on what else is in the batch.
 constexpr int kDecodeRows = 4;
-// A split-K part covers at least this many keys, so the reduction stays a small share of the work.
-constexpr int kMinSplitKeys = 256;
+constexpr int kSplitKeys = 512;
 
 void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* q, float* out, int num_heads,
                float scale, int window, float softcap, const float* sinks) {
@@ -288,39 +287,38 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
   tasks.clear();
   splits.clear();
 
-  // Units of work before any key split: per sequence, its row chunks x (KV heads, or all of them when
-  // it decodes).
-  int64_t units = 0, row_chunks = 0;
-  for (const Seq& s : seqs) {
-    const int64_t chunks = (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
-    units += s.q_len < kDecodeRows ? 1 : chunks * L.kv_heads;
-    if (s.q_len >= kDecodeRows) row_chunks += chunks;
-  }
+  auto key_parts = [&](const Seq& s) {
+    const int blocks = (s.kv_len + bs - 1) / bs;
+    return std::min(blocks, std::max(1, (s.kv_len + kSplitKeys - 1) / kSplitKeys));
+  };
+  // With enough (rows, key part) units for the threads, a task takes every KV head (whole blocks, read
+  // in address order); else one KV head, for parallelism. Either way each query is computed alike.
+  int64_t units = 0;
+  for (const Seq& s : seqs) units += s.q_len < kDecodeRows ? key_parts(s) : (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
+  const int heads_per = units >= 2 * nth ? L.kv_heads : 1;
+
   int64_t part_size = 0;
   for (int si = 0; si < (int)seqs.size(); si++) {
     const Seq& s = seqs[(size_t)si];
     const int blocks = (s.kv_len + bs - 1) / bs;
     if (s.q_len < kDecodeRows) {
-      // Keys split so that the call has about 2 tasks per thread, each at least kMinSplitKeys long.
-      const int64_t want = (2 * nth + units - 1) / units;
-      const int by_len = std::max(1, s.kv_len / kMinSplitKeys);
-      const int n = (int)std::min<int64_t>({want, by_len, blocks});
-      if (n <= 1) {
-        tasks.push_back({si, 0, s.q_len, 0, L.kv_heads, 0, blocks, -1});
-        continue;
-      }
-      const int nq = s.q_len * num_heads;
-      splits.push_back({(int)tasks.size(), n});
-      for (int i = 0; i < n; i++) {
-        tasks.push_back({si, 0, s.q_len, 0, L.kv_heads, (int)((int64_t)blocks * i / n), (int)((int64_t)blocks * (i + 1) / n),
-                         part_size});
-        part_size += (int64_t)part_floats(nq, hd);
+      const int n = key_parts(s);
+      const int nq = s.q_len * heads_per * group;
+      for (int kvh = 0; kvh < L.kv_heads; kvh += heads_per) {
+        if (n == 1) {
+          tasks.push_back({si, 0, s.q_len, kvh, kvh + heads_per, 0, blocks, -1});
+          continue;
+        }
+        splits.push_back({(int)tasks.size(), n});
+        for (int i = 0; i < n; i++) {
+          tasks.push_back({si, 0, s.q_len, kvh, kvh + heads_per, (int)((int64_t)blocks * i / n),
+                           (int)((int64_t)blocks * (i + 1) / n), part_size});
+          part_size += (int64_t)part_floats(nq, hd);
+        }
       }
       continue;
     }
-    // Later rows see more keys (causal): queue them first so the expensive tasks start early. With
-    // enough row chunks for the threads, a task takes every KV head (whole blocks, read in order).
-    const int heads_per = row_chunks >= 2 * nth ? L.kv_heads : 1;
+    // Later rows see more keys (causal): queue them first so the expensive tasks start early.
     for (int j0 = ((s.q_len - 1) / kRowsPerTask) * kRowsPerTask; j0 >= 0; j0 -= kRowsPerTask)
       for (int kvh = 0; kvh < L.kv_heads; kvh += heads_per)
         tasks.push_back({si, j0, std::min(s.q_len, j0 + kRowsPerTask), kvh, kvh + heads_per, 0, blocks, -1});

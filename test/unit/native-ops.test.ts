@@ -976,6 +976,14 @@ for (const path of PATHS) {
           referenceOps.attention(q, layer, seqs, params, want);
           nativeOps.attention(q, layer, seqs, params, got);
           assertClose(got, want, 2e-5, `split-K attention ${dtype} ${JSON.stringify({ ...extra, sinks: undefined })}`);
+          // Batch invariance: each sequence alone gives the same bits as inside the batch.
+          const rowWidth = numHeads * headDim;
+          for (const seq of seqs) {
+            const alone = new Float32Array(seq.qLen * rowWidth);
+            const qAlone = q.subarray(seq.qStart * rowWidth, (seq.qStart + seq.qLen) * rowWidth);
+            nativeOps.attention(qAlone, layer, [{ ...seq, qStart: 0 }], params, alone);
+            assert.deepEqual(alone, got.subarray(seq.qStart * rowWidth, (seq.qStart + seq.qLen) * rowWidth), `alone vs batched ${dtype}`);
+          }
         }
       }
     });
