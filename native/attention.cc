@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "cpu_features.h"
 #include "dtypes.h"
+#include "kv_codec.h"
 #include "kernels.h"
 #include "kv_turbo.h"
 #include "napi_args.h"
@@ -134,6 +136,11 @@ struct Call {
   float scale, softcap;
   const float* sinks;
   float* parts;
+  // bf16 mode (bf16 / fp8 K and V on a CPU with AVX512_BF16): queries, keys, weights and values are
+  // bf16 and multiplied by vdpbf16ps. fp8 rows decode exactly to bf16 without their layer scale:
+  // k_mult joins the queries' scale and v_mult the outputs'.
+  bool bf16;
+  float k_mult, v_mult;
 };
 
 // Normalises one query's accumulated output into dst: 1 / sum, or with GPT-OSS's sink logit joining
@@ -147,8 +154,79 @@ void finish_query(const Call& c, float* o, float m, float l, int h, float* dst) 
     const double f = std::exp((double)m - mm);
     inv = (float)(f / ((double)l * f + std::exp((double)c.sinks[h] - mm)));
   }
+  inv *= c.v_mult;
   for (int d = 0; d < hd; d++) dst[d] = o[d] * inv;
 }
+
+// bf16 rows of KV heads [kvh0, kvh0 + nkv) in block `phys`: bf16 read in place, fp8 decoded into buf.
+// Token t's row of head kvh0 + i is at + t * *stride + i * hd.
+const uint16_t* block_rows_bf16(const Call& c, const KvSide& side, int phys, int kvh0, int nkv, int nt, uint16_t* buf,
+                                size_t* stride) {
+  const KvLayerView& L = c.L;
+  const size_t first = (size_t)phys * L.block_size * L.kv_heads + kvh0;  // row index
+  if (side.dtype == kKvBF16) {
+    *stride = (size_t)L.kv_heads * L.hd;
+    return reinterpret_cast<const uint16_t*>(side.data) + first * L.hd;
+  }
+  *stride = (size_t)nkv * L.hd;
+  const uint8_t* src = side.data + first * side.row;
+  if (nkv == L.kv_heads) {
+    c.K.fp8_to_bf16(src, buf, (int64_t)nt * nkv * L.hd);
+    return buf;
+  }
+  for (int t = 0; t < nt; t++)
+    c.K.fp8_to_bf16(src + (size_t)t * L.kv_heads * side.row, buf + (size_t)t * nkv * L.hd, (int64_t)nkv * L.hd);
+  return buf;
+}
+
+// Online softmax of one KV head's scores for one block: S holds rows x group queries' scores (row r's
+// heads at r * group + g, sstride apart) for keys t0 .. t0 + nt. Each query's keys outside its causal /
+// window range get weight 0; the rest become exp(s - running max), the running max, sum and output
+// (queries q0 + r * group + g) rescaled when the max grows.
+void softmax_block(const Call& c, float* S, size_t sstride, int rows, int row0_pos, int t0, int nt, size_t q0, float* M,
+                   float* Ls, float* O) {
+  const int hd = c.L.hd, group = c.group, window = c.window;
+  for (int r = 0; r < rows; r++) {
+    const int pos = row0_pos + r;
+    // Causal: keys <= pos; sliding window (HF): pos - t < window.
+    const int a = std::max(t0, window > 0 ? pos - window + 1 : 0) - t0;
+    const int b = std::min(t0 + nt, pos + 1) - t0;
+    for (int g = 0; g < group; g++) {
+      const size_t qi = q0 + (size_t)r * group + g;
+      float* Sq = S + ((size_t)r * group + g) * sstride;
+      if (a >= b) {
+        std::fill(Sq, Sq + nt, 0.0f);
+        continue;
+      }
+      if (c.softcap > 0.0f) c.K.softcap(Sq + a, Sq + a, b - a, c.softcap);  // Gemma 2: cap * tanh(score / cap)
+      float mb = Sq[a];
+      for (int t = a + 1; t < b; t++) mb = std::max(mb, Sq[t]);
+      if (mb > M[qi]) {
+        // New running max: rescale what has been accumulated so far.
+        if (Ls[qi] > 0.0f) {
+          const float alpha = std::exp(M[qi] - mb);
+          Ls[qi] *= alpha;
+          c.K.scale(O + qi * hd, hd, alpha);
+        }
+        M[qi] = mb;
+      }
+      Ls[qi] += c.K.exp_sum(Sq + a, b - a, M[qi]);
+      std::fill(Sq, Sq + a, 0.0f);
+      std::fill(Sq + b, Sq + nt, 0.0f);
+    }
+  }
+}
+
+// Carves a thread's scratch into consecutive arrays.
+struct Carver {
+  uint8_t* p;
+  template <class T>
+  T* take(size_t n) {
+    T* r = reinterpret_cast<T*>(p);
+    p += (n * sizeof(T) + 63) & ~size_t(63);
+    return r;
+  }
+};
 
 void run_task(const Call& c, const Task& tk, int ith) {
   const Kernels& K = c.K;
@@ -156,76 +234,83 @@ void run_task(const Call& c, const Task& tk, int ith) {
   const Seq& s = c.seqs[(size_t)tk.seq];
   const int hd = L.hd, bs = L.block_size;
   const int nkv = tk.kvh1 - tk.kvh0, group = c.group;
-  const int nq = (tk.j1 - tk.j0) * nkv * group;
   const int rows = tk.j1 - tk.j0, nqh = rows * group;  // queries per KV head
-  // Scratch: Q (pre-scaled) | O | M | Lsum | S | Kbuf | Vbuf. Query qi = (kv head k - kvh0, row j - j0,
-  // head g within the group) at ((k - kvh0) * rows + j - j0) * group + g: one KV head's queries are
-  // contiguous, so one qk_tile / pv_tile call serves them all.
-  const size_t kv_floats = (size_t)bs * nkv * hd;
-  const size_t floats = (size_t)nq * hd * 2 + (size_t)nq * 2 + (size_t)nqh * bs + kv_floats * 2;
-  float* Q = static_cast<float*>(ThreadPool::instance().thread_scratch(ith, floats * sizeof(float)));
-  float* O = Q + (size_t)nq * hd;
-  float* M = O + (size_t)nq * hd;
-  float* Ls = M + nq;
-  float* S = Ls + nq;
-  float* Kbuf = S + (size_t)nqh * bs;
-  float* Vbuf = Kbuf + kv_floats;
+  const int nq = nqh * nkv;
+  // Query qi = (kv head k - kvh0, row j - j0, head g within the group) at ((k - kvh0) * rows + j - j0) *
+  // group + g: one KV head's queries are contiguous, so one tile call serves them all.
+  const size_t sstride = (size_t)(bs + 1) & ~size_t(1);  // even: bf16 weights go in key pairs
+  const size_t npairs_max = sstride / 2, kv_vals = (size_t)bs * nkv * hd;
+  const size_t bytes = ((size_t)nq * hd * 4 + 64) * 2 + ((size_t)nq * 4 + 64) * 2 + ((size_t)nqh * sstride * 4 + 64) +
+                       (c.bf16 ? ((size_t)nq * hd * 2 + 64) + ((size_t)nqh * npairs_max * 4 + 64) + (kv_vals * 2 + 64) * 2 +
+                                     ((size_t)nkv * npairs_max * hd * 4 + 64)
+                               : (kv_vals * 4 + 64) * 2);
+  Carver cv{static_cast<uint8_t*>(ThreadPool::instance().thread_scratch(ith, bytes))};
+  float* Q = cv.take<float>((size_t)nq * hd);  // pre-scaled
+  float* O = cv.take<float>((size_t)nq * hd);
+  float* M = cv.take<float>((size_t)nq);
+  float* Ls = cv.take<float>((size_t)nq);
+  float* S = cv.take<float>((size_t)nqh * sstride);
 
   const int offset = s.kv_len - s.q_len;  // position of query row 0
+  const float qscale = c.scale * c.k_mult;
   for (int qi = 0; qi < nq; qi++) {
     const int k = qi / nqh, j = tk.j0 + (qi % nqh) / group, h = (tk.kvh0 + k) * group + qi % group;
     const float* src = c.q + ((size_t)(s.q_start + j) * c.num_heads + h) * hd;
     float* dst = Q + (size_t)qi * hd;
-    for (int d = 0; d < hd; d++) dst[d] = src[d] * c.scale;
+    for (int d = 0; d < hd; d++) dst[d] = src[d] * qscale;
     if (c.kc.rotated) turbo_rotate(dst, hd);  // keys decode to R·k
     std::memset(O + (size_t)qi * hd, 0, (size_t)hd * sizeof(float));
     M[qi] = -std::numeric_limits<float>::infinity();
     Ls[qi] = 0.0f;
   }
 
-  const int window = c.window;
   const int last = offset + tk.j1 - 1;  // newest key any query of this task sees
-  const int lo = window > 0 ? std::max(0, offset + tk.j0 - window + 1) : 0;
-  const int blk_end = std::min(tk.b1, last / bs + 1);
-  for (int blk = std::max(tk.b0, lo / bs); blk < blk_end; blk++) {
-    const int t0 = blk * bs;
-    const int nt = std::min(bs, last + 1 - t0);
-    size_t kstride, vstride;
-    const float* Kr = block_rows(L, L.k, c.kc, c.k_elementwise, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
-    const float* Vr = block_rows(L, L.v, c.vc, c.v_elementwise, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
-    for (int k = 0; k < nkv; k++) {
-      const size_t q0 = (size_t)k * nqh;
-      K.qk_tile(Q + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, (size_t)bs);
-      for (int r = 0; r < rows; r++) {
-        const int pos = offset + tk.j0 + r;
-        // Causal: keys <= pos; sliding window (HF): pos - t < window. Scores outside [a, b) weigh 0.
-        const int a = std::max(t0, window > 0 ? pos - window + 1 : 0) - t0;
-        const int b = std::min(t0 + nt, pos + 1) - t0;
-        for (int g = 0; g < group; g++) {
-          const size_t qi = q0 + (size_t)r * group + g;
-          float* Sq = S + ((size_t)r * group + g) * bs;
-          if (a >= b) {
-            std::memset(Sq, 0, (size_t)nt * sizeof(float));
-            continue;
-          }
-          if (c.softcap > 0.0f) K.softcap(Sq + a, Sq + a, b - a, c.softcap);  // Gemma 2: cap * tanh(score / cap)
-          float mb = Sq[a];
-          for (int t = a + 1; t < b; t++) mb = std::max(mb, Sq[t]);
-          if (mb > M[qi]) {
-            // New running max: rescale what has been accumulated so far.
-            if (Ls[qi] > 0.0f) {
-              const float alpha = std::exp(M[qi] - mb);
-              Ls[qi] *= alpha;
-              K.scale(O + qi * hd, hd, alpha);
-            }
-            M[qi] = mb;
-          }
-          Ls[qi] += K.exp_sum(Sq + a, b - a, M[qi]);
-          std::fill(Sq, Sq + a, 0.0f);
-          std::fill(Sq + b, Sq + nt, 0.0f);
-        }
+  const int lo = c.window > 0 ? std::max(0, offset + tk.j0 - c.window + 1) : 0;
+  const int blk0 = std::max(tk.b0, lo / bs), blk_end = std::min(tk.b1, last / bs + 1);
+  if (!c.bf16) {
+    float* Kbuf = cv.take<float>(kv_vals);
+    float* Vbuf = cv.take<float>(kv_vals);
+    for (int blk = blk0; blk < blk_end; blk++) {
+      const int t0 = blk * bs, nt = std::min(bs, last + 1 - t0);
+      size_t kstride, vstride;
+      const float* Kr = block_rows(L, L.k, c.kc, c.k_elementwise, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
+      const float* Vr = block_rows(L, L.v, c.vc, c.v_elementwise, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
+      for (int k = 0; k < nkv; k++) {
+        const size_t q0 = (size_t)k * nqh;
+        K.qk_tile(Q + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, sstride);
+        softmax_block(c, S, sstride, rows, offset + tk.j0, t0, nt, q0, M, Ls, O);
+        K.pv_tile(S, nqh, sstride, Vr + (size_t)k * hd, vstride, nt, hd, O + q0 * hd);
       }
-      K.pv_tile(S, nqh, (size_t)bs, Vr + (size_t)k * hd, vstride, nt, hd, O + q0 * hd);
+    }
+  } else {
+    uint16_t* Qb = cv.take<uint16_t>((size_t)nq * hd);
+    uint32_t* Pb = cv.take<uint32_t>((size_t)nqh * npairs_max);
+    uint16_t* Kbuf = cv.take<uint16_t>(kv_vals);
+    uint16_t* Vbuf = cv.take<uint16_t>(kv_vals);
+    uint32_t* Vp = cv.take<uint32_t>((size_t)nkv * npairs_max * hd);
+    K.f32_to_bf16(Q, Qb, (int64_t)nq * hd);
+    for (int blk = blk0; blk < blk_end; blk++) {
+      const int t0 = blk * bs, nt = std::min(bs, last + 1 - t0), npairs = (nt + 1) / 2;
+      size_t kstride, vstride;
+      const uint16_t* Kr = block_rows_bf16(c, L.k, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
+      const uint16_t* Vr = block_rows_bf16(c, L.v, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
+      for (int k = 0; k < nkv; k++) {
+        // Values in key pairs (an odd last key pairs with zeros).
+        uint32_t* Vk = Vp + (size_t)k * npairs_max * hd;
+        for (int p = 0; p < npairs; p++) {
+          const uint16_t* r0 = Vr + (size_t)(2 * p) * vstride + (size_t)k * hd;
+          K.bf16_pairs(r0, 2 * p + 1 < nt ? r0 + vstride : nullptr, hd, Vk + (size_t)p * hd);
+        }
+        const size_t q0 = (size_t)k * nqh;
+        K.qk_tile_bf16(Qb + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, sstride);
+        softmax_block(c, S, sstride, rows, offset + tk.j0, t0, nt, q0, M, Ls, O);
+        for (int i = 0; i < nqh; i++) {
+          float* Si = S + (size_t)i * sstride;
+          if (nt % 2) Si[nt] = 0.0f;
+          K.f32_to_bf16(Si, reinterpret_cast<uint16_t*>(Pb + (size_t)i * npairs_max), 2 * npairs);
+        }
+        K.pv_tile_bf16(Pb, nqh, npairs_max, Vk, npairs, hd, O + q0 * hd);
+      }
     }
   }
 
@@ -326,8 +411,13 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
   if ((int64_t)parts.size() < part_size) parts.resize((size_t)part_size);
 
   const KvDTypeTraits &kt = kv_dtype_traits(L.k.dtype), &vt = kv_dtype_traits(L.v.dtype);
-  const Call c{K, L, codec_for(K, L.k), codec_for(K, L.v), kt.elementwise, vt.elementwise, seqs, q, out,
-               num_heads, group, window, scale, softcap, sinks, parts.data()};
+  auto bf16_side = [](int dt) { return dt == kKvBF16 || dt == kKvFP8; };
+  const bool bf16 = K.qk_tile_bf16 && cpu_features().avx512bf16 && hd % 32 == 0 && bf16_side(L.k.dtype) &&
+                    bf16_side(L.v.dtype);
+  auto mult = [&](const KvSide& side) { return bf16 && side.dtype == kKvFP8 ? fp8_decode_mult(side.scale) : 1.0f; };
+  const Call c{K,     L,      codec_for(K, L.k), codec_for(K, L.v), kt.elementwise, vt.elementwise, seqs, q, out,
+               num_heads, group, window,       scale,           softcap,          sinks,          parts.data(),
+               bf16,  mult(L.k), mult(L.v)};
   parallel_for((int64_t)tasks.size(), 1, [&](int64_t b, int64_t e, int ith) {
     for (int64_t t = b; t < e; t++) run_task(c, tasks[(size_t)t], ith);
   });

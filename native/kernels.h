@@ -119,6 +119,21 @@ struct Kernels {
   void (*qk_tile)(const float* Q, int nq, const float* K, size_t kstride, int nk, int hd, float* S, size_t sstride);
   // O row i += sum_t P[i * pstride + t] * V[t] for i < nq; O rows are hd floats apart.
   void (*pv_tile)(const float* P, int nq, size_t pstride, const float* V, size_t vstride, int nk, int hd, float* O);
+  // bf16 dot products for attention over bf16 / fp8 KV (AVX512_BF16; null on the other paths, and
+  // only called when cpu_features().avx512bf16). Q and K rows are bf16, hd % 32 == 0:
+  // S[i * sstride + t] = dot(Q row i, K row t), Q rows hd apart, K rows kstride apart.
+  void (*qk_tile_bf16)(const uint16_t* Q, int nq, const uint16_t* K, size_t kstride, int nk, int hd, float* S,
+                       size_t sstride);
+  // O row i += sum over key pairs p of P[i * pstride + p] . V[p]: each P dword holds two keys' bf16
+  // weights (low half the even key), each V dword the two keys' bf16 values of one column (V rows of
+  // hd dwords, one per key pair; bf16_pairs makes them). O rows are hd floats apart.
+  void (*pv_tile_bf16)(const uint32_t* P, int nq, size_t pstride, const uint32_t* V, int npairs, int hd, float* O);
+  // dst[d] = r0[d] | r1[d] << 16 for d < n (r1 null: zeros).
+  void (*bf16_pairs)(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst);
+  // fp8 codes to bf16 without the layer scale: exact (value = code's e4m3 value / 256).
+  void (*fp8_to_bf16)(const uint8_t* src, uint16_t* dst, int64_t n);
+  // Round to nearest even.
+  void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
   // s[t] = exp(s[t] - m); returns the sum.
   float (*exp_sum)(float* s, int n, float m);
   void (*scale)(float* x, int n, float a);

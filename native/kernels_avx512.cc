@@ -1182,6 +1182,109 @@ SVC_AVX512 void qk_tile(const float* Q, int nq, const float* K, size_t kstride, 
   for (; i < nq; i++) qk(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride);
 }
 
+// ---- bf16 attention products (vdpbf16ps: two products per f32 lane and instruction) ----
+
+#define SVC_AVX512_BF16 __attribute__((target(SVC_AVX512_TARGET ",avx512bf16")))
+
+SVC_AVX512_BF16 inline __attribute__((always_inline)) __m512 dot_bf16(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+}
+
+SVC_AVX512_BF16 float dot_row_bf16(const uint16_t* q, const uint16_t* k, int hd) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int d = 0; d < hd; d += 32) acc = dot_bf16(acc, _mm512_loadu_si512(q + d), _mm512_loadu_si512(k + d));
+  return _mm512_reduce_add_ps(acc);
+}
+
+// qk_tile with bf16 rows: 4 queries x 4 keys per step, 32 dimensions per instruction.
+SVC_AVX512_BF16 void qk_tile_bf16(const uint16_t* Q, int nq, const uint16_t* K, size_t kstride, int nk, int hd,
+                                  float* S, size_t sstride) {
+  int i = 0;
+  for (; i + 4 <= nq; i += 4) {
+    const uint16_t* q0 = Q + (size_t)i * hd;
+    int t = 0;
+    for (; t + 4 <= nk; t += 4) {
+      __m512 acc[16];
+      for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
+      const uint16_t* k0 = K + (size_t)t * kstride;
+      for (int d = 0; d < hd; d += 32) {
+        __m512i kv[4];
+        for (int b = 0; b < 4; b++) kv[b] = _mm512_loadu_si512(k0 + (size_t)b * kstride + d);
+        for (int a = 0; a < 4; a++) {
+          const __m512i qv = _mm512_loadu_si512(q0 + (size_t)a * hd + d);
+          for (int b = 0; b < 4; b++) acc[a * 4 + b] = dot_bf16(acc[a * 4 + b], qv, kv[b]);
+        }
+      }
+      alignas(64) float r[16];  // lane a * 4 + b: query i + a, key t + b
+      _mm512_store_ps(r, hsum16x16(acc));
+      for (int a = 0; a < 4; a++) std::memcpy(S + (size_t)(i + a) * sstride + t, r + 4 * a, 4 * sizeof(float));
+    }
+    for (int a = 0; a < 4; a++)
+      for (int u = t; u < nk; u++) S[(size_t)(i + a) * sstride + u] = dot_row_bf16(q0 + (size_t)a * hd, K + (size_t)u * kstride, hd);
+  }
+  for (; i < nq; i++)
+    for (int u = 0; u < nk; u++) S[(size_t)i * sstride + u] = dot_row_bf16(Q + (size_t)i * hd, K + (size_t)u * kstride, hd);
+}
+
+// pv_tile with bf16 key pairs: 4 queries x 64 columns per pass, two keys per instruction.
+SVC_AVX512_BF16 void pv_tile_bf16(const uint32_t* P, int nq, size_t pstride, const uint32_t* V, int npairs, int hd,
+                                  float* O) {
+  int i = 0;
+  if (hd % 64 == 0)
+    for (; i + 4 <= nq; i += 4)
+      for (int d = 0; d < hd; d += 64) {
+        __m512 o[16];
+        for (int a = 0; a < 4; a++)
+          for (int c = 0; c < 4; c++) o[a * 4 + c] = _mm512_loadu_ps(O + (size_t)(i + a) * hd + d + 16 * c);
+        for (int p = 0; p < npairs; p++) {
+          const uint32_t* vp = V + (size_t)p * hd + d;
+          __m512i vv[4];
+          for (int c = 0; c < 4; c++) vv[c] = _mm512_loadu_si512(vp + 16 * c);
+          for (int a = 0; a < 4; a++) {
+            const __m512i w = _mm512_set1_epi32((int)P[(size_t)(i + a) * pstride + p]);
+            for (int c = 0; c < 4; c++) o[a * 4 + c] = dot_bf16(o[a * 4 + c], w, vv[c]);
+          }
+        }
+        for (int a = 0; a < 4; a++)
+          for (int c = 0; c < 4; c++) _mm512_storeu_ps(O + (size_t)(i + a) * hd + d + 16 * c, o[a * 4 + c]);
+      }
+  for (; i < nq; i++)
+    for (int d = 0; d < hd; d += 16) {
+      float* od = O + (size_t)i * hd + d;
+      __m512 acc = _mm512_loadu_ps(od);
+      for (int p = 0; p < npairs; p++)
+        acc = dot_bf16(acc, _mm512_set1_epi32((int)P[(size_t)i * pstride + p]), _mm512_loadu_si512(V + (size_t)p * hd + d));
+      _mm512_storeu_ps(od, acc);
+    }
+}
+
+SVC_AVX512_BF16 void bf16_pairs(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst) {
+  for (int d = 0; d < n; d += 16) {
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(r0 + d)));
+    const __m512i hi = r1 ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(r1 + d))), 16)
+                          : _mm512_setzero_si512();
+    _mm512_storeu_si512(dst + d, _mm512_or_si512(lo, hi));
+  }
+}
+
+SVC_AVX512_BF16 void fp8_to_bf16(const uint8_t* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    const __m256i c = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, src + i));
+    // The e4m3 bits placed in an f16 (as kv_decode_fp8): value / 256, exact, and exact again in bf16.
+    const __m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(c, 8), _mm256_set1_epi16((short)0x8000)),
+                                      _mm256_and_si256(_mm256_slli_epi16(c, 7), _mm256_set1_epi16(0x3f80)));
+    _mm256_mask_storeu_epi16(dst + i, m, (__m256i)_mm512_cvtneps_pbh(_mm512_cvtph_ps(h)));
+  }
+}
+
+SVC_AVX512_BF16 void f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
+    _mm256_mask_storeu_epi16(dst + i, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + i)));
+  }
+}
+
 // 4 queries x 64 output columns per pass: each V vector is loaded once and used by four queries.
 SVC_AVX512 void pv_tile(const float* P, int nq, size_t pstride, const float* V, size_t vstride, int nk, int hd, float* O) {
   int i = 0;
@@ -1387,6 +1490,11 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .pv = pv,
       .qk_tile = qk_tile,
       .pv_tile = pv_tile,
+      .qk_tile_bf16 = qk_tile_bf16,
+      .pv_tile_bf16 = pv_tile_bf16,
+      .bf16_pairs = bf16_pairs,
+      .fp8_to_bf16 = fp8_to_bf16,
+      .f32_to_bf16 = f32_to_bf16,
       .exp_sum = exp_sum,
       .scale = scale,
       .kv_encode_f32 = kv_encode_f32_row,
