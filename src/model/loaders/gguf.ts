@@ -1,66 +1,25 @@
 // GGUF checkpoints: one file holding metadata and ggml tensors. Tensors come out under Hugging Face
 // names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
 // Hugging Face layout (and rotates with neox-style RoPE). Stacked expert tensors (ffn_*_exps) stay
-// whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts).
+// whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts). Names and
+// the converter's per-family transformations (Gemma's norm + 1, Mamba's A = −exp(A_log), …) are
+// gguf-names.ts's; a family's own metadata keys are its module's ggufConfig.
 import type { Checkpoint, DType, LoadProgress, Tensor } from '../types.js';
 import { architectureNamed } from '../architectures/index.js';
 import { configFromGguf } from '../model-config.js';
-import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow } from '../../kernels/dtypes.js';
+import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow, dequantize } from '../../kernels/dtypes.js';
 import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
 import { mapFile } from './file-bytes.js';
 import { DerivedBytes, MappedResidency } from './mapped-residency.js';
+import { ggufTensorFix, hfNameOf } from './gguf-names.js';
+
+export { hfNameOf } from './gguf-names.js';
 
 /** ggml type ids → the weight dtypes (each dtype's row in WEIGHT_DTYPES names its ggml type). */
 const GGML_TO_DTYPE = new Map<number, DType>(ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, d]));
 
 const GGML_TYPE_NAMES = new Map<number, string>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k]));
 const GGML_SUPPORTED = ALL_DTYPES.map((d) => GGML_TYPE_NAMES.get(WEIGHT_DTYPES[d].ggmlType) ?? d).join(', ');
-
-const TOP_LEVEL_NAMES: Record<string, string> = {
-  'token_embd.weight': 'model.embed_tokens.weight',
-  'output_norm.weight': 'model.norm.weight',
-  'output.weight': 'lm_head.weight',
-};
-
-const LAYER_NAMES: Record<string, string> = {
-  attn_q: 'self_attn.q_proj',
-  attn_k: 'self_attn.k_proj',
-  attn_v: 'self_attn.v_proj',
-  attn_output: 'self_attn.o_proj',
-  attn_q_norm: 'self_attn.q_norm',
-  attn_k_norm: 'self_attn.k_norm',
-  attn_norm: 'input_layernorm',
-  ffn_norm: 'post_attention_layernorm',
-  ffn_gate: 'mlp.gate_proj',
-  ffn_up: 'mlp.up_proj',
-  ffn_down: 'mlp.down_proj',
-  // Mixture of experts: the router, and every expert's weights stacked [experts, rows, cols] in one
-  // tensor, named as transformers 5 names its stacked experts (gate and up kept apart).
-  ffn_gate_inp: 'mlp.gate',
-};
-
-/** Stacked expert tensors (blk.N.ffn_*_exps.weight) → their names under model.layers.N. */
-const STACKED_EXPERT_NAMES: Record<string, string> = {
-  ffn_gate_exps: 'mlp.experts.gate_proj',
-  ffn_up_exps: 'mlp.experts.up_proj',
-  ffn_down_exps: 'mlp.experts.down_proj',
-};
-
-/** Older Mixtral GGUFs' one tensor per expert (blk.N.ffn_gate.E.weight) → Hugging Face's per-expert names. */
-const PER_EXPERT_NAMES: Record<string, string> = { ffn_gate: 'gate_proj', ffn_up: 'up_proj', ffn_down: 'down_proj' };
-
-/** llama.cpp tensor name → Hugging Face name (null for tensors we have no use for, e.g. rope_freqs). */
-export function hfNameOf(ggufName: string): string | null {
-  if (TOP_LEVEL_NAMES[ggufName]) return TOP_LEVEL_NAMES[ggufName];
-  const expert = /^blk\.(\d+)\.(ffn_gate|ffn_up|ffn_down)\.(\d+)\.weight$/.exec(ggufName);
-  if (expert) return `model.layers.${expert[1]}.mlp.experts.${expert[3]}.${PER_EXPERT_NAMES[expert[2]]}.weight`;
-  const m = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
-  if (!m) return null;
-  const stacked = STACKED_EXPERT_NAMES[m[2]];
-  if (stacked && m[3] === 'weight') return `model.layers.${m[1]}.${stacked}`;
-  const part = LAYER_NAMES[m[2]];
-  return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
-}
 
 /**
  * Maps the file; tensors are views of the mapping (Q/K weights of interleaved architectures are
@@ -72,15 +31,6 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   const header = readGgufHeader(path, { skipLargeArrays: true });
   const metadata = header.metadata;
   const infos = new Map(header.tensors.map((t) => [t.name, t]));
-  const config = configFromGguf(metadata, {
-    hasOutputWeight: infos.has('output.weight'),
-    embeddingRows: infos.get('token_embd.weight')?.dims[1],
-    routerLayers: new Set(header.tensors.flatMap((t) => /^blk\.(\d+)\.ffn_gate_inp\.weight$/.exec(t.name)?.[1] ?? []).map(Number)),
-    source: path,
-  });
-  // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
-  const qkPermuted = architectureNamed(config.architecture)?.module.ggufQkPermuted ?? false;
-
   // Validate every tensor against the file size before touching (or mapping) the data.
   for (const info of header.tensors) {
     const dtype = dtypeOf(info, path);
@@ -91,17 +41,46 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   }
 
   const file = mapFile(path, fastLoad);
+  const viewOf = (info: GgufTensorInfo): Uint8Array => {
+    const dtype = dtypeOf(info, path);
+    return file.bytes.subarray(info.offset, info.offset + tensorBytes(info, dtype, path));
+  };
+  const config = configFromGguf(metadata, {
+    hasOutputWeight: infos.has('output.weight'),
+    embeddingRows: infos.get('token_embd.weight')?.dims[1],
+    routerLayers: new Set(header.tensors.flatMap((t) => /^blk\.(\d+)\.ffn_gate_inp\.weight$/.exec(t.name)?.[1] ?? []).map(Number)),
+    tensorNames: infos.keys(),
+    // Small tensors the config reads (Phi-3's LongRoPE factors), decoded to f32.
+    tensorValues: (name) => {
+      const info = infos.get(name);
+      return info ? f32Values(info, viewOf(info), path) : undefined;
+    },
+    source: path,
+  });
+  const arch = metadata['general.architecture'] as string;
+  // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
+  const qkPermuted = architectureNamed(config.architecture)?.module.ggufQkPermuted ?? false;
   const residency = new MappedResidency(file, fastLoad, onProgress);
   const tensors = new Map<string, Tensor>();
   let first = Infinity;
   for (const info of header.tensors) {
-    const name = hfNameOf(info.name);
+    const name = hfNameOf(info.name, arch);
     if (!name) continue;
     const dtype = dtypeOf(info, path);
-    const shape = [...info.dims].reverse();
+    const stored = [...info.dims].reverse();
     const length = tensorBytes(info, dtype, path);
     const view = file.bytes.subarray(info.offset, info.offset + length);
     first = Math.min(first, info.offset);
+    // What the converter did to the tensor beyond renaming it, undone (gguf-names.ts).
+    const fix = ggufTensorFix(arch, name, stored);
+    const shape = fix?.shape ?? stored;
+    const transform = fix?.values;
+    if (transform) {
+      const derived = new DerivedBytes(() => new Uint8Array(transform(f32Values(info, view, path)).buffer));
+      residency.add(name, info.offset, length, derived);
+      tensors.set(name, derivedTensor(name, 'f32', shape, derived));
+      continue;
+    }
     const heads = qkPermuted
       ? /\.attn_q\.(weight|bias)$/.test(info.name)
         ? config.numHeads
@@ -130,6 +109,14 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   }
   if (first < Infinity) residency.start(first);
   return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency };
+}
+
+/** A tensor's values decoded to f32 (a copy). */
+function f32Values(info: GgufTensorInfo, view: Uint8Array, path: string): Float32Array {
+  const dtype = dtypeOf(info, path);
+  const cols = info.dims[0] ?? 1;
+  const rows = info.dims.slice(1).reduce((a, b) => a * b, 1);
+  return dequantize(dtype, view, rows, cols);
 }
 
 /** A tensor whose data getter hands out `derived`'s copy (made on first read). */

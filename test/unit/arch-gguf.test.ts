@@ -1,0 +1,133 @@
+// llama.cpp GGUF files of the arch-fixture families, loaded through svc's normal path (loadCheckpoint)
+// and run against the fixtures' Hugging Face float64 logits. Each GGUF is written by
+// test/helpers/hf-to-gguf.ts as convert_hf_to_gguf.py writes that family (names, transformations,
+// metadata); each family also shows its test fails when a transformation is left out of the file.
+//
+// Tolerance: as the safetensors tests (arch-gemma, arch-phi-granite, arch-mamba): max |ours − HF| /
+// max |HF logit| < 1e-4 over every position of every sequence, for each sequence's prefill and the
+// paged prefill → chunk → decode path (two sequences per batch), reference ops.
+//
+// What a GGUF cannot carry. The converters write no query_pre_attn_scalar (Gemma) and no sliding
+// pattern for Gemma 3: llama.cpp derives the softmax scale from head_dim (hidden / heads for 27B) and
+// takes one sliding layer pattern per family (2, 6). The tiny fixtures use other values (scalar 12 with
+// head_dim 6; Gemma 3 pattern 3), so the test checks the config reads llama.cpp's rule and then sets the
+// fixture's values on the loaded config before comparing — everything else comes from the file.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MODELS } from '../helpers/paths.js';
+import { hfToGguf, type GgufFamily, type GgufSkip } from '../helpers/hf-to-gguf.js';
+import { pagedRows, prefillRows, readReferenceLogits, referenceRelError } from '../helpers/paged-run.js';
+import { referenceOps } from '../../src/kernels/reference.js';
+import { createModel } from '../../src/model/architectures/index.js';
+import { loadCheckpoint } from '../../src/model/loaders/index.js';
+import type { Checkpoint, ModelConfig } from '../../src/model/types.js';
+
+const ARCH_FIXTURES = resolve(MODELS, 'arch-fixtures');
+const TOL = 1e-4;
+
+interface Case {
+  /** Fixture folder suffix and file stem (neural-api-<name>/tiny_<name>.*). */
+  name: string;
+  family: GgufFamily;
+  /** ModelConfig.architecture the file should load as. */
+  architecture: string;
+  /** What llama.cpp's rules give for this file (checked), then the fixture's values the file cannot carry. */
+  cannotCarry?: { expected: Partial<ModelConfig>; fixture: Partial<ModelConfig> };
+  /** Transformations whose omission must break the match (refused: the loader may refuse the file instead). */
+  skips: (GgufSkip | { skip: GgufSkip; refused: true })[];
+  /** Pair and chunking for the paged path (LongRoPE fixtures cross the threshold in the first chunk). */
+  paged?: { chunks: [number, number] };
+}
+
+const CASES: Case[] = [
+  {
+    name: 'gemma2',
+    family: 'gemma2',
+    architecture: 'gemma2',
+    cannotCarry: { expected: { queryPreAttnScalar: 6 }, fixture: { queryPreAttnScalar: 12 } },
+    skips: ['gemma-norm-shift', 'llama-qk-permute'],
+  },
+  {
+    name: 'gemma3',
+    family: 'gemma3',
+    architecture: 'gemma3',
+    cannotCarry: {
+      expected: { queryPreAttnScalar: 6, layerAttention: ['sliding', 'sliding', 'sliding'] },
+      fixture: { queryPreAttnScalar: 12, layerAttention: ['sliding', 'sliding', 'full'] },
+    },
+    skips: ['gemma-norm-shift'],
+  },
+  { name: 'olmo2', family: 'olmo2', architecture: 'olmo2', skips: ['llama-qk-permute'] },
+  { name: 'phi3', family: 'phi3', architecture: 'phi3', skips: [{ skip: 'phi3-fused-names', refused: true }] },
+  { name: 'phi3_longrope', family: 'phi3', architecture: 'phi3', skips: ['phi3-rope-factors'], paged: { chunks: [9, 4] } },
+  { name: 'phi3_longrope_full', family: 'phi3', architecture: 'phi3', skips: ['phi3-rope-factors'], paged: { chunks: [9, 4] } },
+  { name: 'mamba2', family: 'mamba2', architecture: 'mamba2', skips: ['mamba-a-exp'] },
+];
+
+let dir = '';
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-arch-gguf-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function convert(c: Case, skip?: GgufSkip): string {
+  const folder = resolve(ARCH_FIXTURES, `neural-api-${c.name}`);
+  const out = join(dir, `${c.name}${skip ? `-${skip}` : ''}.gguf`);
+  hfToGguf({
+    family: c.family,
+    safetensors: resolve(folder, `tiny_${c.name}.safetensors`),
+    config: JSON.parse(readFileSync(resolve(folder, `tiny_${c.name}_config.json`), 'utf8')) as Record<string, unknown>,
+    out,
+    ...(skip ? { skip } : {}),
+  });
+  return out;
+}
+
+/** The GGUF checkpoint with the fixture's values for what the file cannot carry (checked against llama.cpp's rules first). */
+function load(c: Case, path: string, check: boolean): Checkpoint {
+  const checkpoint = loadCheckpoint(path, { fastLoad: true });
+  if (!c.cannotCarry) return checkpoint;
+  if (check)
+    for (const [key, want] of Object.entries(c.cannotCarry.expected))
+      assert.deepEqual(checkpoint.config[key as keyof ModelConfig], want, key);
+  return { ...checkpoint, config: { ...checkpoint.config, ...c.cannotCarry.fixture } };
+}
+
+function errors(c: Case, checkpoint: Checkpoint): { prefill: number; paged: number } {
+  const ref = readReferenceLogits(resolve(ARCH_FIXTURES, `neural-api-${c.name}`, `tiny_${c.name}_logits.json`));
+  const model = createModel(checkpoint, referenceOps);
+  const options = c.paged ? { chunks: c.paged.chunks } : {};
+  return {
+    prefill: referenceRelError(ref, prefillRows(model, ref)),
+    paged: referenceRelError(ref, [...pagedRows(model, ref, [0, 1], options), ...pagedRows(model, ref, [2, 0], options)]),
+  };
+}
+
+describe('llama.cpp GGUF files of the arch-fixture families against Hugging Face logits', () => {
+  for (const c of CASES) {
+    it(`${c.name} (general.architecture ${c.family}): prefill and paged within ${TOL} relative`, () => {
+      const checkpoint = load(c, convert(c), true);
+      assert.equal(checkpoint.format, 'gguf');
+      assert.equal(checkpoint.config.architecture, c.architecture);
+      const { prefill, paged } = errors(c, checkpoint);
+      console.log(`# ${c.name} GGUF: max relative logit error prefill ${prefill.toExponential(2)}, paged ${paged.toExponential(2)}`);
+      assert.ok(prefill < TOL, `prefill error ${prefill}`);
+      assert.ok(paged < TOL, `paged error ${paged}`);
+    });
+    for (const entry of c.skips) {
+      const { skip, refused } = typeof entry === 'string' ? { skip: entry, refused: false } : entry;
+      it(`${c.name}: a file written ${skip === 'llama-qk-permute' ? 'with' : 'without'} ${skip} no longer matches${refused ? ' (refused)' : ''}`, () => {
+        if (refused) {
+          assert.throws(() => errors(c, load(c, convert(c, skip), false)), /missing tensor/);
+          return;
+        }
+        const { prefill } = errors(c, load(c, convert(c, skip), false));
+        console.log(`# ${c.name} ${skip}: max relative logit error ${prefill.toExponential(2)}`);
+        assert.ok(!(prefill <= 1e-3), `error with ${skip}: ${prefill}`);
+      });
+    }
+  }
+});
