@@ -21,6 +21,11 @@
 //     experts as one ungated SwiGLU of n_shared_experts · moe_intermediate_size (MoeBlock.shared).
 // q_a_layernorm and kv_a_layernorm use DeepseekV2RMSNorm's default eps 1e-6 (transformers builds them
 // without rms_norm_eps); the decoder's norms use rms_norm_eps.
+// GGUF: llama.cpp's 'deepseek2' is not mapped yet: current converters (DeepseekV2Model, conversion/
+// deepseek.py) split kv_b_proj into attn_k_b (transposed, per head) and attn_v_b, older ones kept
+// attn_kv_b; the loader would have to rebuild kv_b_proj from either, and read the MLA ranks, YaRN
+// (rope.scaling.yarn_log_multiplier) and DeepSeekMoE keys (leading dense layers, expert_weights_scale,
+// gating function, groups). Such a file is refused at start-up.
 import type { KvLayer, Ops, RopeFrequencies, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, MlaConfig, ModelConfig, YarnConfig } from '../types.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';

@@ -12,7 +12,11 @@
 //    limit 7). The stacked tensors are transposed to per-expert [out, in] matrices at load (a copy,
 //    in the checkpoint's dtype: f32, or bf16 — MXFP4 checkpoints arrive as bf16, loaders/mxfp4.ts).
 // Chat: GPT-OSS writes OpenAI harmony channels; svc has no harmony template or parser (registry/gpt-oss.toml).
-// GGUF: llama.cpp's 'gpt-oss' files are not mapped (their MXFP4 tensors would need a weight dtype of their own).
+// GGUF: llama.cpp's 'gpt-oss' files are not mapped yet. Its converter (conversion/gpt_oss.py) repacks the
+// experts to ggml MXFP4 (type 39, blocks of one E8M0 scale byte + 16 nibble bytes, a layout other than the
+// safetensors _blocks / _scales mxfp4.ts reads) and splits gate_up into ffn_gate_exps / ffn_up_exps; the
+// loader has neither the type-39 decoder nor the gpt-oss names and keys (sinks, YaRN, sliding pattern), so
+// such a file is refused at start-up ("unsupported general.architecture").
 import type { MoeExperts, WeightMatrix } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';

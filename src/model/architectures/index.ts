@@ -114,7 +114,7 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
   },
   // Sliding / full layers with attention sinks, YaRN, MoE with biased experts and a clamped SwiGLU (MXFP4 experts dequantized at load).
   { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: [], module: gptOss },
-  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts). GGUF deepseek2 is not mapped.
+  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts). GGUF deepseek2 is not mapped (deepseek-v2.ts says why).
   {
     name: 'deepseek_v2',
     hfArchitectures: ['DeepseekV2ForCausalLM'],

@@ -10,6 +10,11 @@
 //      ungated relu² experts, plus a shared relu² MLP.
 // then norm_f and lm_head. Only attention blocks hold KV (ModelConfig.layerTypes, usesKvCache); Mamba
 // blocks keep a RecurrentState slot per sequence (ForwardBatch.stateSlots), created here.
+// GGUF: llama.cpp's 'nemotron_h' / 'nemotron_h_moe' are not mapped yet: the converter (NemotronHModel over
+// GraniteHybridModel and Mamba2Model, conversion/nemotron.py) writes per-layer arrays (head_count_kv,
+// feed_forward_length: 0 on other layers) that the GGUF config reader refuses today, and its MoE keys
+// (expert_weights_scale, group counts, shared expert) and ffn_* names would need their own mapping. The
+// Mamba side (A, D, conv1d, norm reshapes) is already undone by loaders/gguf-names.ts for these names.
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, ModelConfig, SigmoidRoutingConfig, SsmConfig } from '../types.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';

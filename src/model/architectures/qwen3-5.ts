@@ -11,6 +11,11 @@
 //     sigmoid(shared_expert_gate · x).
 // Attention layers use the paged KV cache; linear-attention layers keep a RecurrentState slot per
 // sequence (ForwardBatch.stateSlots), which this model creates (createRecurrentState).
+// GGUF: llama.cpp's 'qwen35' / 'qwen35moe' are not mapped yet: the converter (Qwen3NextModel and
+// _LinearAttentionVReorderBase, conversion/qwen.py) adds 1 to the (1 + w) norms, stores A_log as
+// −exp(A_log), reorders the V heads from grouped to tiled order in in_proj_qkv / z / a / b, A_log,
+// dt_bias, conv1d and out_proj, and writes the layer pattern as full_attention_interval; each would need
+// undoing in loaders/gguf-names.ts and reading in a ggufConfig. Such a file is refused at start-up.
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, LinearAttentionConfig, ModelConfig } from '../types.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';

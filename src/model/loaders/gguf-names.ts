@@ -21,8 +21,6 @@ const LAYER_NAMES: Record<string, string> = {
   attn_q: 'self_attn.q_proj',
   attn_k: 'self_attn.k_proj',
   attn_v: 'self_attn.v_proj',
-  // convert_hf_to_gguf.py --fuse-qkv (and Phi-3 always): q, k and v rows in one tensor.
-  attn_qkv: 'self_attn.qkv_proj',
   attn_output: 'self_attn.o_proj',
   attn_q_norm: 'self_attn.q_norm',
   attn_k_norm: 'self_attn.k_norm',
@@ -37,6 +35,12 @@ const LAYER_NAMES: Record<string, string> = {
 };
 
 /**
+ * q, k and v rows in one tensor: Phi-3 always, the others under convert_hf_to_gguf.py --fuse-qkv. Only
+ * for families whose Q/K rows are not interleaved (the loader un-interleaves attn_q / attn_k only).
+ */
+const FUSED_QKV: Record<string, string> = { 'attn_qkv.weight': 'self_attn.qkv_proj.weight', 'attn_qkv.bias': 'self_attn.qkv_proj.bias' };
+
+/**
  * Per GGUF architecture: blk.N.<key> → model.layers.N.<value>, where <key> is the part with its
  * suffix (`ssm_dt.bias`) or the bare part for llama.cpp's suffix-less tensors (`ssm_a`, `ssm_d`).
  * Looked up before LAYER_NAMES.
@@ -45,16 +49,18 @@ const ARCH_LAYER_NAMES: Record<string, Record<string, string>> = {
   // tensor_mapping.py: post_attention_layernorm → post_attention_norm, pre_feedforward_layernorm →
   // ffn_norm, post_feedforward_layernorm → post_ffw_norm.
   gemma2: {
+    ...FUSED_QKV,
     'post_attention_norm.weight': 'post_attention_layernorm.weight',
     'ffn_norm.weight': 'pre_feedforward_layernorm.weight',
     'post_ffw_norm.weight': 'post_feedforward_layernorm.weight',
   },
   olmo2: {
+    ...FUSED_QKV,
     'post_attention_norm.weight': 'post_attention_layernorm.weight',
     'post_ffw_norm.weight': 'post_feedforward_layernorm.weight',
   },
   // Phi-3's gate_up_proj is renamed ffn_up as it is (gate rows first): llama.cpp's fused SwiGLU.
-  phi3: { 'ffn_up.weight': 'mlp.gate_up_proj.weight' },
+  phi3: { ...FUSED_QKV, 'ffn_up.weight': 'mlp.gate_up_proj.weight' },
   mamba2: mambaNames(),
 };
 ARCH_LAYER_NAMES.gemma3 = ARCH_LAYER_NAMES.gemma2;
