@@ -361,8 +361,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     ...ggufGraniteScales(meta, arch, where),
   };
   const config = { ...common, ...ggufFamilyFields(row.module, meta, arch, common, opts, where) };
-  // Partial rotary only where the family reads it (its ggufConfig sets rotaryDim); else it would be ignored.
-  if (ropeDims !== undefined && ropeDims !== config.headDim && ropeDims !== config.rotaryDim) {
+  // Partial rotary only where the family reads it (its ggufConfig sets rotaryDim, or MLA's rope part); else it would be ignored.
+  if (ropeDims !== undefined && ropeDims !== config.headDim && ropeDims !== config.rotaryDim && ropeDims !== config.mla?.qkRopeHeadDim) {
     throw new ModelConfigError(
       `${where}: partial rotary embeddings (${arch}.rope.dimension_count ${ropeDims} of head size ${config.headDim}) are not supported`,
     );

@@ -24,20 +24,27 @@ import { referenceOps } from '../../src/kernels/reference.js';
 import { createModel } from '../../src/model/architectures/index.js';
 import { loadCheckpoint } from '../../src/model/loaders/index.js';
 import type { Checkpoint, ModelConfig } from '../../src/model/types.js';
+import { yarnMscale } from '../../src/model/architectures/yarn.js';
 
 const ARCH_FIXTURES = resolve(MODELS, 'arch-fixtures');
 const TOL = 1e-4;
 
 interface Case {
-  /** Fixture folder suffix and file stem (neural-api-<name>/tiny_<name>.*). */
+  /** File stem (neural-api-<folder>/tiny_<name>.safetensors, tiny_<name>_logits.json). */
   name: string;
+  /** Fixture folder suffix and config stem when not the name's (the MXFP4 GPT-OSS checkpoint beside the f32 one). */
+  folder?: string;
   family: GgufFamily;
   /** ModelConfig.architecture the file should load as. */
   architecture: string;
   /** What llama.cpp's rules give for this file (checked), then the fixture's values the file cannot carry. */
   cannotCarry?: { expected: Partial<ModelConfig>; fixture: Partial<ModelConfig> };
-  /** Transformations whose omission must break the match (refused: the loader may refuse the file instead). */
-  skips: (GgufSkip | { skip: GgufSkip; refused: true })[];
+  /** The same where the values are computed: checks the loaded config (when `check`) and returns the fixture's values. */
+  carry?: (config: ModelConfig, check: boolean) => Partial<ModelConfig>;
+  /** Transformations whose omission must break the match (refused: the loader refuses the file instead, with that message). */
+  skips: (GgufSkip | { skip: GgufSkip; refused: RegExp })[];
+  /** Other forms of the file the converter has written (older versions), which must match too. */
+  alsoMatches?: GgufSkip[];
   /** Pair and chunking for the paged path (LongRoPE fixtures cross the threshold in the first chunk). */
   paged?: { chunks: [number, number] };
 }
@@ -61,11 +68,63 @@ const CASES: Case[] = [
     skips: ['gemma-norm-shift'],
   },
   { name: 'olmo2', family: 'olmo2', architecture: 'olmo2', skips: ['llama-qk-permute'] },
-  { name: 'phi3', family: 'phi3', architecture: 'phi3', skips: [{ skip: 'phi3-fused-names', refused: true }] },
+  { name: 'phi3', family: 'phi3', architecture: 'phi3', skips: [{ skip: 'phi3-fused-names', refused: /missing tensor/ }] },
   { name: 'phi3_longrope', family: 'phi3', architecture: 'phi3', skips: ['phi3-rope-factors'], paged: { chunks: [9, 4] } },
   { name: 'phi3_longrope_full', family: 'phi3', architecture: 'phi3', skips: ['phi3-rope-factors'], paged: { chunks: [9, 4] } },
   { name: 'mamba2', family: 'mamba2', architecture: 'mamba2', skips: ['mamba-a-exp'] },
+  {
+    name: 'deepseek_v2',
+    family: 'deepseek2',
+    architecture: 'deepseek_v2',
+    skips: [{ skip: 'deepseek-kb-transpose', refused: /not one MLA kv_b split/ }],
+    alsoMatches: ['deepseek-legacy-kv-b'],
+  },
+  {
+    name: 'deepseek_v2_yarn',
+    family: 'deepseek2',
+    architecture: 'deepseek_v2',
+    carry: deepseekYarnCarry,
+    skips: [{ skip: 'deepseek-kb-transpose', refused: /not one MLA kv_b split/ }],
+  },
+  {
+    name: 'gpt_oss_mxfp4',
+    folder: 'gpt_oss',
+    family: 'gpt-oss',
+    architecture: 'gpt_oss',
+    carry: gptOssCarry,
+    skips: ['mxfp4-nibble-order', 'gpt-oss-gate-up-order'],
+  },
 ];
+
+/**
+ * DeepSeek-V2 YaRN: llama.cpp takes mscale = mscale_all_dim (cos / sin factor 1) and puts mscale(f, mscale_all_dim)²
+ * on the softmax scale; the fixture has mscale 2 (factor mscale(4, 2) / mscale(4, 0.5)) and its references were
+ * made with transformers 5's scale, without the mscale² (arch-deepseek-v2.test.ts).
+ */
+function deepseekYarnCarry(config: ModelConfig, check: boolean): Partial<ModelConfig> {
+  const m = config.mla;
+  assert.ok(m?.yarn);
+  if (check) {
+    assert.equal(m.yarn.attentionFactor, 1);
+    assert.equal(m.yarn.truncate, true);
+    assert.deepEqual([m.yarn.factor, m.yarn.originalMaxPositionEmbeddings, m.yarn.betaFast, m.yarn.betaSlow], [4, 4, 32, 1]);
+    assert.ok(Math.abs(m.softmaxScale - 10 ** -0.5 * yarnMscale(4, 0.5) ** 2) < 1e-7, `softmax scale ${m.softmaxScale}`);
+  }
+  return { mla: { ...m, softmaxScale: 10 ** -0.5, yarn: { ...m.yarn, attentionFactor: yarnMscale(4, 2) / yarnMscale(4, 0.5) } } };
+}
+
+/** GPT-OSS: ggml floors / ceils YaRN's correction range (truncate true); the fixture says truncate false. */
+function gptOssCarry(config: ModelConfig, check: boolean): Partial<ModelConfig> {
+  const y = config.yarnRope;
+  assert.ok(y);
+  if (check) {
+    assert.equal(y.truncate, true);
+    assert.deepEqual(config.layerAttention, ['sliding', 'full']);
+    assert.equal(config.slidingWindow, 4);
+    assert.equal(config.swigluLimit, 7);
+  }
+  return { yarnRope: { ...y, truncate: false } };
+}
 
 let dir = '';
 before(() => {
@@ -74,12 +133,12 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 function convert(c: Case, skip?: GgufSkip): string {
-  const folder = resolve(ARCH_FIXTURES, `neural-api-${c.name}`);
+  const folder = resolve(ARCH_FIXTURES, `neural-api-${c.folder ?? c.name}`);
   const out = join(dir, `${c.name}${skip ? `-${skip}` : ''}.gguf`);
   hfToGguf({
     family: c.family,
     safetensors: resolve(folder, `tiny_${c.name}.safetensors`),
-    config: JSON.parse(readFileSync(resolve(folder, `tiny_${c.name}_config.json`), 'utf8')) as Record<string, unknown>,
+    config: JSON.parse(readFileSync(resolve(folder, `tiny_${c.folder ?? c.name}_config.json`), 'utf8')) as Record<string, unknown>,
     out,
     ...(skip ? { skip } : {}),
   });
@@ -89,6 +148,7 @@ function convert(c: Case, skip?: GgufSkip): string {
 /** The GGUF checkpoint with the fixture's values for what the file cannot carry (checked against llama.cpp's rules first). */
 function load(c: Case, path: string, check: boolean): Checkpoint {
   const checkpoint = loadCheckpoint(path, { fastLoad: true });
+  if (c.carry) return { ...checkpoint, config: { ...checkpoint.config, ...c.carry(checkpoint.config, check) } };
   if (!c.cannotCarry) return checkpoint;
   if (check)
     for (const [key, want] of Object.entries(c.cannotCarry.expected))
@@ -97,7 +157,7 @@ function load(c: Case, path: string, check: boolean): Checkpoint {
 }
 
 function errors(c: Case, checkpoint: Checkpoint): { prefill: number; paged: number } {
-  const ref = readReferenceLogits(resolve(ARCH_FIXTURES, `neural-api-${c.name}`, `tiny_${c.name}_logits.json`));
+  const ref = readReferenceLogits(resolve(ARCH_FIXTURES, `neural-api-${c.folder ?? c.name}`, `tiny_${c.name}_logits.json`));
   const model = createModel(checkpoint, referenceOps);
   const options = c.paged ? { chunks: c.paged.chunks } : {};
   return {
@@ -117,11 +177,18 @@ describe('llama.cpp GGUF files of the arch-fixture families against Hugging Face
       assert.ok(prefill < TOL, `prefill error ${prefill}`);
       assert.ok(paged < TOL, `paged error ${paged}`);
     });
+    for (const form of c.alsoMatches ?? []) {
+      it(`${c.name}: the ${form} form of the file matches too`, () => {
+        const { prefill } = errors(c, load(c, convert(c, form), false));
+        console.log(`# ${c.name} ${form}: max relative logit error ${prefill.toExponential(2)}`);
+        assert.ok(prefill < TOL, `error with ${form}: ${prefill}`);
+      });
+    }
     for (const entry of c.skips) {
-      const { skip, refused } = typeof entry === 'string' ? { skip: entry, refused: false } : entry;
+      const { skip, refused } = typeof entry === 'string' ? { skip: entry, refused: undefined } : entry;
       it(`${c.name}: a file written ${skip === 'llama-qk-permute' ? 'with' : 'without'} ${skip} no longer matches${refused ? ' (refused)' : ''}`, () => {
         if (refused) {
-          assert.throws(() => errors(c, load(c, convert(c, skip), false)), /missing tensor/);
+          assert.throws(() => errors(c, load(c, convert(c, skip), false)), refused);
           return;
         }
         const { prefill } = errors(c, load(c, convert(c, skip), false));

@@ -113,13 +113,13 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     module: qwen35Moe,
   },
   // Sliding / full layers with attention sinks, YaRN, MoE with biased experts and a clamped SwiGLU (MXFP4 experts dequantized at load).
-  { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: [], module: gptOss },
-  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts). GGUF deepseek2 is not mapped (deepseek-v2.ts says why).
+  { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: ['gpt-oss'], module: gptOss },
+  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts).
   {
     name: 'deepseek_v2',
     hfArchitectures: ['DeepseekV2ForCausalLM'],
     hfModelTypes: ['deepseek_v2'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['deepseek2'],
     module: deepseekV2,
   },
   // State-space: Mamba2, and Nemotron-H's Mamba2 / attention / MLP / MoE blocks, with per-sequence recurrent state.

@@ -7,6 +7,11 @@
 // but Gemma's pre_feedforward_layernorm; `ffn_up` is Phi-3's fused gate_up_proj).
 // Transformations (`GgufTensorMapping.values` / `.shape`), each naming the converter code it undoes:
 //   gemma2 / gemma3: every `*norm.weight` was stored + 1 (Gemma2Model / Gemma3Model.modify_tensors)
+//   deepseek2: kv_b_proj split per head into attn_k_b (transposed) and attn_v_b (DeepseekV2Model.modify_tensors),
+//     joined back into kv_b_proj (ggufJoins); older files' attn_kv_b is kv_b_proj as it is
+//   gpt-oss: gate_up_proj [E, H, 2I] (gate / up interleaved) split into ffn_gate_exps / ffn_up_exps [E, I, H] and
+//     down_proj [E, I, H] stored transposed as ffn_down_exps [E, H, I], in MXFP4 (GptOssModel.repack_mxfp4 /
+//     modify_tensors), joined back (ggufJoins; values decoded to bf16, exact, as the safetensors MXFP4 path)
 //   mamba2 / nemotron_h[_moe]: A_log stored as A = −exp(A_log) [nh, 1], D as [nh, 1], conv1d squeezed to
 //     [channels, K], the gated norm as [n_group, inner / n_group] (Mamba2Model.modify_tensors; Nemotron-H's
 //     class derives from it)
@@ -62,6 +67,28 @@ const ARCH_LAYER_NAMES: Record<string, Record<string, string>> = {
   // Phi-3's gate_up_proj is renamed ffn_up as it is (gate rows first): llama.cpp's fused SwiGLU.
   phi3: { ...FUSED_QKV, 'ffn_up.weight': 'mlp.gate_up_proj.weight' },
   mamba2: mambaNames(),
+  // MLA (tensor_mapping.py ATTN_Q_A … ATTN_KV_A_NORM) and DeepSeekMoE's shared experts (FFN_*_SHEXP). The
+  // split attn_k_b / attn_v_b are ggufJoins'.
+  deepseek2: {
+    'attn_q_a.weight': 'self_attn.q_a_proj.weight',
+    'attn_q_a_norm.weight': 'self_attn.q_a_layernorm.weight',
+    'attn_q_b.weight': 'self_attn.q_b_proj.weight',
+    'attn_kv_a_mqa.weight': 'self_attn.kv_a_proj_with_mqa.weight',
+    'attn_kv_a_norm.weight': 'self_attn.kv_a_layernorm.weight',
+    'attn_kv_b.weight': 'self_attn.kv_b_proj.weight',
+    'ffn_gate_shexp.weight': 'mlp.shared_experts.gate_proj.weight',
+    'ffn_up_shexp.weight': 'mlp.shared_experts.up_proj.weight',
+    'ffn_down_shexp.weight': 'mlp.shared_experts.down_proj.weight',
+  },
+  // GPT_OSS's MODEL_TENSORS has ATTN_POST_NORM, not FFN_NORM; sinks got a `.weight` (GptOssModel.filter_tensors).
+  // The expert weights and gate / up biases are ggufJoins'.
+  'gpt-oss': {
+    'post_attention_norm.weight': 'post_attention_layernorm.weight',
+    'attn_sinks.weight': 'self_attn.sinks',
+    'ffn_gate_inp.weight': 'mlp.router.weight',
+    'ffn_gate_inp.bias': 'mlp.router.bias',
+    'ffn_down_exps.bias': 'mlp.experts.down_proj_bias',
+  },
 };
 ARCH_LAYER_NAMES.gemma3 = ARCH_LAYER_NAMES.gemma2;
 
@@ -138,4 +165,119 @@ export function ggufTensorFix(arch: string, hfName: string, shape: readonly numb
     if (hfName.endsWith('.mixer.norm.weight')) return { shape: [count] };
   }
   return null;
+}
+
+/**
+ * One Hugging Face tensor the converter split or rearranged across GGUF tensors, rebuilt from them: the
+ * parts (llama.cpp names, consumed: not loaded under names of their own), the Hugging Face shape, and
+ * the values from the parts' (decoded to f32, each in its stored row-major shape).
+ */
+export interface GgufJoin {
+  hfName: string;
+  parts: string[];
+  shape: number[];
+  values(parts: Float32Array[]): Float32Array;
+}
+
+/** The tensors of a file of `arch` to rebuild from several GGUF tensors; `shapes`: every tensor's row-major shape by llama.cpp name. */
+export function ggufJoins(arch: string, shapes: ReadonlyMap<string, readonly number[]>): GgufJoin[] {
+  const joins: GgufJoin[] = [];
+  for (const [name, kShape] of shapes) {
+    const layer = /^blk\.(\d+)\./.exec(name)?.[1];
+    if (layer === undefined) continue;
+    const blk = `blk.${layer}.`;
+    const hf = `model.layers.${layer}.`;
+    if (arch === 'deepseek2' && name === `${blk}attn_k_b.weight`) {
+      const vShape = shapes.get(`${blk}attn_v_b.weight`);
+      if (vShape) joins.push(mlaKvB(`${hf}self_attn.kv_b_proj.weight`, [name, `${blk}attn_v_b.weight`], kShape, vShape));
+    }
+    if (arch === 'gpt-oss') {
+      const up = shapes.get(`${blk}ffn_up_exps.weight`);
+      if (name === `${blk}ffn_gate_exps.weight` && up) joins.push(gptOssGateUp(`${hf}mlp.experts.gate_up_proj`, blk, kShape));
+      if (name === `${blk}ffn_gate_exps.bias` && shapes.has(`${blk}ffn_up_exps.bias`))
+        joins.push(interleaved(`${hf}mlp.experts.gate_up_proj_bias`, [name, `${blk}ffn_up_exps.bias`], kShape));
+      if (name === `${blk}ffn_down_exps.weight`) joins.push(transposedExperts(`${hf}mlp.experts.down_proj`, name, kShape));
+    }
+  }
+  return joins;
+}
+
+/**
+ * DeepseekV2Model.modify_tensors undone: kv_b_proj [heads · (nope + v), rank] was viewed per head as
+ * [nope + v, rank] and split into k_b (transposed: [heads, rank, nope]) and v_b [heads, v, rank].
+ */
+function mlaKvB(hfName: string, parts: string[], kShape: readonly number[], vShape: readonly number[]): GgufJoin {
+  const [heads, rank, nope] = kShape;
+  const v = vShape[1];
+  if (kShape.length !== 3 || vShape.length !== 3 || vShape[0] !== heads || vShape[2] !== rank)
+    throw new Error(`${parts[0]} [${kShape.join(', ')}] and ${parts[1]} [${vShape.join(', ')}] are not one MLA kv_b split`);
+  return {
+    hfName,
+    parts,
+    shape: [heads * (nope + v), rank],
+    values: ([kB, vB]) => {
+      const out = new Float32Array(heads * (nope + v) * rank);
+      for (let h = 0; h < heads; h++) {
+        const base = h * (nope + v) * rank;
+        for (let n = 0; n < nope; n++) for (let r = 0; r < rank; r++) out[base + n * rank + r] = kB[(h * rank + r) * nope + n];
+        out.set(vB.subarray(h * v * rank, (h + 1) * v * rank), base + nope * rank);
+      }
+      return out;
+    },
+  };
+}
+
+/** gate_up_proj [E, H, 2I] (column 2j gate row j, 2j + 1 up's) from ffn_gate_exps / ffn_up_exps [E, I, H]. */
+function gptOssGateUp(hfName: string, blk: string, shape: readonly number[]): GgufJoin {
+  const [E, I, H] = shape;
+  return {
+    hfName,
+    parts: [`${blk}ffn_gate_exps.weight`, `${blk}ffn_up_exps.weight`],
+    shape: [E, H, 2 * I],
+    values: ([gate, up]) => {
+      const out = new Float32Array(E * H * 2 * I);
+      for (let e = 0; e < E; e++)
+        for (let j = 0; j < I; j++)
+          for (let h = 0; h < H; h++) {
+            out[(e * H + h) * 2 * I + 2 * j] = gate[(e * I + j) * H + h];
+            out[(e * H + h) * 2 * I + 2 * j + 1] = up[(e * I + j) * H + h];
+          }
+      return out;
+    },
+  };
+}
+
+/** [..., 2n] with a's values at even places and b's at odd ones, from a and b [..., n] (gate_up_proj_bias's [..., ::2] / [..., 1::2] split undone). */
+function interleaved(hfName: string, parts: string[], shape: readonly number[]): GgufJoin {
+  const n = shape[shape.length - 1];
+  const outer = shape.slice(0, -1).reduce((x, y) => x * y, 1);
+  return {
+    hfName,
+    parts,
+    shape: [...shape.slice(0, -1), 2 * n],
+    values: ([a, b]) => {
+      const out = new Float32Array(outer * 2 * n);
+      for (let o = 0; o < outer; o++)
+        for (let j = 0; j < n; j++) {
+          out[(o * n + j) * 2] = a[o * n + j];
+          out[(o * n + j) * 2 + 1] = b[o * n + j];
+        }
+      return out;
+    },
+  };
+}
+
+/** [E, A, B] from [E, B, A] (GPT-OSS's down_proj, stored as ffn_down_exps with its last two axes swapped). */
+function transposedExperts(hfName: string, part: string, shape: readonly number[]): GgufJoin {
+  const [E, B, A] = shape;
+  return {
+    hfName,
+    parts: [part],
+    shape: [E, A, B],
+    values: ([w]) => {
+      const out = new Float32Array(E * A * B);
+      for (let e = 0; e < E; e++) for (let b = 0; b < B; b++) for (let a = 0; a < A; a++) out[(e * A + a) * B + b] = w[(e * B + b) * A + a];
+      return out;
+    },
+  };
 }

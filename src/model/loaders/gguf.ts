@@ -3,7 +3,9 @@
 // Hugging Face layout (and rotates with neox-style RoPE). Stacked expert tensors (ffn_*_exps) stay
 // whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts). Names and
 // the converter's per-family transformations (Gemma's norm + 1, Mamba's A = −exp(A_log), …) are
-// gguf-names.ts's; a family's own metadata keys are its module's ggufConfig.
+// gguf-names.ts's, and so are tensors rebuilt from several GGUF ones (DeepSeek's kv_b_proj, GPT-OSS's
+// experts); a family's own metadata keys are its module's ggufConfig. ggml MXFP4 tensors (GPT-OSS's
+// experts) are decoded at load to bf16 (exact), as the safetensors MXFP4 path does (mxfp4.ts).
 import type { Checkpoint, DType, LoadProgress, Tensor } from '../types.js';
 import { architectureNamed } from '../architectures/index.js';
 import { configFromGguf } from '../model-config.js';
@@ -11,7 +13,9 @@ import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow, dequantize } from '../../kernel
 import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
 import { mapFile } from './file-bytes.js';
 import { DerivedBytes, MappedResidency } from './mapped-residency.js';
-import { ggufTensorFix, hfNameOf } from './gguf-names.js';
+import { ggufJoins, ggufTensorFix, hfNameOf } from './gguf-names.js';
+import { dequantizeGgmlMxfp4, MXFP4_BLOCK_BYTES, MXFP4_BLOCK_VALUES } from './mxfp4.js';
+import { f32ToBf16 } from '../../kernels/dequant.js';
 
 export { hfNameOf } from './gguf-names.js';
 
@@ -33,18 +37,14 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   const infos = new Map(header.tensors.map((t) => [t.name, t]));
   // Validate every tensor against the file size before touching (or mapping) the data.
   for (const info of header.tensors) {
-    const dtype = dtypeOf(info, path);
-    const end = info.offset + tensorBytes(info, dtype, path);
+    const end = info.offset + storedBytes(info, path);
     if (end > header.fileSize) {
       throw new Error(`${path}: tensor ${info.name} data lies beyond end of file (ends at byte ${end}, file has ${header.fileSize})`);
     }
   }
 
   const file = mapFile(path, fastLoad);
-  const viewOf = (info: GgufTensorInfo): Uint8Array => {
-    const dtype = dtypeOf(info, path);
-    return file.bytes.subarray(info.offset, info.offset + tensorBytes(info, dtype, path));
-  };
+  const viewOf = (info: GgufTensorInfo): Uint8Array => file.bytes.subarray(info.offset, info.offset + storedBytes(info, path));
   const config = configFromGguf(metadata, {
     hasOutputWeight: infos.has('output.weight'),
     embeddingRows: infos.get('token_embd.weight')?.dims[1],
@@ -63,9 +63,33 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   const residency = new MappedResidency(file, fastLoad, onProgress);
   const tensors = new Map<string, Tensor>();
   let first = Infinity;
+  // Tensors rebuilt from several GGUF ones (gguf-names.ts ggufJoins): bf16 when every part is MXFP4
+  // (exact), else f32. Their residency entry is the first part's bytes.
+  const consumed = new Set<string>();
+  for (const join of ggufJoins(arch, new Map(header.tensors.map((t) => [t.name, [...t.dims].reverse()])))) {
+    const parts = join.parts.map((n) => infos.get(n) as GgufTensorInfo);
+    for (const p of parts) consumed.add(p.name);
+    const bf16 = parts.every((p) => p.ggmlType === GGML_TYPE.MXFP4);
+    const derived = new DerivedBytes(() => {
+      const values = join.values(parts.map((p) => f32Values(p, viewOf(p), path)));
+      return bf16 ? bf16Bytes(values) : new Uint8Array(values.buffer);
+    });
+    residency.add(join.hfName, parts[0].offset, storedBytes(parts[0], path), derived);
+    first = Math.min(first, ...parts.map((p) => p.offset));
+    tensors.set(join.hfName, derivedTensor(join.hfName, bf16 ? 'bf16' : 'f32', join.shape, derived));
+  }
   for (const info of header.tensors) {
-    const name = hfNameOf(info.name, arch);
+    const name = consumed.has(info.name) ? null : hfNameOf(info.name, arch);
     if (!name) continue;
+    if (info.ggmlType === GGML_TYPE.MXFP4) {
+      // Decoded to bf16 (exact): svc has no MXFP4 kernels.
+      const view = viewOf(info);
+      const derived = new DerivedBytes(() => bf16Bytes(f32Values(info, view, path)));
+      residency.add(name, info.offset, view.length, derived);
+      first = Math.min(first, info.offset);
+      tensors.set(name, derivedTensor(name, 'bf16', [...info.dims].reverse(), derived));
+      continue;
+    }
     const dtype = dtypeOf(info, path);
     const stored = [...info.dims].reverse();
     const length = tensorBytes(info, dtype, path);
@@ -113,6 +137,11 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
 
 /** A tensor's values decoded to f32 (a copy). */
 function f32Values(info: GgufTensorInfo, view: Uint8Array, path: string): Float32Array {
+  if (info.ggmlType === GGML_TYPE.MXFP4)
+    return dequantizeGgmlMxfp4(
+      view,
+      info.dims.reduce((a, b) => a * b, 1),
+    );
   const dtype = dtypeOf(info, path);
   const cols = info.dims[0] ?? 1;
   const rows = info.dims.slice(1).reduce((a, b) => a * b, 1);
@@ -124,6 +153,22 @@ function derivedTensor(name: string, dtype: DType, shape: number[], derived: Der
   const tensor = { name, dtype, shape } as Tensor;
   Object.defineProperty(tensor, 'data', { enumerable: true, get: () => derived.get() });
   return tensor;
+}
+
+/** f32 values as bf16 bytes (exact for MXFP4's values). */
+function bf16Bytes(values: Float32Array): Uint8Array {
+  const bits = new Uint16Array(values.length);
+  for (let i = 0; i < values.length; i++) bits[i] = f32ToBf16(values[i]);
+  return new Uint8Array(bits.buffer);
+}
+
+/** Bytes of a tensor's data in the file (weight dtypes, and MXFP4, which is decoded at load). */
+function storedBytes(info: GgufTensorInfo, path: string): number {
+  if (info.ggmlType !== GGML_TYPE.MXFP4) return tensorBytes(info, dtypeOf(info, path), path);
+  const count = info.dims.reduce((a, b) => a * b, 1);
+  if ((info.dims[0] ?? 0) % MXFP4_BLOCK_VALUES !== 0)
+    throw new Error(`${path}: MXFP4 tensor ${info.name}: row of ${info.dims[0]} is not whole blocks of ${MXFP4_BLOCK_VALUES}`);
+  return (count / MXFP4_BLOCK_VALUES) * MXFP4_BLOCK_BYTES;
 }
 
 function dtypeOf(info: GgufTensorInfo, path: string): DType {
