@@ -316,8 +316,9 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   if (!row) throw unsupported(arch, `general.architecture in ${where}`);
   const name = typeof meta['general.name'] === 'string' ? (meta['general.name'] as string) : null;
 
+  const perLayer = new Set(row.module.ggufPerLayerKeys ?? []);
   const num = (key: string, fallback?: number): number => {
-    const v = scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where);
+    const v = scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where, perLayer.has(key));
     if (v !== undefined) return v;
     if (fallback !== undefined) return fallback;
     throw new ModelConfigError(`${where}: missing ${arch}.${key}`);
@@ -334,7 +335,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const experts =
     expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, opts.routerLayers, num, where) : {};
   const sharedWidth = scalarOf(meta[`${arch}.expert_shared_feed_forward_length`], 'expert_shared_feed_forward_length', where) ?? 0;
-  if (sharedWidth > 0)
+  // Families reading their own expert keys (no ExpertConfigRules: DeepSeek-V2, Nemotron-H) take the shared expert there.
+  if (sharedWidth > 0 && row.module.experts)
     throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
 
   const common: ModelConfig = {
@@ -383,7 +385,7 @@ function ggufFamilyFields(
   const names = new Set(opts.tensorNames ?? []);
   const reader: GgufConfigReader = {
     arch,
-    num: (key) => scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where),
+    num: (key) => scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where, (module.ggufPerLayerKeys ?? []).includes(key)),
     value: (key) => meta[`${arch}.${key}`],
     hasTensor: (name) => names.has(name),
     tensor: (name) => opts.tensorValues?.(name),
@@ -445,13 +447,17 @@ function ggufExperts(
   };
 }
 
-/** A GGUF numeric value; per-layer arrays are accepted when all layers agree. */
-function scalarOf(v: unknown, key: string, where: string): number | undefined {
+/**
+ * A GGUF numeric value; per-layer arrays are accepted when all layers agree, or as their largest entry
+ * where the family reads the array itself (`perLayer`: ArchitectureModule.ggufPerLayerKeys).
+ */
+function scalarOf(v: unknown, key: string, where: string, perLayer = false): number | undefined {
   if (typeof v === 'number') return v;
   if (typeof v === 'bigint') return Number(v);
   if (v && typeof v === 'object' && 'length' in v) {
-    const arr = Array.from(v as ArrayLike<number>);
+    const arr = Array.from(v as ArrayLike<number>, Number);
     if (arr.length > 0 && arr.every((x) => x === arr[0])) return arr[0];
+    if (arr.length > 0 && perLayer) return Math.max(...arr);
     throw new ModelConfigError(`${where}: ${key} varies per layer (${arr.join(',')}), which is not supported`);
   }
   return undefined;

@@ -10,13 +10,13 @@ import { readFileSync } from 'node:fs';
 import { parseSafetensors } from '../../src/model/loaders/index.js';
 import { dequantize, WEIGHT_DTYPES } from '../../src/kernels/dtypes.js';
 import { GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
-import { typed, writeGguf, type GgufMetadataValue, type GgufTensorInput } from '../../src/model/loaders/gguf-writer.js';
+import { typed, typedArray, writeGguf, type GgufMetadataValue, type GgufTensorInput } from '../../src/model/loaders/gguf-writer.js';
 import type { Tensor } from '../../src/model/types.js';
 import type { RawU8Tensor } from '../../src/model/loaders/mxfp4.js';
 
 type Json = Record<string, unknown>;
 
-export type GgufFamily = 'gemma2' | 'gemma3' | 'olmo2' | 'phi3' | 'mamba2' | 'deepseek2' | 'gpt-oss';
+export type GgufFamily = 'gemma2' | 'gemma3' | 'olmo2' | 'phi3' | 'mamba2' | 'deepseek2' | 'gpt-oss' | 'nemotron_h';
 
 /** Transformations a test may leave out. */
 export type GgufSkip =
@@ -32,6 +32,8 @@ export type GgufSkip =
   | 'mxfp4-nibble-order'
   /** gpt-oss: gate taken from the odd rows of gate_up (up from the even ones). */
   | 'gpt-oss-gate-up-order'
+  /** nemotron_h: head_count_kv written as one number, as families without per-layer arrays (every layer then reads as attention or MLP). */
+  | 'nemotron-scalar-kv'
   /** The opposite: Q/K rows interleaved as LlamaModel.permute does, which TextModel families (OLMo 2, Gemma, Phi-3) do not get. */
   | 'llama-qk-permute';
 
@@ -203,6 +205,7 @@ function baseKeys(g: GgufOut, c: Json): void {
 export function hfToGguf(opts: HfToGgufOptions): void {
   if (opts.family === 'deepseek2') return deepseek2ToGguf(opts);
   if (opts.family === 'gpt-oss') return gptOssToGguf(opts);
+  if (opts.family === 'nemotron_h') return nemotronHToGguf(opts);
   const { family, config: c, skip } = opts;
   const g = new GgufOut(family);
   const tensors = readTensors(opts.safetensors);
@@ -539,4 +542,101 @@ function mamba2Keys(g: GgufOut, c: Json): void {
   g.key('ssm.group_count', opt(c, 'n_groups') ?? 1);
   g.key('attention.layer_norm_rms_epsilon', f32(opt(c, 'layer_norm_epsilon') ?? 1e-5));
   g.metadata['general.file_type'] = 0;
+}
+
+/** tensor_mapping.py's Nemotron-H names ("backbone.layers.{bid}.mixer.* # nemotron-h[-moe]"), for the fixture's model.* names. */
+const NEMOTRON_NAMES: [RegExp, string][] = [
+  [/^model\.embeddings\.weight$/, 'token_embd.weight'],
+  [/^model\.norm_f\.weight$/, 'output_norm.weight'],
+  [/^lm_head\.weight$/, 'output.weight'],
+  [/^model\.layers\.(\d+)\.norm\.weight$/, 'blk.$1.attn_norm.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.in_proj\.(weight|bias)$/, 'blk.$1.ssm_in.$2'],
+  [/^model\.layers\.(\d+)\.mixer\.conv1d\.(weight|bias)$/, 'blk.$1.ssm_conv1d.$2'],
+  [/^model\.layers\.(\d+)\.mixer\.dt_bias$/, 'blk.$1.ssm_dt.bias'],
+  [/^model\.layers\.(\d+)\.mixer\.A_log$/, 'blk.$1.ssm_a'],
+  [/^model\.layers\.(\d+)\.mixer\.D$/, 'blk.$1.ssm_d'],
+  [/^model\.layers\.(\d+)\.mixer\.norm\.weight$/, 'blk.$1.ssm_norm.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.out_proj\.(weight|bias)$/, 'blk.$1.ssm_out.$2'],
+  [/^model\.layers\.(\d+)\.mixer\.q_proj\.weight$/, 'blk.$1.attn_q.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.k_proj\.weight$/, 'blk.$1.attn_k.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.v_proj\.weight$/, 'blk.$1.attn_v.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.o_proj\.weight$/, 'blk.$1.attn_output.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.(up|down)_proj\.(weight|bias)$/, 'blk.$1.ffn_$2.$3'],
+  [/^model\.layers\.(\d+)\.mixer\.gate\.weight$/, 'blk.$1.ffn_gate_inp.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.gate\.e_score_correction_bias$/, 'blk.$1.exp_probs_b.bias'],
+  [/^model\.layers\.(\d+)\.mixer\.experts\.(up|down)_proj$/, 'blk.$1.ffn_$2_exps.weight'],
+  [/^model\.layers\.(\d+)\.mixer\.shared_experts\.(up|down)_proj\.weight$/, 'blk.$1.ffn_$2_shexp.weight'],
+];
+
+/**
+ * NemotronHModel (conversion/nemotron.py) over GraniteHybridModel and Mamba2Model: Mamba blocks as Mamba2Model.modify_tensors,
+ * attention blocks through GraniteMoeModel (LlamaModel.permute of Q/K — not applied here: the fixture's head_dim 3
+ * cannot be split in halves, and without RoPE the interleave changes no attention score), the rest as they are;
+ * per-layer head_count_kv / feed_forward_length arrays.
+ */
+function nemotronHToGguf(opts: HfToGgufOptions): void {
+  const { config: c, skip } = opts;
+  const pattern = String(c.hybrid_override_pattern);
+  const isMoe = c.num_experts_per_tok !== undefined;
+  const g = new GgufOut(isMoe ? 'nemotron_h_moe' : 'nemotron_h');
+  const nGroups = opt(c, 'n_groups') ?? 1;
+  for (const [name, t] of readTensors(opts.safetensors)) {
+    const to = NEMOTRON_NAMES.find(([re]) => re.test(name));
+    if (!to) throw new Error(`no GGUF name for ${name} (nemotron_h)`);
+    const gguf = name.replace(to[0], to[1]);
+    let v = values(t);
+    let shape = [...t.shape];
+    if (gguf.endsWith('ssm_conv1d.weight')) shape = shape.filter((d) => d !== 1);
+    if (gguf.endsWith('ssm_a') || gguf.endsWith('ssm_d')) shape = [shape[0], 1];
+    if (gguf.endsWith('ssm_norm.weight')) shape = [nGroups, shape[0] / nGroups];
+    if (gguf.endsWith('ssm_a')) v = v.map((x) => -Math.exp(x));
+    g.f32(gguf, shape, v);
+  }
+  const n = pattern.length;
+  const attn = [...pattern].map((ch) => ch === '*');
+  const mlp = [...pattern].map((ch) => ch === (isMoe ? 'E' : '-'));
+  // GraniteMoeModel → TextModel keys (layer_norm_epsilon as attention.layer_norm_epsilon), then GraniteHybridModel's.
+  g.key('block_count', n);
+  g.key('embedding_length', num(c, 'hidden_size'));
+  g.key('attention.head_count', num(c, 'num_attention_heads'));
+  g.key('attention.layer_norm_epsilon', f32(opt(c, 'layer_norm_epsilon') ?? 1e-5));
+  g.metadata['general.file_type'] = 0;
+  g.key('ssm.conv_kernel', opt(c, 'conv_kernel') ?? 4);
+  g.key('ssm.state_size', num(c, 'ssm_state_size'));
+  g.key('ssm.group_count', nGroups);
+  g.key('ssm.inner_size', num(c, 'mamba_num_heads') * num(c, 'mamba_head_dim'));
+  g.key('ssm.time_step_rank', num(c, 'mamba_num_heads'));
+  const kv = num(c, 'num_key_value_heads');
+  if (skip === 'nemotron-scalar-kv') g.key('attention.head_count_kv', kv);
+  else
+    g.key(
+      'attention.head_count_kv',
+      typedArray(
+        'u32',
+        attn.map((a) => (a ? kv : 0)),
+      ),
+    );
+  g.key('context_length', 2 ** 20);
+  g.key('attention.key_length', num(c, 'head_dim'));
+  g.key('attention.value_length', num(c, 'head_dim'));
+  const ff = isMoe ? num(c, 'moe_intermediate_size') : num(c, 'intermediate_size');
+  g.key(
+    'feed_forward_length',
+    typedArray(
+      'u32',
+      mlp.map((m) => (m ? ff : 0)),
+    ),
+  );
+  if (isMoe) {
+    expertKeys(g, c);
+    g.key('expert_used_count', num(c, 'num_experts_per_tok'));
+    g.key('expert_feed_forward_length', num(c, 'moe_intermediate_size'));
+    g.key('expert_shared_feed_forward_length', num(c, 'moe_shared_expert_intermediate_size'));
+    g.key('expert_count', num(c, 'n_routed_experts'));
+    g.key('expert_shared_count', num(c, 'n_shared_experts'));
+    g.key('expert_weights_norm', c.norm_topk_prob === true);
+    g.key('expert_weights_scale', f32(num(c, 'routed_scaling_factor')));
+    g.key('expert_group_count', num(c, 'n_group'));
+  }
+  writeGguf(opts.out, { metadata: g.metadata, tensors: g.tensors });
 }

@@ -87,6 +87,12 @@ const CASES: Case[] = [
     skips: [{ skip: 'deepseek-kb-transpose', refused: /not one MLA kv_b split/ }],
   },
   {
+    name: 'nemotronh',
+    family: 'nemotron_h',
+    architecture: 'nemotron_h',
+    skips: [{ skip: 'nemotron-scalar-kv', refused: /missing tensor/ }],
+  },
+  {
     name: 'gpt_oss_mxfp4',
     folder: 'gpt_oss',
     family: 'gpt-oss',
@@ -167,6 +173,10 @@ function errors(c: Case, checkpoint: Checkpoint): { prefill: number; paged: numb
 }
 
 describe('llama.cpp GGUF files of the arch-fixture families against Hugging Face logits', () => {
+  it('nemotronh_moe: a dense MLP block beside MoE blocks (pattern M*E-) cannot be written by the converter; the file is refused', () => {
+    const c: Case = { name: 'nemotronh_moe', family: 'nemotron_h', architecture: 'nemotron_h', skips: [] };
+    assert.throws(() => loadCheckpoint(convert(c), { fastLoad: true }), /layer 3 is a dense MLP block beside MoE blocks/);
+  });
   for (const c of CASES) {
     it(`${c.name} (general.architecture ${c.family}): prefill and paged within ${TOL} relative`, () => {
       const checkpoint = load(c, convert(c), true);

@@ -128,7 +128,7 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     name: 'nemotron_h',
     hfArchitectures: ['NemotronHForCausalLM'],
     hfModelTypes: ['nemotron_h'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['nemotron_h', 'nemotron_h_moe'],
     module: nemotronH,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.

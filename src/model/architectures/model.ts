@@ -146,6 +146,12 @@ export interface ArchitectureModule {
    * it cannot run. Tensor names and values are the GGUF loader's (loaders/gguf-names.ts).
    */
   ggufConfig?(gguf: GgufConfigReader, common: ModelConfig): Partial<ModelConfig>;
+  /**
+   * GGUF keys this family's files hold as per-layer arrays (Nemotron-H's head_count_kv and feed_forward_length,
+   * 0 on the layers without that part), read by its ggufConfig (GgufConfigReader.value); the common fields
+   * take the largest entry. Other families' varying arrays are refused.
+   */
+  readonly ggufPerLayerKeys?: readonly string[];
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */
   decoderOptions(config: ModelConfig): DecoderOptions;
   /** Builds the model for `checkpoint`, preparing its weights for `ops` once (options: where a MoE model's experts run). */
@@ -166,7 +172,7 @@ export interface ExpertConfigRules {
 export interface GgufConfigReader {
   /** general.architecture: the prefix of the family's keys. */
   readonly arch: string;
-  /** `<arch>.<key>` as a number (a per-layer array whose entries agree reads as one), undefined when absent. */
+  /** `<arch>.<key>` as a number (a per-layer array whose entries agree reads as one; of ggufPerLayerKeys, the largest entry), undefined when absent. */
   num(key: string): number | undefined;
   /** `<arch>.<key>` as stored (arrays, strings, booleans), undefined when absent. */
   value(key: string): unknown;

@@ -67,6 +67,10 @@ const ARCH_LAYER_NAMES: Record<string, Record<string, string>> = {
   // Phi-3's gate_up_proj is renamed ffn_up as it is (gate rows first): llama.cpp's fused SwiGLU.
   phi3: { ...FUSED_QKV, 'ffn_up.weight': 'mlp.gate_up_proj.weight' },
   mamba2: mambaNames(),
+  // Nemotron-H: every block's mixer under `mixer.` (tensor_mapping.py "backbone.layers.{bid}.mixer.* # nemotron-h"),
+  // the block's norm attn_norm; MoE blocks' router, correction bias, stacked experts and shared expert.
+  nemotron_h: nemotronNames(),
+  nemotron_h_moe: nemotronNames(),
   // MLA (tensor_mapping.py ATTN_Q_A … ATTN_KV_A_NORM) and DeepSeekMoE's shared experts (FFN_*_SHEXP). The
   // split attn_k_b / attn_v_b are ggufJoins'.
   deepseek2: {
@@ -107,6 +111,26 @@ function mambaNames(): Record<string, string> {
     'ssm_norm.weight': 'mixer.norm.weight',
     'ssm_out.weight': 'mixer.out_proj.weight',
     'ssm_out.bias': 'mixer.out_proj.bias',
+  };
+}
+
+function nemotronNames(): Record<string, string> {
+  return {
+    ...mambaNames(),
+    'attn_q.weight': 'mixer.q_proj.weight',
+    'attn_k.weight': 'mixer.k_proj.weight',
+    'attn_v.weight': 'mixer.v_proj.weight',
+    'attn_output.weight': 'mixer.o_proj.weight',
+    'ffn_up.weight': 'mixer.up_proj.weight',
+    'ffn_up.bias': 'mixer.up_proj.bias',
+    'ffn_down.weight': 'mixer.down_proj.weight',
+    'ffn_down.bias': 'mixer.down_proj.bias',
+    'ffn_gate_inp.weight': 'mixer.gate.weight',
+    'exp_probs_b.bias': 'mixer.gate.e_score_correction_bias',
+    'ffn_up_exps.weight': 'mixer.experts.up_proj',
+    'ffn_down_exps.weight': 'mixer.experts.down_proj',
+    'ffn_up_shexp.weight': 'mixer.shared_experts.up_proj.weight',
+    'ffn_down_shexp.weight': 'mixer.shared_experts.down_proj.weight',
   };
 }
 
