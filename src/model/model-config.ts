@@ -5,7 +5,7 @@
 // differently (sliding window, q/k/v biases), the module says how. Nothing here looks at the name a
 // model is served under.
 import { ARCHITECTURES, architectureForGguf, architectureForHf } from './architectures/index.js';
-import type { ArchitectureModule, ExpertConfigRules } from './architectures/model.js';
+import type { ArchitectureModule, ExpertConfigRules, GgufConfigReader } from './architectures/model.js';
 import type { LongRopeConfig, ModelConfig } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -299,6 +299,10 @@ export interface GgufConfigOptions {
   embeddingRows?: number;
   /** MoE: the layers whose router (blk.N.ffn_gate_inp.weight) the file holds; absent: every layer. */
   routerLayers?: ReadonlySet<number>;
+  /** The file's tensor names (llama.cpp's), for families whose config depends on which are present. */
+  tensorNames?: Iterable<string>;
+  /** A tensor's values as f32 (small tensors the config reads: Phi-3's rope_factors_*), undefined when absent. */
+  tensorValues?: (ggufName: string) => Float32Array | undefined;
   source?: string;
 }
 
@@ -312,8 +316,9 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   if (!row) throw unsupported(arch, `general.architecture in ${where}`);
   const name = typeof meta['general.name'] === 'string' ? (meta['general.name'] as string) : null;
 
+  const perLayer = new Set(row.module.ggufPerLayerKeys ?? []);
   const num = (key: string, fallback?: number): number => {
-    const v = scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where);
+    const v = scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where, perLayer.has(key));
     if (v !== undefined) return v;
     if (fallback !== undefined) return fallback;
     throw new ModelConfigError(`${where}: missing ${arch}.${key}`);
@@ -322,11 +327,6 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const numHeads = num('attention.head_count');
   const headDim = num('attention.key_length', hiddenSize / numHeads);
   const ropeDims = scalarOf(meta[`${arch}.rope.dimension_count`], 'rope.dimension_count', where);
-  if (ropeDims !== undefined && ropeDims !== headDim) {
-    throw new ModelConfigError(
-      `${where}: partial rotary embeddings (${arch}.rope.dimension_count ${ropeDims} of head size ${headDim}) are not supported`,
-    );
-  }
   const tokens = meta['tokenizer.ggml.tokens'];
   const vocabFallback = Array.isArray(tokens) ? tokens.length : opts.embeddingRows;
   const window = scalarOf(meta[`${arch}.attention.sliding_window`], 'sliding_window', where);
@@ -335,10 +335,11 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const experts =
     expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, opts.routerLayers, num, where) : {};
   const sharedWidth = scalarOf(meta[`${arch}.expert_shared_feed_forward_length`], 'expert_shared_feed_forward_length', where) ?? 0;
-  if (sharedWidth > 0)
+  // Families reading their own expert keys (no ExpertConfigRules: DeepSeek-V2, Nemotron-H) take the shared expert there.
+  if (sharedWidth > 0 && row.module.experts)
     throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
 
-  return {
+  const common: ModelConfig = {
     architecture: row.name,
     hiddenSize,
     // A MoE file may carry no dense width (no dense layers): the experts' then.
@@ -351,7 +352,8 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     ropeTheta: num('rope.freq_base', 10000),
     rmsNormEps: num('attention.layer_norm_rms_epsilon', 1e-5),
     tieWordEmbeddings: !opts.hasOutputWeight,
-    slidingWindow: window ?? null,
+    // Phi-3's converter writes 0 for none.
+    slidingWindow: window !== undefined && window > 0 ? window : null,
     attentionBias: row.module.alwaysQkvBias,
     maxPositionEmbeddings: num('context_length', 2048),
     bosTokenId: tokenIdOf(meta['tokenizer.ggml.bos_token_id']),
@@ -360,6 +362,39 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     ...experts,
     ...ggufGraniteScales(meta, arch, where),
   };
+  const config = { ...common, ...ggufFamilyFields(row.module, meta, arch, common, opts, where) };
+  // Partial rotary only where the family reads it (its ggufConfig sets rotaryDim, or MLA's rope part); else it would be ignored.
+  if (ropeDims !== undefined && ropeDims !== config.headDim && ropeDims !== config.rotaryDim && ropeDims !== config.mla?.qkRopeHeadDim) {
+    throw new ModelConfigError(
+      `${where}: partial rotary embeddings (${arch}.rope.dimension_count ${ropeDims} of head size ${config.headDim}) are not supported`,
+    );
+  }
+  return config;
+}
+
+/** The family's own GGUF keys (ArchitectureModule.ggufConfig) over the common fields; what it cannot run is a ModelConfigError. */
+function ggufFamilyFields(
+  module: ArchitectureModule,
+  meta: Json,
+  arch: string,
+  common: ModelConfig,
+  opts: GgufConfigOptions,
+  where: string,
+): Partial<ModelConfig> {
+  if (!module.ggufConfig) return {};
+  const names = new Set(opts.tensorNames ?? []);
+  const reader: GgufConfigReader = {
+    arch,
+    num: (key) => scalarOf(meta[`${arch}.${key}`], `${arch}.${key}`, where, (module.ggufPerLayerKeys ?? []).includes(key)),
+    value: (key) => meta[`${arch}.${key}`],
+    hasTensor: (name) => names.has(name),
+    tensor: (name) => opts.tensorValues?.(name),
+  };
+  try {
+    return module.ggufConfig(reader, common);
+  } catch (e) {
+    throw new ModelConfigError(`${where}: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 /** llama.cpp's Granite multipliers (`<arch>.embedding_scale`, `.residual_scale`, `.attention.scale`, `.logit_scale`), those the file sets. */
@@ -412,13 +447,17 @@ function ggufExperts(
   };
 }
 
-/** A GGUF numeric value; per-layer arrays are accepted when all layers agree. */
-function scalarOf(v: unknown, key: string, where: string): number | undefined {
+/**
+ * A GGUF numeric value; per-layer arrays are accepted when all layers agree, or as their largest entry
+ * where the family reads the array itself (`perLayer`: ArchitectureModule.ggufPerLayerKeys).
+ */
+function scalarOf(v: unknown, key: string, where: string, perLayer = false): number | undefined {
   if (typeof v === 'number') return v;
   if (typeof v === 'bigint') return Number(v);
   if (v && typeof v === 'object' && 'length' in v) {
-    const arr = Array.from(v as ArrayLike<number>);
+    const arr = Array.from(v as ArrayLike<number>, Number);
     if (arr.length > 0 && arr.every((x) => x === arr[0])) return arr[0];
+    if (arr.length > 0 && perLayer) return Math.max(...arr);
     throw new ModelConfigError(`${where}: ${key} varies per layer (${arr.join(',')}), which is not supported`);
   }
   return undefined;

@@ -21,9 +21,16 @@
 //     experts as one ungated SwiGLU of n_shared_experts · moe_intermediate_size (MoeBlock.shared).
 // q_a_layernorm and kv_a_layernorm use DeepseekV2RMSNorm's default eps 1e-6 (transformers builds them
 // without rms_norm_eps); the decoder's norms use rms_norm_eps.
+// GGUF (llama.cpp 'deepseek2', conversion/deepseek.py DeepseekV2Model): the loader rebuilds kv_b_proj from
+// the split attn_k_b / attn_v_b (or takes an older file's attn_kv_b; loaders/gguf-names.ts); ggufDeepseekV2Config
+// reads the MLA ranks and head sizes (attention.kv_lora_rank, key_length_mla, value_length_mla,
+// rope.dimension_count), YaRN as llama.cpp runs it and DeepSeekMoE's keys (leading_dense_block_count,
+// expert_*). What a file cannot carry: YaRN's `mscale` (llama.cpp takes it equal to mscale_all_dim, as every
+// DeepSeek-V2 checkpoint has it: cos / sin factor 1) and moe_layer_freq (llama.cpp: every layer after the
+// leading dense ones is MoE).
 import type { KvLayer, Ops, RopeFrequencies, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, MlaConfig, ModelConfig, YarnConfig } from '../types.js';
-import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead } from './model.js';
+import type { ArchitectureModule, ForwardBatch, ForwardOptions, GgufConfigReader, Model, OutputHead } from './model.js';
 import { expertRange, type ModelOptions } from './expert-placement.js';
 import { expertShape, loadLayerExperts, loadRouter } from './expert-weights.js';
 import { MoeBlock, MoeScratch } from './moe.js';
@@ -130,6 +137,84 @@ export function deepseekV2Config(raw: Json): Partial<ModelConfig> {
     moeLayers: Array.from({ length: numLayers }, (_, i) => i >= firstDense && i % freq === 0),
     ...(shared > 0 ? { sharedExpertIntermediateSize: shared * width } : {}),
     moeRouting: { scale, ...(groups ? { groups } : {}) },
+  };
+}
+
+/**
+ * A llama.cpp 'deepseek2' file's MLA / YaRN / DeepSeekMoE keys (the converter's DeepseekV2Model.set_gguf_parameters,
+ * read as src/models/deepseek2.cpp and llama-context.cpp do). head_count_kv 1 and key_length kv_lora_rank +
+ * rope (MLA as MQA) are llama.cpp's view; svc's fields are Hugging Face's (heads of nope + rope).
+ */
+export function ggufDeepseekV2Config(g: GgufConfigReader, c: ModelConfig): Partial<ModelConfig> {
+  const int = (key: string, fallback?: number): number => {
+    const v = g.num(key) ?? fallback;
+    if (v === undefined || !Number.isInteger(v) || v < 0) throw new Error(`missing or invalid ${g.arch}.${key}`);
+    return v;
+  };
+  const qkRope = int('rope.dimension_count');
+  const kvLoraRank = int('attention.kv_lora_rank');
+  // Files before key_length_mla wrote the MHA sizes as key_length / value_length.
+  const qkHead = g.num('attention.key_length_mla') ?? int('attention.key_length');
+  const vHeadDim = g.num('attention.value_length_mla') ?? int('attention.value_length');
+  const qLora = g.num('attention.q_lora_rank');
+  const type = g.value('rope.scaling.type');
+  let yarn: YarnConfig | undefined;
+  let mscale = 1;
+  if (type === 'yarn') {
+    const factor = g.num('rope.scaling.factor') ?? 1;
+    // llama-context.cpp: with yarn_log_multiplier (mscale_all_dim · 0.1 in the file) mscale = mscale_all_dim,
+    // so the cos / sin factor is get_mscale(f, m) / get_mscale(f, m) = 1 (times rope.scaling.attn_factor);
+    // deepseek2.cpp's softmax scale carries (1 + 0.1 · mscale_all_dim · ln f)².
+    const logMul = (g.num('rope.scaling.yarn_log_multiplier') ?? 0) / 0.1;
+    const attnFactor = g.num('rope.scaling.attn_factor') ?? 1;
+    yarn = {
+      factor,
+      originalMaxPositionEmbeddings: int('rope.scaling.original_context_length'),
+      betaFast: g.num('rope.scaling.yarn_beta_fast') ?? 32,
+      betaSlow: g.num('rope.scaling.yarn_beta_slow') ?? 1,
+      attentionFactor: attnFactor,
+      // ggml_rope_yarn_corr_dims floors / ceils the correction range.
+      truncate: true,
+    };
+    mscale = attnFactor * (logMul !== 0 ? yarnMscale(factor, logMul) : 1);
+  } else if (type !== undefined && type !== 'none') {
+    throw new Error(`rope.scaling.type ${String(type)} is not supported for deepseek2 (yarn only)`);
+  }
+  const mla: MlaConfig = {
+    kvLoraRank,
+    qLoraRank: qLora !== undefined && qLora > 0 ? qLora : null,
+    qkNopeHeadDim: qkHead - qkRope,
+    qkRopeHeadDim: qkRope,
+    vHeadDim,
+    softmaxScale: qkHead ** -0.5 * mscale * mscale,
+    ...(yarn ? { yarn } : {}),
+  };
+  const out: Partial<ModelConfig> = { headDim: qkHead, numKvHeads: c.numHeads, mla };
+  const numExperts = g.num('expert_count') ?? 0;
+  if (numExperts === 0) return out;
+  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE: 1 softmax (the default for files without the key), 2 sigmoid.
+  const gating = g.num('expert_gating_func') ?? 1;
+  if (gating !== 1) throw new Error(`expert_gating_func ${gating} is not supported (softmax only; DeepSeek-V3's sigmoid gate is not)`);
+  const perTok = int('expert_used_count');
+  const width = int('expert_feed_forward_length');
+  const shared = g.num('expert_shared_count') ?? 0;
+  const lead = g.num('leading_dense_block_count') ?? 0;
+  const groupCount = g.num('expert_group_count') ?? 0;
+  const groupUsed = g.num('expert_group_used_count') ?? 0;
+  const norm = g.value('expert_weights_norm');
+  return {
+    ...out,
+    numExperts,
+    numExpertsPerTok: perTok,
+    moeIntermediateSize: width,
+    normTopkProb: norm === true,
+    moeLayers: Array.from({ length: c.numLayers }, (_, i) => i >= lead),
+    ...(shared > 0 ? { sharedExpertIntermediateSize: shared * width } : {}),
+    moeRouting: {
+      // Absent: llama.cpp does not scale (scale_w false).
+      scale: g.num('expert_weights_scale') ?? 1,
+      ...(groupCount > 1 ? { groups: { numGroups: groupCount, topkGroups: groupUsed } } : {}),
+    },
   };
 }
 
@@ -512,6 +597,7 @@ export const deepseekV2: ArchitectureModule = {
   ggufQkPermuted: false,
   hfDefaults: DEEPSEEK_V2_DEFAULTS,
   hfConfig: deepseekV2Config,
+  ggufConfig: ggufDeepseekV2Config,
   // Its layers are not the shared decoder layer's (MLA); these describe its attention for callers that ask.
   decoderOptions: options,
   create: (checkpoint, ops, placement) => new DeepseekV2Model(checkpoint, ops, placement),

@@ -13,11 +13,12 @@
 //    then a full one);
 //  - Gemma 3: per-head q/k RMSNorm ((1 + w) too), and local (sliding) layers on their own RoPE base
 //    (rope_local_base_freq) while global ones take rope_theta with rope_scaling's linear factor.
-// GGUF: llama.cpp's 'gemma2' / 'gemma3' files are not mapped (their norms are stored with the + 1
-// already added, and the per-layer attention pattern comes from other keys); config.json only.
+// GGUF (llama.cpp's 'gemma2' / 'gemma3'): the norms' stored + 1 is taken off by the loader
+// (loaders/gguf-names.ts); ggufGemmaConfig reads the keys the converter writes and, where the file says
+// nothing, applies llama.cpp's own rules (sliding pattern, softmax scale, soft-cap defaults).
 import type { ModelConfig } from '../types.js';
 import { DecoderTransformer, type DecoderOptions } from './decoder.js';
-import type { ArchitectureModule } from './model.js';
+import type { ArchitectureModule, GgufConfigReader } from './model.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -170,6 +171,57 @@ function gemma3HfConfig(raw: Json): Partial<ModelConfig> {
   return { ...common, ropeTheta: global, ropeLocalTheta: local, ...(factor !== 1 ? { ropeLinearFactor: factor } : {}) };
 }
 
+/**
+ * A Gemma GGUF's family fields, as llama.cpp's llama_model_gemma2 / gemma3 load_arch_hparams read them:
+ *  - sliding layers: `<arch>.attention.sliding_window_pattern` (a per-layer bool array, or a period n:
+ *    layer i slides when i % n < n − 1), else period 2 (Gemma 2) / 6 (Gemma 3, and only when
+ *    `attention.sliding_window` is set); the window from `attention.sliding_window` (Gemma 2: 4096);
+ *  - softmax scale: the converters write no query_pre_attn_scalar; llama.cpp takes head_dim^-0.5, or
+ *    (hidden / heads)^-0.5 for the 27B models (46 layers for Gemma 2, 62 for Gemma 3) — which is what
+ *    their config.json's query_pre_attn_scalar says for every released size;
+ *  - Gemma 2: `attn_logit_softcapping` / `final_logit_softcapping` (llama.cpp's defaults 50 / 30 when
+ *    absent); Gemma 3: `final_logit_softcapping` when present, `rope.freq_base_swa` for the local layers
+ *    (else the global base), `rope.scaling.type` linear with `rope.scaling.factor` on the global layers;
+ *  - the MLP's GELU is the tanh approximation (ggml_gelu).
+ */
+function ggufGemmaConfig(g: GgufConfigReader, c: ModelConfig, generation: 2 | 3): Partial<ModelConfig> {
+  const window = g.num('attention.sliding_window');
+  const slides = generation === 2 || (window !== undefined && window > 0);
+  const pattern = g.value('attention.sliding_window_pattern');
+  let layerAttention: ('sliding' | 'full')[] | undefined;
+  if (slides) {
+    if (typeof pattern === 'object' && pattern !== null && 'length' in pattern) {
+      const flags = Array.from(pattern as ArrayLike<unknown>);
+      if (flags.length !== c.numLayers)
+        throw new Error(`attention.sliding_window_pattern has ${flags.length} entries for ${c.numLayers} layers`);
+      layerAttention = flags.map((f) => (f ? 'sliding' : 'full'));
+    } else {
+      const n = g.num('attention.sliding_window_pattern') ?? (generation === 2 ? 2 : 6);
+      layerAttention = Array.from({ length: c.numLayers }, (_, i) => (n === 0 || i % n < n - 1 ? 'sliding' : 'full'));
+    }
+  }
+  const big = c.numLayers === (generation === 2 ? 46 : 62);
+  const out: Partial<ModelConfig> = {
+    ...(layerAttention ? { layerAttention, slidingWindow: window ?? 4096 } : { slidingWindow: null }),
+    queryPreAttnScalar: big ? c.hiddenSize / c.numHeads : c.headDim,
+    mlpGelu: 'tanh',
+  };
+  const final = g.num('final_logit_softcapping');
+  if (generation === 2) {
+    out.attnLogitSoftcapping = g.num('attn_logit_softcapping') ?? 50;
+    out.finalLogitSoftcapping = final ?? 30;
+    return out;
+  }
+  if (final !== undefined && final > 0) out.finalLogitSoftcapping = final;
+  out.ropeLocalTheta = g.num('rope.freq_base_swa') ?? c.ropeTheta;
+  const scaling = g.value('rope.scaling.type');
+  const factor = g.num('rope.scaling.factor');
+  if (scaling === 'linear' && factor !== undefined && factor !== 1) out.ropeLinearFactor = factor;
+  else if (scaling !== undefined && scaling !== 'none' && scaling !== 'linear')
+    throw new Error(`rope.scaling.type ${String(scaling)} is not supported`);
+  return out;
+}
+
 /** The decoder options of a Gemma config (both generations: the config says which parts apply). */
 export function gemmaDecoderOptions(config: ModelConfig, qkNorm: boolean): DecoderOptions {
   const types = config.layerAttention;
@@ -204,6 +256,7 @@ export const gemma2: ArchitectureModule = {
   ggufQkPermuted: false,
   hfDefaults: GEMMA2_DEFAULTS,
   hfConfig: gemma2HfConfig,
+  ggufConfig: (g, c) => ggufGemmaConfig(g, c, 2),
   decoderOptions: (config) => gemmaDecoderOptions(config, false),
   create: (checkpoint, ops) => new DecoderTransformer(checkpoint, ops, gemma2.decoderOptions(checkpoint.config)),
 };
@@ -214,6 +267,7 @@ export const gemma3: ArchitectureModule = {
   ggufQkPermuted: false,
   hfDefaults: GEMMA3_DEFAULTS,
   hfConfig: gemma3HfConfig,
+  ggufConfig: (g, c) => ggufGemmaConfig(g, c, 3),
   decoderOptions: (config) => gemmaDecoderOptions(config, true),
   create: (checkpoint, ops) => new DecoderTransformer(checkpoint, ops, gemma3.decoderOptions(checkpoint.config)),
 };

@@ -12,17 +12,21 @@
 //    limit 7). The stacked tensors are transposed to per-expert [out, in] matrices at load (a copy,
 //    in the checkpoint's dtype: f32, or bf16 — MXFP4 checkpoints arrive as bf16, loaders/mxfp4.ts).
 // Chat: GPT-OSS writes OpenAI harmony channels; svc has no harmony template or parser (registry/gpt-oss.toml).
-// GGUF: llama.cpp's 'gpt-oss' files are not mapped (their MXFP4 tensors would need a weight dtype of their own).
+// GGUF (llama.cpp 'gpt-oss', conversion/gpt_oss.py GptOssModel): the loader rebuilds gate_up_proj / its bias /
+// down_proj from ffn_{gate,up,down}_exps (ggml MXFP4 experts decoded to bf16; loaders/gguf-names.ts, mxfp4.ts);
+// ggufGptOssConfig reads the sliding window, layer pattern (attention.sliding_window_pattern, else llama.cpp's
+// 2: even layers sliding) and YaRN. What a file cannot carry: YaRN's `truncate` (ggml floors / ceils the
+// correction range: truncate true) and swiglu_limit (llama.cpp's graph has 7 built in).
 import type { MoeExperts, WeightMatrix } from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
 import { DecoderTransformer, type DecoderOptions } from './decoder.js';
 import { expertRange, type ModelOptions } from './expert-placement.js';
 import { expertShape } from './expert-weights.js';
-import type { ArchitectureModule } from './model.js';
+import type { ArchitectureModule, GgufConfigReader } from './model.js';
 import { MoeBlock } from './moe.js';
 import type { CheckpointWeights } from './weights.js';
-import { readYarnRope, yarnRopeFrequencies } from './yarn.js';
+import { readYarnRope, yarnMscale, yarnRopeFrequencies } from './yarn.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -79,6 +83,43 @@ function gptOssHfConfig(raw: Json): Partial<ModelConfig> {
   const type = rope ? (rope.rope_type ?? rope.type ?? 'default') : 'default';
   if (rope && type === 'yarn') out.yarnRope = readYarnRope(rope, raw.max_position_embeddings as number);
   else if (type !== 'default') throw new Error(`rope type ${JSON.stringify(type)} is not supported for GPT-OSS (yarn or default)`);
+  return out;
+}
+
+/** A llama.cpp 'gpt-oss' file's keys (GptOssModel.set_gguf_parameters; read as src/models/openai-moe.cpp does). */
+function ggufGptOssConfig(g: GgufConfigReader, c: ModelConfig): Partial<ModelConfig> {
+  const window = g.num('attention.sliding_window');
+  if (window === undefined || !Number.isInteger(window) || window < 1)
+    throw new Error('attention.sliding_window must be a positive integer');
+  const pattern = g.value('attention.sliding_window_pattern');
+  let layerAttention: ('sliding' | 'full')[];
+  if (typeof pattern === 'object' && pattern !== null && 'length' in pattern) {
+    const flags = Array.from(pattern as ArrayLike<unknown>);
+    if (flags.length !== c.numLayers)
+      throw new Error(`attention.sliding_window_pattern has ${flags.length} entries for ${c.numLayers} layers`);
+    layerAttention = flags.map((f) => (f ? 'sliding' : 'full'));
+  } else {
+    // llama_hparams::set_swa_pattern(n): layer i slides when i % n < n − 1 (n 0: every layer).
+    const n = g.num('attention.sliding_window_pattern') ?? 2;
+    layerAttention = Array.from({ length: c.numLayers }, (_, i) => (n === 0 || i % n < n - 1 ? 'sliding' : 'full'));
+  }
+  const out: Partial<ModelConfig> = { layerAttention, slidingWindow: window, swigluLimit: 7 };
+  const type = g.value('rope.scaling.type');
+  if (type === 'yarn') {
+    const factor = g.num('rope.scaling.factor') ?? 1;
+    out.yarnRope = {
+      factor,
+      originalMaxPositionEmbeddings: g.num('rope.scaling.original_context_length') ?? c.maxPositionEmbeddings,
+      betaFast: g.num('rope.scaling.yarn_beta_fast') ?? 32,
+      betaSlow: g.num('rope.scaling.yarn_beta_slow') ?? 1,
+      truncate: true,
+      // llama-context.cpp replaces the file's yarn_attn_factor under YaRN: cos / sin get 0.1·ln(factor) + 1,
+      // times rope.scaling.attn_factor.
+      attentionFactor: yarnMscale(factor) * (g.num('rope.scaling.attn_factor') ?? 1),
+    };
+  } else if (type !== undefined && type !== 'none') {
+    throw new Error(`rope.scaling.type ${String(type)} is not supported for gpt-oss (yarn or none)`);
+  }
   return out;
 }
 
@@ -177,6 +218,7 @@ export const gptOss: ArchitectureModule = {
   experts: { hfWidthKey: 'intermediate_size', normTopkProb: 'always' },
   hfDefaults: GPT_OSS_DEFAULTS,
   hfConfig: gptOssHfConfig,
+  ggufConfig: ggufGptOssConfig,
   decoderOptions: gptOssDecoderOptions,
   create: (checkpoint, ops, options) => new DecoderTransformer(checkpoint, ops, gptOssDecoderOptions(checkpoint.config), options),
 };

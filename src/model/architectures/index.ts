@@ -68,7 +68,7 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     module: qwen3Moe,
   },
   // Phi-3 (fused qkv / gate_up, partial rotary, LongRoPE) and Granite (multipliers; MoE, MoE with a shared expert).
-  { name: 'phi3', hfArchitectures: ['Phi3ForCausalLM'], hfModelTypes: ['phi3'], ggufArchitectures: [], module: phi3 },
+  { name: 'phi3', hfArchitectures: ['Phi3ForCausalLM'], hfModelTypes: ['phi3'], ggufArchitectures: ['phi3'], module: phi3 },
   { name: 'granite', hfArchitectures: ['GraniteForCausalLM'], hfModelTypes: ['granite'], ggufArchitectures: ['granite'], module: granite },
   {
     name: 'granitemoe',
@@ -86,17 +86,17 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     module: graniteMoe,
   },
   // Norms on both sides of each sublayer, soft-capping, sliding / global layers (gemma.ts).
-  { name: 'gemma2', hfArchitectures: ['Gemma2ForCausalLM'], hfModelTypes: ['gemma2'], ggufArchitectures: [], module: gemma2 },
+  { name: 'gemma2', hfArchitectures: ['Gemma2ForCausalLM'], hfModelTypes: ['gemma2'], ggufArchitectures: ['gemma2'], module: gemma2 },
   // Gemma 3's language model; a Gemma3ForConditionalGeneration checkpoint runs as text only (its text_config).
   {
     name: 'gemma3',
     hfArchitectures: ['Gemma3ForCausalLM', 'Gemma3ForConditionalGeneration'],
     hfModelTypes: ['gemma3_text', 'gemma3'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['gemma3'],
     module: gemma3,
   },
   // Norms on the sublayer outputs only, q/k norms over whole projections (olmo2.ts).
-  { name: 'olmo2', hfArchitectures: ['Olmo2ForCausalLM'], hfModelTypes: ['olmo2'], ggufArchitectures: [], module: olmo2 },
+  { name: 'olmo2', hfArchitectures: ['Olmo2ForCausalLM'], hfModelTypes: ['olmo2'], ggufArchitectures: ['olmo2'], module: olmo2 },
   // Hybrid Gated DeltaNet + gated attention, with per-sequence recurrent state (text path only).
   {
     name: 'qwen3_5',
@@ -113,22 +113,22 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     module: qwen35Moe,
   },
   // Sliding / full layers with attention sinks, YaRN, MoE with biased experts and a clamped SwiGLU (MXFP4 experts dequantized at load).
-  { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: [], module: gptOss },
-  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts). GGUF deepseek2 is not mapped.
+  { name: 'gpt_oss', hfArchitectures: ['GptOssForCausalLM'], hfModelTypes: ['gpt_oss'], ggufArchitectures: ['gpt-oss'], module: gptOss },
+  // Multi-head latent attention (the KV cache holds the latent) and DeepSeekMoE (deepseek-v2.ts).
   {
     name: 'deepseek_v2',
     hfArchitectures: ['DeepseekV2ForCausalLM'],
     hfModelTypes: ['deepseek_v2'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['deepseek2'],
     module: deepseekV2,
   },
   // State-space: Mamba2, and Nemotron-H's Mamba2 / attention / MLP / MoE blocks, with per-sequence recurrent state.
-  { name: 'mamba2', hfArchitectures: ['Mamba2ForCausalLM'], hfModelTypes: ['mamba2'], ggufArchitectures: [], module: mamba2 },
+  { name: 'mamba2', hfArchitectures: ['Mamba2ForCausalLM'], hfModelTypes: ['mamba2'], ggufArchitectures: ['mamba2'], module: mamba2 },
   {
     name: 'nemotron_h',
     hfArchitectures: ['NemotronHForCausalLM'],
     hfModelTypes: ['nemotron_h'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['nemotron_h', 'nemotron_h_moe'],
     module: nemotronH,
   },
   // Vision-language: the language model is text_config's family; the vision side is src/model/vision/.

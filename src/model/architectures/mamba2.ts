@@ -3,8 +3,10 @@
 // tensors under `backbone.` (the loader renames them model.*). Run by nemotron-h.ts's model class with every layer a Mamba block. As
 // transformers' MambaRMSNormGated, the gated norm spans the whole inner width (it takes no group
 // size, whatever n_groups is); the dt clamp is time_step_limit.
+// GGUF (llama.cpp's 'mamba2'): the loader undoes the converter's A = −exp(A_log) and reshapes
+// (loaders/gguf-names.ts); ggufMamba2Config reads the ssm.* keys.
 import type { ModelConfig, SsmConfig } from '../types.js';
-import type { ArchitectureModule } from './model.js';
+import type { ArchitectureModule, GgufConfigReader } from './model.js';
 import type { DecoderOptions } from './decoder-layer.js';
 import { SsmHybridModel } from './nemotron-h.js';
 
@@ -60,6 +62,55 @@ function mamba2Config(raw: Json): Partial<ModelConfig> {
   };
 }
 
+/**
+ * Mamba2Model.set_gguf_parameters' keys (conversion/mamba.py), as llama_model_mamba2 reads them:
+ * `ssm.inner_size`, `ssm.state_size`, `ssm.time_step_rank` (the head count; head size = inner / it),
+ * `ssm.group_count`, `ssm.conv_kernel`; the biases are there when their tensors are. The gated norm
+ * is per group as llama.cpp runs it (the file stores it [n_group, inner / n_group]; one group: the
+ * whole width, as transformers); no dt clamp (llama.cpp has none; transformers' default is (0, inf)).
+ */
+export function ggufSsmConfig(g: GgufConfigReader, numLayers: number): SsmConfig {
+  const need = (key: string): number => {
+    const v = g.num(key);
+    if (v === undefined || !Number.isInteger(v) || v < 1) throw new Error(`missing or invalid ${g.arch}.${key}`);
+    return v;
+  };
+  const inner = need('ssm.inner_size');
+  const numHeads = need('ssm.time_step_rank');
+  const nGroups = need('ssm.group_count');
+  if (inner % numHeads !== 0 || numHeads % nGroups !== 0) {
+    throw new Error(`ssm.inner_size ${inner}, ssm.time_step_rank ${numHeads} and ssm.group_count ${nGroups} do not divide`);
+  }
+  return {
+    numHeads,
+    headDim: inner / numHeads,
+    stateSize: need('ssm.state_size'),
+    nGroups,
+    convKernel: need('ssm.conv_kernel'),
+    convBias: anyLayerHas(g, numLayers, 'ssm_conv1d.bias'),
+    projBias: anyLayerHas(g, numLayers, 'ssm_in.bias'),
+    dtMin: 0,
+    dtMax: Infinity,
+    normGroupSize: inner / nGroups,
+  };
+}
+
+function anyLayerHas(g: GgufConfigReader, numLayers: number, part: string): boolean {
+  return Array.from({ length: numLayers }, (_, l) => g.hasTensor(`blk.${l}.${part}`)).some(Boolean);
+}
+
+function ggufMamba2Config(g: GgufConfigReader, c: ModelConfig): Partial<ModelConfig> {
+  const ssm = ggufSsmConfig(g, c.numLayers);
+  return {
+    ssm,
+    layerTypes: Array.from({ length: c.numLayers }, () => 'mamba' as const),
+    numHeads: 1,
+    numKvHeads: 1,
+    headDim: c.hiddenSize,
+    intermediateSize: ssm.numHeads * ssm.headDim,
+  };
+}
+
 const options = (): DecoderOptions => ({ qkvBias: 'none', oBiasIfPresent: false, qkNorm: false, slidingWindow: null });
 
 export const mamba2: ArchitectureModule = {
@@ -79,6 +130,7 @@ export const mamba2: ArchitectureModule = {
     tie_word_embeddings: true,
   },
   hfConfig: mamba2Config,
+  ggufConfig: ggufMamba2Config,
   decoderOptions: options,
   // Its `backbone.` tensors are read as `model.` (loaders/state-space-names.ts).
   create: (checkpoint, ops) => new SsmHybridModel(checkpoint, ops, { prefix: 'model.' }),

@@ -139,6 +139,19 @@ export interface ArchitectureModule {
    * saying what it cannot run.
    */
   hfConfig?(raw: Readonly<Record<string, unknown>>): Partial<ModelConfig>;
+  /**
+   * Reads the family's own GGUF metadata (llama.cpp's `<arch>.*` keys its converter writes and its
+   * runtime reads, and rules llama.cpp keeps in code where the file says nothing) into ModelConfig
+   * fields, set over the common ones (`common`: sizes, eps, RoPE base, …). Throws an Error saying what
+   * it cannot run. Tensor names and values are the GGUF loader's (loaders/gguf-names.ts).
+   */
+  ggufConfig?(gguf: GgufConfigReader, common: ModelConfig): Partial<ModelConfig>;
+  /**
+   * GGUF keys this family's files hold as per-layer arrays (Nemotron-H's head_count_kv and feed_forward_length,
+   * 0 on the layers without that part), read by its ggufConfig (GgufConfigReader.value); the common fields
+   * take the largest entry. Other families' varying arrays are refused.
+   */
+  readonly ggufPerLayerKeys?: readonly string[];
   /** How its decoder layers run (biases, q/k norms, sliding window): the main stack's and an MTP layer's alike. */
   decoderOptions(config: ModelConfig): DecoderOptions;
   /** Builds the model for `checkpoint`, preparing its weights for `ops` once (options: where a MoE model's experts run). */
@@ -153,4 +166,18 @@ export interface ExpertConfigRules {
   readonly normTopkProb: 'always' | 'config';
   /** The key of a shared dense expert's width, for families that may have one (GraniteMoeShared: shared_intermediate_size; 0 or absent: none). */
   readonly hfSharedWidthKey?: 'shared_intermediate_size';
+}
+
+/** A GGUF file's metadata and small tensors, as ArchitectureModule.ggufConfig reads them. */
+export interface GgufConfigReader {
+  /** general.architecture: the prefix of the family's keys. */
+  readonly arch: string;
+  /** `<arch>.<key>` as a number (a per-layer array whose entries agree reads as one; of ggufPerLayerKeys, the largest entry), undefined when absent. */
+  num(key: string): number | undefined;
+  /** `<arch>.<key>` as stored (arrays, strings, booleans), undefined when absent. */
+  value(key: string): unknown;
+  /** Whether the file holds the tensor (llama.cpp's name). */
+  hasTensor(name: string): boolean;
+  /** A tensor's values as f32 (llama.cpp's name), undefined when absent. */
+  tensor(name: string): Float32Array | undefined;
 }

@@ -10,9 +10,18 @@
 //      ungated relu² experts, plus a shared relu² MLP.
 // then norm_f and lm_head. Only attention blocks hold KV (ModelConfig.layerTypes, usesKvCache); Mamba
 // blocks keep a RecurrentState slot per sequence (ForwardBatch.stateSlots), created here.
+// GGUF (llama.cpp 'nemotron_h' / 'nemotron_h_moe', conversion/nemotron.py NemotronHModel over GraniteHybridModel
+// and Mamba2Model): ggufNemotronHConfig derives the block pattern as llama.cpp does from the per-layer arrays
+// (head_count_kv > 0: attention; feed_forward_length > 0: MLP, or MoE in a file with experts; both 0: Mamba2),
+// and reads the SSM and MoE keys; tensor names and the Mamba reversals are loaders/gguf-names.ts's. The
+// converter interleaves attention Q/K rows (LlamaModel.permute via GraniteMoeModel), which without RoPE
+// changes no score, so nothing is undone. What a file cannot carry: a dense MLP block beside MoE blocks
+// (the converter writes feed_forward_length 0 there, which llama.cpp reads as a Mamba2 block: refused, as
+// the tensors do not match), and time_step_min (llama.cpp does not clamp dt: dtMin 0).
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, ModelConfig, SigmoidRoutingConfig, SsmConfig } from '../types.js';
-import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';
+import type { ArchitectureModule, ForwardBatch, ForwardOptions, GgufConfigReader, Model, OutputHead, RecurrentState } from './model.js';
+import { ggufSsmConfig } from './mamba2.js';
 import type { DecoderOptions } from './decoder-layer.js';
 import { CheckpointWeights } from './weights.js';
 import { MambaState } from './mamba-state.js';
@@ -514,6 +523,62 @@ function nemotronConfig(raw: Json): Partial<ModelConfig> {
   return extra;
 }
 
+/** A per-layer GGUF array (or a scalar for every layer). */
+function perLayer(g: GgufConfigReader, key: string, numLayers: number): number[] {
+  const v = g.value(key);
+  if (v !== null && typeof v === 'object' && 'length' in v) {
+    const arr = Array.from(v as ArrayLike<number>, Number);
+    if (arr.length !== numLayers) throw new Error(`${g.arch}.${key} has ${arr.length} entries for ${numLayers} layers`);
+    return arr;
+  }
+  const one = g.num(key) ?? 0;
+  return new Array<number>(numLayers).fill(one);
+}
+
+/** A llama.cpp 'nemotron_h' / 'nemotron_h_moe' file's block pattern, SSM and MoE keys (src/models/nemotron-h.cpp). */
+function ggufNemotronHConfig(g: GgufConfigReader, c: ModelConfig): Partial<ModelConfig> {
+  const kv = perLayer(g, 'attention.head_count_kv', c.numLayers);
+  const ff = perLayer(g, 'feed_forward_length', c.numLayers);
+  const numExperts = g.num('expert_count') ?? 0;
+  const layerTypes: LayerType[] = kv.map((k, i) =>
+    k === 0 && ff[i] === 0 ? 'mamba' : ff[i] === 0 ? 'full_attention' : numExperts > 0 ? 'moe' : 'mlp',
+  );
+  layerTypes.forEach((t, i) => {
+    if (t === 'mamba' && !g.hasTensor(`blk.${i}.ssm_in.weight`) && g.hasTensor(`blk.${i}.ffn_up.weight`))
+      throw new Error(`layer ${i} is a dense MLP block beside MoE blocks, which the file's feed_forward_length (0) cannot say`);
+  });
+  const attnKv = kv.filter((k) => k > 0);
+  if (attnKv.some((k) => k !== attnKv[0])) throw new Error(`attention.head_count_kv varies between attention layers (${kv.join(',')})`);
+  const widths = ff.filter((f) => f > 0);
+  if (numExperts === 0 && widths.some((f) => f !== widths[0]))
+    throw new Error(`feed_forward_length varies between MLP layers (${ff.join(',')})`);
+  // Mamba2Model writes layer_norm_rms_epsilon; GraniteHybridModel only TextModel's layer_norm_epsilon, which llama.cpp falls back to.
+  const eps = g.num('attention.layer_norm_rms_epsilon') ?? g.num('attention.layer_norm_epsilon') ?? c.rmsNormEps;
+  const out: Partial<ModelConfig> = { layerTypes, rmsNormEps: eps, numKvHeads: attnKv[0] ?? c.numHeads };
+  if (numExperts === 0 && widths.length > 0) out.intermediateSize = widths[0];
+  if (layerTypes.includes('mamba')) out.ssm = ggufSsmConfig(g, c.numLayers);
+  if (numExperts > 0) {
+    if ((g.num('moe_latent_size') ?? 0) > 0) throw new Error('moe_latent_size (latent MoE projections) is not run');
+    const width = g.num('expert_feed_forward_length');
+    const topK = g.num('expert_used_count');
+    if (width === undefined || topK === undefined) throw new Error('expert_feed_forward_length and expert_used_count are required');
+    const nGroup = g.num('expert_group_count') ?? 1;
+    const topkGroup = g.num('expert_group_used_count') ?? nGroup;
+    const norm = g.value('expert_weights_norm');
+    out.sigmoidRouting = {
+      numExperts,
+      topK,
+      nGroup,
+      topkGroup,
+      normTopkProb: norm === true,
+      routedScalingFactor: g.num('expert_weights_scale') ?? 1,
+      expertWidth: width,
+      sharedWidth: g.num('expert_shared_feed_forward_length') ?? 0,
+    };
+  }
+  return out;
+}
+
 const options = (): DecoderOptions => ({ qkvBias: 'none', oBiasIfPresent: false, qkNorm: false, slidingWindow: null });
 
 export const nemotronH: ArchitectureModule = {
@@ -523,6 +588,8 @@ export const nemotronH: ArchitectureModule = {
   // The layer count comes from the block pattern (hfConfig); NemotronHConfig's defaults otherwise.
   hfDefaults: { num_hidden_layers: 0, max_position_embeddings: 4096, num_key_value_heads: 8, intermediate_size: 21504 },
   hfConfig: nemotronConfig,
+  ggufConfig: ggufNemotronHConfig,
+  ggufPerLayerKeys: ['attention.head_count_kv', 'feed_forward_length'],
   // Its blocks are not the shared decoder layer's; these describe its attention for callers that ask.
   decoderOptions: options,
   create: (checkpoint, ops) => new SsmHybridModel(checkpoint, ops, { prefix: 'model.' }),

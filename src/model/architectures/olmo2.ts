@@ -1,7 +1,8 @@
 // OLMo 2 (Olmo2ForCausalLM): the Llama decoder with its RMSNorms moved onto the sublayer outputs, no
 // pre-norms — x += post_attention_layernorm(attn(x)); x += post_feedforward_layernorm(mlp(x)) — and
 // q/k RMSNorm over each token's whole projected q (numHeads·headDim) and k (numKvHeads·headDim), before
-// RoPE. SwiGLU MLP, untied lm_head. GGUF: llama.cpp's 'olmo2' files are not mapped (config.json only).
+// RoPE. SwiGLU MLP, untied lm_head. GGUF: llama.cpp's 'olmo2' (post_attention_norm / post_ffw_norm renamed by
+// loaders/gguf-names.ts; Q/K rows not interleaved: its converter is TextModel's, not LlamaModel's).
 import { DecoderTransformer } from './decoder.js';
 import type { ArchitectureModule } from './model.js';
 

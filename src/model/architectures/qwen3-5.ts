@@ -11,6 +11,17 @@
 //     sigmoid(shared_expert_gate · x).
 // Attention layers use the paged KV cache; linear-attention layers keep a RecurrentState slot per
 // sequence (ForwardBatch.stateSlots), which this model creates (createRecurrentState).
+// GGUF: llama.cpp's 'qwen35' / 'qwen35moe' are not mapped yet (the other GGUF families are; loaders/gguf-names.ts).
+// The converter (Qwen3_5TextModel / Qwen3_5MoeTextModel over _LinearAttentionVReorderBase, Qwen3NextModel and
+// Qwen2MoeModel, conversion/qwen.py) adds 1 to every norm but linear_attn.norm, stores A_log as −exp(A_log),
+// squeezes conv1d, and where linear_num_value_heads > linear_num_key_heads reorders the V heads from grouped
+// to tiled order in in_proj_qkv's V rows, in_proj_z, in_proj_a / b, A_log, dt_bias, conv1d's V channels
+// and out_proj's columns; it writes the layer pattern as full_attention_interval (and
+// attention.recurrent_layers), the linear-attention shapes as ssm.* keys, M-RoPE as rope.dimension_sections,
+// and the MoE's gated shared expert (ffn_*_shexp, ffn_gate_inp_shexp) with Qwen2MoeModel's keys. Each needs
+// undoing in gguf-names.ts (the V reorder is a per-tensor permutation, as ggufTensorFix does for Mamba)
+// and a ggufConfig here; the common GGUF reader also refuses shared experts today. Such a file is refused
+// at start-up.
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, LinearAttentionConfig, ModelConfig } from '../types.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';

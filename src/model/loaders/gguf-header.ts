@@ -34,6 +34,7 @@ export const GGML_TYPE = {
   BF16: 30,
   TQ1_0: 34,
   TQ2_0: 35,
+  MXFP4: 39,
 } as const;
 
 export interface GgufTensorInfo {

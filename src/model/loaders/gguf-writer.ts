@@ -3,6 +3,8 @@
 import { openSync, writeSync, closeSync } from 'node:fs';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
 import type { Tensor } from '../types.js';
+import { GGML_TYPE } from './gguf-header.js';
+import { MXFP4_BLOCK_BYTES, MXFP4_BLOCK_VALUES } from './mxfp4.js';
 
 /** GGUF metadata value types, numbered as in the file format. */
 export const GGUF_VALUE_TYPE = {
@@ -78,9 +80,11 @@ export interface GgufWriteOptions {
 }
 
 /** Elements per block and bytes per block of each ggml storage type this project reads (WEIGHT_DTYPES' rows). */
-const GGML_BLOCK: Record<number, [number, number]> = Object.fromEntries(
-  ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, [WEIGHT_DTYPES[d].blockElements, WEIGHT_DTYPES[d].blockBytes]]),
-);
+const GGML_BLOCK: Record<number, [number, number]> = {
+  ...Object.fromEntries(ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, [WEIGHT_DTYPES[d].blockElements, WEIGHT_DTYPES[d].blockBytes]])),
+  // Decoded at load only (loaders/mxfp4.ts): GPT-OSS's experts.
+  [GGML_TYPE.MXFP4]: [MXFP4_BLOCK_VALUES, MXFP4_BLOCK_BYTES],
+};
 
 /** A loaded tensor (Hugging Face shape order) as a GGUF tensor (ggml dims order), under the given GGUF name. */
 export function tensorToGguf(tensor: Tensor, ggufName = tensor.name): GgufTensorInput {

@@ -1,66 +1,29 @@
 // GGUF checkpoints: one file holding metadata and ggml tensors. Tensors come out under Hugging Face
 // names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
 // Hugging Face layout (and rotates with neox-style RoPE). Stacked expert tensors (ffn_*_exps) stay
-// whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts).
+// whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts). Names and
+// the converter's per-family transformations (Gemma's norm + 1, Mamba's A = −exp(A_log), …) are
+// gguf-names.ts's, and so are tensors rebuilt from several GGUF ones (DeepSeek's kv_b_proj, GPT-OSS's
+// experts); a family's own metadata keys are its module's ggufConfig. ggml MXFP4 tensors (GPT-OSS's
+// experts) are decoded at load to bf16 (exact), as the safetensors MXFP4 path does (mxfp4.ts).
 import type { Checkpoint, DType, LoadProgress, Tensor } from '../types.js';
 import { architectureNamed } from '../architectures/index.js';
 import { configFromGguf } from '../model-config.js';
-import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow } from '../../kernels/dtypes.js';
+import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow, dequantize } from '../../kernels/dtypes.js';
 import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
 import { mapFile } from './file-bytes.js';
 import { DerivedBytes, MappedResidency } from './mapped-residency.js';
+import { ggufJoins, ggufTensorFix, hfNameOf } from './gguf-names.js';
+import { dequantizeGgmlMxfp4, MXFP4_BLOCK_BYTES, MXFP4_BLOCK_VALUES } from './mxfp4.js';
+import { f32ToBf16 } from '../../kernels/dequant.js';
+
+export { hfNameOf } from './gguf-names.js';
 
 /** ggml type ids → the weight dtypes (each dtype's row in WEIGHT_DTYPES names its ggml type). */
 const GGML_TO_DTYPE = new Map<number, DType>(ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, d]));
 
 const GGML_TYPE_NAMES = new Map<number, string>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k]));
 const GGML_SUPPORTED = ALL_DTYPES.map((d) => GGML_TYPE_NAMES.get(WEIGHT_DTYPES[d].ggmlType) ?? d).join(', ');
-
-const TOP_LEVEL_NAMES: Record<string, string> = {
-  'token_embd.weight': 'model.embed_tokens.weight',
-  'output_norm.weight': 'model.norm.weight',
-  'output.weight': 'lm_head.weight',
-};
-
-const LAYER_NAMES: Record<string, string> = {
-  attn_q: 'self_attn.q_proj',
-  attn_k: 'self_attn.k_proj',
-  attn_v: 'self_attn.v_proj',
-  attn_output: 'self_attn.o_proj',
-  attn_q_norm: 'self_attn.q_norm',
-  attn_k_norm: 'self_attn.k_norm',
-  attn_norm: 'input_layernorm',
-  ffn_norm: 'post_attention_layernorm',
-  ffn_gate: 'mlp.gate_proj',
-  ffn_up: 'mlp.up_proj',
-  ffn_down: 'mlp.down_proj',
-  // Mixture of experts: the router, and every expert's weights stacked [experts, rows, cols] in one
-  // tensor, named as transformers 5 names its stacked experts (gate and up kept apart).
-  ffn_gate_inp: 'mlp.gate',
-};
-
-/** Stacked expert tensors (blk.N.ffn_*_exps.weight) → their names under model.layers.N. */
-const STACKED_EXPERT_NAMES: Record<string, string> = {
-  ffn_gate_exps: 'mlp.experts.gate_proj',
-  ffn_up_exps: 'mlp.experts.up_proj',
-  ffn_down_exps: 'mlp.experts.down_proj',
-};
-
-/** Older Mixtral GGUFs' one tensor per expert (blk.N.ffn_gate.E.weight) → Hugging Face's per-expert names. */
-const PER_EXPERT_NAMES: Record<string, string> = { ffn_gate: 'gate_proj', ffn_up: 'up_proj', ffn_down: 'down_proj' };
-
-/** llama.cpp tensor name → Hugging Face name (null for tensors we have no use for, e.g. rope_freqs). */
-export function hfNameOf(ggufName: string): string | null {
-  if (TOP_LEVEL_NAMES[ggufName]) return TOP_LEVEL_NAMES[ggufName];
-  const expert = /^blk\.(\d+)\.(ffn_gate|ffn_up|ffn_down)\.(\d+)\.weight$/.exec(ggufName);
-  if (expert) return `model.layers.${expert[1]}.mlp.experts.${expert[3]}.${PER_EXPERT_NAMES[expert[2]]}.weight`;
-  const m = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
-  if (!m) return null;
-  const stacked = STACKED_EXPERT_NAMES[m[2]];
-  if (stacked && m[3] === 'weight') return `model.layers.${m[1]}.${stacked}`;
-  const part = LAYER_NAMES[m[2]];
-  return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
-}
 
 /**
  * Maps the file; tensors are views of the mapping (Q/K weights of interleaved architectures are
@@ -72,36 +35,76 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   const header = readGgufHeader(path, { skipLargeArrays: true });
   const metadata = header.metadata;
   const infos = new Map(header.tensors.map((t) => [t.name, t]));
-  const config = configFromGguf(metadata, {
-    hasOutputWeight: infos.has('output.weight'),
-    embeddingRows: infos.get('token_embd.weight')?.dims[1],
-    routerLayers: new Set(header.tensors.flatMap((t) => /^blk\.(\d+)\.ffn_gate_inp\.weight$/.exec(t.name)?.[1] ?? []).map(Number)),
-    source: path,
-  });
-  // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
-  const qkPermuted = architectureNamed(config.architecture)?.module.ggufQkPermuted ?? false;
-
   // Validate every tensor against the file size before touching (or mapping) the data.
   for (const info of header.tensors) {
-    const dtype = dtypeOf(info, path);
-    const end = info.offset + tensorBytes(info, dtype, path);
+    const end = info.offset + storedBytes(info, path);
     if (end > header.fileSize) {
       throw new Error(`${path}: tensor ${info.name} data lies beyond end of file (ends at byte ${end}, file has ${header.fileSize})`);
     }
   }
 
   const file = mapFile(path, fastLoad);
+  const viewOf = (info: GgufTensorInfo): Uint8Array => file.bytes.subarray(info.offset, info.offset + storedBytes(info, path));
+  const config = configFromGguf(metadata, {
+    hasOutputWeight: infos.has('output.weight'),
+    embeddingRows: infos.get('token_embd.weight')?.dims[1],
+    routerLayers: new Set(header.tensors.flatMap((t) => /^blk\.(\d+)\.ffn_gate_inp\.weight$/.exec(t.name)?.[1] ?? []).map(Number)),
+    tensorNames: infos.keys(),
+    // Small tensors the config reads (Phi-3's LongRoPE factors), decoded to f32.
+    tensorValues: (name) => {
+      const info = infos.get(name);
+      return info ? f32Values(info, viewOf(info), path) : undefined;
+    },
+    source: path,
+  });
+  const arch = metadata['general.architecture'] as string;
+  // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
+  const qkPermuted = architectureNamed(config.architecture)?.module.ggufQkPermuted ?? false;
   const residency = new MappedResidency(file, fastLoad, onProgress);
   const tensors = new Map<string, Tensor>();
   let first = Infinity;
+  // Tensors rebuilt from several GGUF ones (gguf-names.ts ggufJoins): bf16 when every part is MXFP4
+  // (exact), else f32. Their residency entry is the first part's bytes.
+  const consumed = new Set<string>();
+  for (const join of ggufJoins(arch, new Map(header.tensors.map((t) => [t.name, [...t.dims].reverse()])))) {
+    const parts = join.parts.map((n) => infos.get(n) as GgufTensorInfo);
+    for (const p of parts) consumed.add(p.name);
+    const bf16 = parts.every((p) => p.ggmlType === GGML_TYPE.MXFP4);
+    const derived = new DerivedBytes(() => {
+      const values = join.values(parts.map((p) => f32Values(p, viewOf(p), path)));
+      return bf16 ? bf16Bytes(values) : new Uint8Array(values.buffer);
+    });
+    residency.add(join.hfName, parts[0].offset, storedBytes(parts[0], path), derived);
+    first = Math.min(first, ...parts.map((p) => p.offset));
+    tensors.set(join.hfName, derivedTensor(join.hfName, bf16 ? 'bf16' : 'f32', join.shape, derived));
+  }
   for (const info of header.tensors) {
-    const name = hfNameOf(info.name);
+    const name = consumed.has(info.name) ? null : hfNameOf(info.name, arch);
     if (!name) continue;
+    if (info.ggmlType === GGML_TYPE.MXFP4) {
+      // Decoded to bf16 (exact): svc has no MXFP4 kernels.
+      const view = viewOf(info);
+      const derived = new DerivedBytes(() => bf16Bytes(f32Values(info, view, path)));
+      residency.add(name, info.offset, view.length, derived);
+      first = Math.min(first, info.offset);
+      tensors.set(name, derivedTensor(name, 'bf16', [...info.dims].reverse(), derived));
+      continue;
+    }
     const dtype = dtypeOf(info, path);
-    const shape = [...info.dims].reverse();
+    const stored = [...info.dims].reverse();
     const length = tensorBytes(info, dtype, path);
     const view = file.bytes.subarray(info.offset, info.offset + length);
     first = Math.min(first, info.offset);
+    // What the converter did to the tensor beyond renaming it, undone (gguf-names.ts).
+    const fix = ggufTensorFix(arch, name, stored);
+    const shape = fix?.shape ?? stored;
+    const transform = fix?.values;
+    if (transform) {
+      const derived = new DerivedBytes(() => new Uint8Array(transform(f32Values(info, view, path)).buffer));
+      residency.add(name, info.offset, length, derived);
+      tensors.set(name, derivedTensor(name, 'f32', shape, derived));
+      continue;
+    }
     const heads = qkPermuted
       ? /\.attn_q\.(weight|bias)$/.test(info.name)
         ? config.numHeads
@@ -132,11 +135,40 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency };
 }
 
+/** A tensor's values decoded to f32 (a copy). */
+function f32Values(info: GgufTensorInfo, view: Uint8Array, path: string): Float32Array {
+  if (info.ggmlType === GGML_TYPE.MXFP4)
+    return dequantizeGgmlMxfp4(
+      view,
+      info.dims.reduce((a, b) => a * b, 1),
+    );
+  const dtype = dtypeOf(info, path);
+  const cols = info.dims[0] ?? 1;
+  const rows = info.dims.slice(1).reduce((a, b) => a * b, 1);
+  return dequantize(dtype, view, rows, cols);
+}
+
 /** A tensor whose data getter hands out `derived`'s copy (made on first read). */
 function derivedTensor(name: string, dtype: DType, shape: number[], derived: DerivedBytes): Tensor {
   const tensor = { name, dtype, shape } as Tensor;
   Object.defineProperty(tensor, 'data', { enumerable: true, get: () => derived.get() });
   return tensor;
+}
+
+/** f32 values as bf16 bytes (exact for MXFP4's values). */
+function bf16Bytes(values: Float32Array): Uint8Array {
+  const bits = new Uint16Array(values.length);
+  for (let i = 0; i < values.length; i++) bits[i] = f32ToBf16(values[i]);
+  return new Uint8Array(bits.buffer);
+}
+
+/** Bytes of a tensor's data in the file (weight dtypes, and MXFP4, which is decoded at load). */
+function storedBytes(info: GgufTensorInfo, path: string): number {
+  if (info.ggmlType !== GGML_TYPE.MXFP4) return tensorBytes(info, dtypeOf(info, path), path);
+  const count = info.dims.reduce((a, b) => a * b, 1);
+  if ((info.dims[0] ?? 0) % MXFP4_BLOCK_VALUES !== 0)
+    throw new Error(`${path}: MXFP4 tensor ${info.name}: row of ${info.dims[0]} is not whole blocks of ${MXFP4_BLOCK_VALUES}`);
+  return (count / MXFP4_BLOCK_VALUES) * MXFP4_BLOCK_BYTES;
 }
 
 function dtypeOf(info: GgufTensorInfo, path: string): DType {

@@ -6,11 +6,39 @@
 // checkpoints store (GPT-OSS: gate_up_proj [E, H, 2I], down_proj [E, I, H]). Stored as bf16, which holds
 // every E2M1 value times a power of two exactly (as transformers' default dtype): 2 bytes a weight
 // against MXFP4's 17 / 32, so the experts take 3.76× their file size in memory.
+// GGUF files hold ggml's MXFP4 (type 39, ggml-common.h block_mxfp4): per 32 values one E8M0 byte, then
+// 16 bytes whose low nibbles are values 0..15 and high nibbles values 16..31 (dequantize_row_mxfp4;
+// llama.cpp's converter reorders the checkpoint's nibbles into that, conversion/gpt_oss.py). Decoded by
+// dequantizeGgmlMxfp4 over the same E2M1 table.
 import type { Tensor } from '../types.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
 
 /** The 16 E2M1 values by code (sign bit 8). */
 export const FP4_VALUES: readonly number[] = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
+
+/** ggml's MXFP4 block (block_mxfp4): 32 values in 1 scale byte + 16 nibble bytes. */
+export const MXFP4_BLOCK_VALUES = 32;
+export const MXFP4_BLOCK_BYTES = 17;
+
+/**
+ * Decodes ggml MXFP4 data (`count` values, a whole number of blocks) into f32: value j of a block
+ * is E2M1(qs[j] & 15), value j + 16 is E2M1(qs[j] >> 4), times 2^(e − 127) (dequantize_row_mxfp4).
+ */
+export function dequantizeGgmlMxfp4(data: Uint8Array, count: number): Float32Array {
+  if (count % MXFP4_BLOCK_VALUES !== 0) throw new Error(`MXFP4: ${count} values are not whole blocks of ${MXFP4_BLOCK_VALUES}`);
+  const out = new Float32Array(count);
+  for (let b = 0; b < count / MXFP4_BLOCK_VALUES; b++) {
+    const at = b * MXFP4_BLOCK_BYTES;
+    const scale = Math.pow(2, data[at] - 127);
+    const o = b * MXFP4_BLOCK_VALUES;
+    for (let j = 0; j < 16; j++) {
+      const byte = data[at + 1 + j];
+      out[o + j] = FP4_VALUES[byte & 15] * scale;
+      out[o + j + 16] = FP4_VALUES[byte >> 4] * scale;
+    }
+  }
+  return out;
+}
 
 /** A U8 tensor as the safetensors parser keeps it (not a weight dtype of its own). */
 export interface RawU8Tensor {
