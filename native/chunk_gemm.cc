@@ -12,11 +12,10 @@
 namespace svc {
 namespace {
 
-void nn_rows_scalar(int rows, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc, bool acc) {
+void nn_rows_scalar(int rows, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc, float cs) {
   for (int r = 0; r < rows; r++) {
     float* c = C + (size_t)r * ldc;
-    if (!acc)
-      for (int j = 0; j < n; j++) c[j] = 0.0f;
+    for (int j = 0; j < n; j++) c[j] = cs == 0.0f ? 0.0f : c[j] * cs;
     for (int p = 0; p < kr; p++) {
       const float a = A[(size_t)r * lda + p];
       const float* b = B + (size_t)p * ldb;
@@ -37,14 +36,18 @@ SVC_CG_AVX2 inline __m256i lane_mask8(int left) {
 
 template <int R, bool Tail>
 SVC_CG_AVX2 inline void tile_avx2(int j, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc,
-                                  bool acc) {
+                                  float cs) {
   const __m256i m0 = lane_mask8(n - j), m1 = lane_mask8(n - j - 8);
   __m256 c0[R], c1[R];
   for (int r = 0; r < R; r++) {
     const float* cr = C + (size_t)r * ldc + j;
-    if (!acc) c0[r] = c1[r] = _mm256_setzero_ps();
-    else if (Tail) c0[r] = _mm256_maskload_ps(cr, m0), c1[r] = _mm256_maskload_ps(cr + 8, m1);
-    else c0[r] = _mm256_loadu_ps(cr), c1[r] = _mm256_loadu_ps(cr + 8);
+    if (cs == 0.0f) {
+      c0[r] = c1[r] = _mm256_setzero_ps();
+    } else {
+      const __m256 k = _mm256_set1_ps(cs);
+      c0[r] = _mm256_mul_ps(k, Tail ? _mm256_maskload_ps(cr, m0) : _mm256_loadu_ps(cr));
+      c1[r] = _mm256_mul_ps(k, Tail ? _mm256_maskload_ps(cr + 8, m1) : _mm256_loadu_ps(cr + 8));
+    }
   }
   for (int p = 0; p < kr; p++) {
     const float* bp = B + (size_t)p * ldb + j;
@@ -58,25 +61,30 @@ SVC_CG_AVX2 inline void tile_avx2(int j, int n, int kr, const float* A, size_t l
   }
   for (int r = 0; r < R; r++) {
     float* cr = C + (size_t)r * ldc + j;
-    if (Tail) _mm256_maskstore_ps(cr, m0, c0[r]), _mm256_maskstore_ps(cr + 8, m1, c1[r]);
-    else _mm256_storeu_ps(cr, c0[r]), _mm256_storeu_ps(cr + 8, c1[r]);
+    if (Tail) {
+      _mm256_maskstore_ps(cr, m0, c0[r]);
+      _mm256_maskstore_ps(cr + 8, m1, c1[r]);
+    } else {
+      _mm256_storeu_ps(cr, c0[r]);
+      _mm256_storeu_ps(cr + 8, c1[r]);
+    }
   }
 }
 
 template <int R>
-SVC_CG_AVX2 void rows_avx2(int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc, bool acc) {
+SVC_CG_AVX2 void rows_avx2(int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc, float cs) {
   int j = 0;
-  for (; j + 16 <= n; j += 16) tile_avx2<R, false>(j, n, kr, A, lda, B, ldb, C, ldc, acc);
-  if (j < n) tile_avx2<R, true>(j, n, kr, A, lda, B, ldb, C, ldc, acc);
+  for (; j + 16 <= n; j += 16) tile_avx2<R, false>(j, n, kr, A, lda, B, ldb, C, ldc, cs);
+  if (j < n) tile_avx2<R, true>(j, n, kr, A, lda, B, ldb, C, ldc, cs);
 }
 
 SVC_CG_AVX2 void nn_rows_avx2(int rows, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc,
-                              bool acc) {
+                              float cs) {
   switch (rows) {
-    case 4: return rows_avx2<4>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 3: return rows_avx2<3>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 2: return rows_avx2<2>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    default: return rows_avx2<1>(n, kr, A, lda, B, ldb, C, ldc, acc);
+    case 4: return rows_avx2<4>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 3: return rows_avx2<3>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 2: return rows_avx2<2>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    default: return rows_avx2<1>(n, kr, A, lda, B, ldb, C, ldc, cs);
   }
 }
 
@@ -86,14 +94,15 @@ SVC_CG_AVX512 inline __mmask16 lane_mask16(int left) {
 }
 
 template <int R>
-SVC_CG_AVX512 void rows_avx512(int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc, bool acc) {
+SVC_CG_AVX512 void rows_avx512(int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc, float cs) {
   for (int j = 0; j < n; j += 32) {
     const __mmask16 m0 = lane_mask16(n - j), m1 = lane_mask16(n - j - 16);
     __m512 c0[R], c1[R];
     for (int r = 0; r < R; r++) {
       const float* cr = C + (size_t)r * ldc + j;
-      c0[r] = acc ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
-      c1[r] = acc ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
+      const __m512 k = _mm512_set1_ps(cs);
+      c0[r] = cs == 0.0f ? _mm512_setzero_ps() : _mm512_mul_ps(k, _mm512_maskz_loadu_ps(m0, cr));
+      c1[r] = cs == 0.0f ? _mm512_setzero_ps() : _mm512_mul_ps(k, _mm512_maskz_loadu_ps(m1, cr + 16));
     }
     for (int p = 0; p < kr; p++) {
       const float* bp = B + (size_t)p * ldb + j;
@@ -113,16 +122,16 @@ SVC_CG_AVX512 void rows_avx512(int n, int kr, const float* A, size_t lda, const 
 }
 
 SVC_CG_AVX512 void nn_rows_avx512(int rows, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc,
-                                  bool acc) {
+                                  float cs) {
   switch (rows) {
-    case 8: return rows_avx512<8>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 7: return rows_avx512<7>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 6: return rows_avx512<6>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 5: return rows_avx512<5>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 4: return rows_avx512<4>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 3: return rows_avx512<3>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    case 2: return rows_avx512<2>(n, kr, A, lda, B, ldb, C, ldc, acc);
-    default: return rows_avx512<1>(n, kr, A, lda, B, ldb, C, ldc, acc);
+    case 8: return rows_avx512<8>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 7: return rows_avx512<7>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 6: return rows_avx512<6>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 5: return rows_avx512<5>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 4: return rows_avx512<4>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 3: return rows_avx512<3>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    case 2: return rows_avx512<2>(n, kr, A, lda, B, ldb, C, ldc, cs);
+    default: return rows_avx512<1>(n, kr, A, lda, B, ldb, C, ldc, cs);
   }
 }
 #endif

@@ -10,9 +10,10 @@
 
 namespace svc {
 
-// C[r, 0..n) = (acc ? C[r, 0..n) : 0) + Σ_{p<kr} A[r, p] · B[p, 0..n) for r < rows (rows <= block).
+// C[r, 0..n) = cs · C[r, 0..n) + Σ_{p<kr} A[r, p] · B[p, 0..n) for r < rows (rows <= block); cs == 0
+// overwrites C without reading it.
 using NnRowsFn = void (*)(int rows, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc,
-                          bool acc);
+                          float cs);
 
 struct ChunkGemm {
   NnRowsFn rows;
@@ -29,12 +30,12 @@ ChunkGemm chunk_gemm();
 enum class Tri { Full, LowerCols, LowerDepth };
 
 inline void gemm_nn(const ChunkGemm& G, int m, int n, int kr, const float* A, size_t lda, const float* B, size_t ldb, float* C,
-                    size_t ldc, bool acc, Tri tri = Tri::Full) {
+                    size_t ldc, float cs, Tri tri = Tri::Full) {
   for (int i0 = 0; i0 < m; i0 += G.block) {
     const int r = std::min(G.block, m - i0), i1 = i0 + r;
     const int nn = tri == Tri::LowerCols ? std::min(n, i1) : n;
     const int kk = tri == Tri::LowerDepth ? std::min(kr, i1) : kr;
-    G.rows(r, nn, kk, A + (size_t)i0 * lda, lda, B, ldb, C + (size_t)i0 * ldc, ldc, acc);
+    G.rows(r, nn, kk, A + (size_t)i0 * lda, lda, B, ldb, C + (size_t)i0 * ldc, ldc, cs);
   }
 }
 

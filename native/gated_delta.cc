@@ -22,6 +22,7 @@
 
 #include "chunk_gemm.h"
 #include "cpu_features.h"
+#include "kernels.h"
 #include "napi_args.h"
 #include "threadpool.h"
 
@@ -258,7 +259,7 @@ size_t delta_chunked_floats(const DeltaDims& d) {
 //   ks = kq · S (k̂S, q̂S);  u = β (v − e^γ k̂S), then u_t += Σ_{j<t} A[t, j] u_j with
 //   A[t, j] = −β_t e^{γ_t−γ_j} (k̂_t·k̂_j);  out = e^γ q̂S + P · u with P[t, j] = e^{γ_t−γ_j} (q̂_t·k̂_j), j ≤ t;
 //   S = e^{γ_last} S + (e^{γ_last−γ} k̂)ᵀ · u.
-void delta_chunked(const ChunkGemm& G, const float* q, const float* k, const float* v, const float* g, const float* beta, const RecSeq& s,
+void delta_chunked(const ChunkGemm& G, const Kernels& KT, const float* q, const float* k, const float* v, const float* g, const float* beta, const RecSeq& s,
                    int h, const DeltaDims& d, float* S, float* out, float* scratch) {
   const int kh = h / (d.nv / d.nk);
   const int K = d.K, V = d.V, C = kDeltaChunk;
@@ -273,18 +274,30 @@ void delta_chunked(const ChunkGemm& G, const float* q, const float* k, const flo
   float* dl = bt + C;                      // [C] e^{γ_last − γ}
   double* gam = reinterpret_cast<double*>(dl + C);  // [C]
   const size_t ldo = (size_t)d.nv * V;
-  for (int t0 = s.q_start; t0 < s.q_start + s.q_len; t0 += C) {
-    const int c = std::min(C, s.q_start + s.q_len - t0);
+  const int end = s.q_start + s.q_len;
+  auto prefetch_chunk = [&](int from) {
+    // A head's rows are one short run per token, a page or more apart, which the hardware prefetchers
+    // do not follow: the next chunk's q, k, v (and out, for writing) go to cache while this one computes.
+    for (int t = from; t < std::min(from + C, end); t++) {
+      const char* rows[3] = {reinterpret_cast<const char*>(q + ((size_t)t * d.nk + kh) * K),
+                             reinterpret_cast<const char*>(k + ((size_t)t * d.nk + kh) * K),
+                             reinterpret_cast<const char*>(v + ((size_t)t * d.nv + h) * V)};
+      for (int r = 0; r < 3; r++)
+        for (size_t b = 0; b < (size_t)(r < 2 ? K : V) * sizeof(float); b += 64) __builtin_prefetch(rows[r] + b, 0, 2);
+      const char* o = reinterpret_cast<const char*>(out + ((size_t)t * d.nv + h) * V);
+      for (size_t b = 0; b < (size_t)V * sizeof(float); b += 64) __builtin_prefetch(o + b, 1, 2);
+    }
+  };
+  prefetch_chunk(s.q_start);
+  for (int t0 = s.q_start; t0 < end; t0 += C) {
+    const int c = std::min(C, end - t0);
+    if (t0 + C < end) prefetch_chunk(t0 + C);
     float* qn = kq + (size_t)c * K;
     double acc = 0;
     for (int t = 0; t < c; t++) {
       const float* qs = q + ((size_t)(t0 + t) * d.nk + kh) * K;
       const float* ksrc = k + ((size_t)(t0 + t) * d.nk + kh) * K;
-      double qss = 0, kss = 0;
-      for (int i = 0; i < K; i++) {
-        qss += (double)qs[i] * qs[i];
-        kss += (double)ksrc[i] * ksrc[i];
-      }
+      const double qss = KT.sum_squares(qs, K), kss = KT.sum_squares(ksrc, K);
       const float qinv = (float)((d.l2 ? 1.0 / std::sqrt(qss + 1e-6) : 1.0) * scale);
       const float kinv = d.l2 ? (float)(1.0 / std::sqrt(kss + 1e-6)) : 1.0f;
       float* kr = kq + (size_t)t * K;
@@ -300,9 +313,9 @@ void delta_chunked(const ChunkGemm& G, const float* q, const float* k, const flo
       bt[t] = beta[(size_t)(t0 + t) * d.nv + h];
     }
     // k̂k̂ᵀ and q̂k̂ᵀ (lower triangles), then k̂S and q̂S.
-    gemm_nn(G, c, c, K, kq, K, knT, C, gm, C, false, Tri::LowerCols);
-    gemm_nn(G, c, c, K, qn, K, knT, C, gm + (size_t)c * C, C, false, Tri::LowerCols);
-    gemm_nn(G, 2 * c, V, K, kq, K, S, V, ks, V, false);
+    gemm_nn(G, c, c, K, kq, K, knT, C, gm, C, 0.0f, Tri::LowerCols);
+    gemm_nn(G, c, c, K, qn, K, knT, C, gm + (size_t)c * C, C, 0.0f, Tri::LowerCols);
+    gemm_nn(G, 2 * c, V, K, kq, K, S, V, ks, V, 0.0f);
     // The decays e^{γ_t−γ_j} turn k̂k̂ᵀ into A (j < t) and q̂k̂ᵀ into P (j ≤ t, zero above).
     for (int t = 0; t < c; t++) {
       float* a = gm + (size_t)t * C;
@@ -320,7 +333,7 @@ void delta_chunked(const ChunkGemm& G, const float* q, const float* k, const flo
       const float* kst = ks + (size_t)t * V;
       float* ut = u + (size_t)t * V;
       for (int e = 0; e < V; e++) ut[e] = bt[t] * (vs[e] - eg[t] * kst[e]);
-      if (t > 0) G.rows(1, V, t, gm + (size_t)t * C, C, u, V, ut, V, true);
+      if (t > 0) G.rows(1, V, t, gm + (size_t)t * C, C, u, V, ut, V, 1.0f);
     }
     // out = e^γ q̂S + P · u, written in place in the op's output rows.
     float* o = out + (size_t)t0 * ldo + (size_t)h * V;
@@ -329,7 +342,7 @@ void delta_chunked(const ChunkGemm& G, const float* q, const float* k, const flo
       float* ot = o + (size_t)t * ldo;
       for (int e = 0; e < V; e++) ot[e] = eg[t] * qst[e];
     }
-    gemm_nn(G, c, V, c, gm + (size_t)c * C, C, u, V, o, ldo, true, Tri::LowerDepth);
+    gemm_nn(G, c, V, c, gm + (size_t)c * C, C, u, V, o, ldo, 1.0f, Tri::LowerDepth);
     // The state leaving the chunk.
     const double last = gam[c - 1];
     for (int j = 0; j < c; j++) dl[j] = (float)std::exp(last - gam[j]);
@@ -337,9 +350,7 @@ void delta_chunked(const ChunkGemm& G, const float* q, const float* k, const flo
       float* row = knT + (size_t)i * C;
       for (int j = 0; j < c; j++) row[j] *= dl[j];
     }
-    const float el = eg[c - 1];
-    for (size_t i = 0; i < (size_t)K * V; i++) S[i] *= el;
-    gemm_nn(G, K, V, c, knT, C, u, V, S, V, true);
+    gemm_nn(G, K, V, c, knT, C, u, V, S, V, eg[c - 1]);
   }
 }
 
@@ -347,6 +358,7 @@ void gated_delta_rule(const float* q, const float* k, const float* v, const floa
                       const std::vector<RecSeq>& seqs, const DeltaDims& d, int chunk_min, float* state, float* out) {
   const RecurrentKernels R = recurrent_kernels();
   const ChunkGemm G = chunk_gemm();
+  const Kernels& KT = kernels();
   const int64_t tasks = (int64_t)seqs.size() * d.nv;
   bool any_chunked = false;
   for (const RecSeq& s : seqs) any_chunked |= s.q_len >= chunk_min;
@@ -357,7 +369,7 @@ void gated_delta_rule(const float* q, const float* k, const float* v, const floa
       const RecSeq& s = seqs[(size_t)(task / d.nv)];
       const int h = (int)(task % d.nv);
       float* S = state + ((size_t)s.slot * d.nv + h) * d.K * d.V;
-      if (s.q_len >= chunk_min) delta_chunked(G, q, k, v, g, beta, s, h, d, S, out, scratch);
+      if (s.q_len >= chunk_min) delta_chunked(G, KT, q, k, v, g, beta, s, h, d, S, out, scratch);
       else delta_recurrent(R, q, k, v, g, beta, s, h, d, S, out, scratch);
     }
   };

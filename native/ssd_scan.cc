@@ -173,20 +173,20 @@ void ssd_chunked(const ChunkGemm& G, const float* x, const float* dt, const floa
       }
     }
     // The entering state's part, and the skip.
-    gemm_nn(G, P, c, N, S, N, cT, C, yT, C, false);
+    gemm_nn(G, P, c, N, S, N, cT, C, yT, C, 0.0f);
     for (int t = 0; t < c; t++) {
       const float* xt = xc + (size_t)t * ldx;
       float* ot = oc + (size_t)t * ldx;
       for (int p = 0; p < P; p++) ot[p] = eg[t] * yT[(size_t)p * C + t] + dd * xt[p];
     }
     // The chunk's own part: the masked, decayed C·Bᵀ times the chunk's x.
-    gemm_nn(G, c, c, N, cc, ldbc, bT, C, cb, C, false, Tri::LowerCols);
+    gemm_nn(G, c, c, N, cc, ldbc, bT, C, cb, C, 0.0f, Tri::LowerCols);
     for (int t = 0; t < c; t++) {
       float* l = cb + (size_t)t * C;
       for (int j = 0; j <= t; j++) l[j] *= std::exp((float)(gam[t] - gam[j])) * stepf[j];
       for (int j = t + 1; j < c; j++) l[j] = 0.0f;
     }
-    gemm_nn(G, c, P, c, cb, C, xc, ldx, oc, ldx, true, Tri::LowerDepth);
+    gemm_nn(G, c, P, c, cb, C, xc, ldx, oc, ldx, 1.0f, Tri::LowerDepth);
     // The state leaving the chunk.
     const double last = gam[c - 1];
     for (int j = 0; j < c; j++) {
@@ -194,9 +194,7 @@ void ssd_chunked(const ChunkGemm& G, const float* x, const float* dt, const floa
       const float* xj = xc + (size_t)j * ldx;
       for (int p = 0; p < P; p++) xw[(size_t)p * C + j] = xj[p] * w;
     }
-    const float el = eg[c - 1];
-    for (size_t i = 0; i < (size_t)P * N; i++) S[i] *= el;
-    gemm_nn(G, P, N, c, xw, C, bc, ldbc, S, N, true);
+    gemm_nn(G, P, N, c, xw, C, bc, ldbc, S, N, eg[c - 1]);
   }
 }
 
