@@ -3,6 +3,7 @@
 // same recurrence, regrouped). Sums and the state within one call are f64; inputs, outputs and the
 // stored state are f32.
 import type { RecurrentSeq, SsdParams } from './ops.js';
+import { RECURRENCE_CHUNK } from './reference-recurrent.js';
 
 /** torch.nn.functional.softplus (beta 1, threshold 20). */
 function softplus(x: number): number {
@@ -97,7 +98,7 @@ export function ssdScanChunked(
   params: SsdParams,
   state: Float32Array,
   out: Float32Array,
-  chunk = 64,
+  chunk = RECURRENCE_CHUNK,
 ): void {
   const { numHeads: H, headDim: P, stateSize: N, nGroups: G } = params;
   const perGroup = ssdHeadsPerGroup('ssdScan', params);
