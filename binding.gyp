@@ -23,7 +23,8 @@
         "native/moe.cc",
         "native/gated_delta.cc",
         "native/mla_attention.cc",
-        "native/ssd_scan.cc"
+        "native/ssd_scan.cc",
+        "native/chunk_gemm.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],

@@ -218,6 +218,7 @@ export interface NativeAddon {
     state: Float32Array,
     numSlots: number,
     out: Float32Array,
+    chunkMin: number,
   ): void;
   gatedDeltaRule(
     q: Float32Array,
@@ -235,6 +236,7 @@ export interface NativeAddon {
     state: Float32Array,
     numSlots: number,
     out: Float32Array,
+    chunkMin: number,
   ): void;
   info(): NativeInfo;
   setCpuPath(path: CpuPath): void;
@@ -318,6 +320,21 @@ export function nativeDTypeTraits(): NativeDTypeTraits {
 export function setCpuPath(path: CpuPath): void {
   loadAddon().setCpuPath(path);
 }
+
+/**
+ * Which form the recurrences of linear-attention / SSM layers (gatedDeltaRule, ssdScan) run in: a
+ * sequence bringing at least `minTokens` rows to one call runs the chunked form (64-token blocks as
+ * small GEMMs), a shorter one (decode, short pieces) the token-by-token recurrence. Both give the
+ * same results to float rounding. 0: always chunked; Infinity: always recurrent (tests and benches).
+ */
+export const DEFAULT_CHUNKED_MIN_TOKENS = 16;
+let chunkedMinTokens = DEFAULT_CHUNKED_MIN_TOKENS;
+export function setChunkedRecurrence(minTokens: number): void {
+  if (!(minTokens >= 0)) throw new RangeError(`setChunkedRecurrence: minTokens ${minTokens} must be >= 0`);
+  chunkedMinTokens = minTokens;
+}
+/** The addon's chunkMin argument: a whole count the addon accepts. */
+const chunkMinArg = (): number => Math.min(Math.floor(chunkedMinTokens), 2 ** 31 - 1);
 
 /** Threads per op, the calling thread included. */
 export function setNumThreads(n: number): void {
@@ -682,6 +699,7 @@ function ssdScan(
     state,
     numSlots,
     out,
+    chunkMinArg(),
   );
 }
 
@@ -743,6 +761,7 @@ function gatedDeltaRule(
     state,
     numSlots,
     out,
+    chunkMinArg(),
   );
 }
 

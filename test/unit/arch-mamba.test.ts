@@ -8,7 +8,10 @@
 // Tolerances. The references are float64; svc computes in f32. Errors are max |ours − HF| / max |HF
 // logit| over every position of every sequence: 1e-4 for whole-sequence prefill and the paged paths
 // (measured: see the console lines, ~1e-6). Ops native vs reference: 1e-5 · max |reference| (ssdScan
-// out and state, conv out); the conv state is copied, so exact.
+// out and state, conv out); the conv state is copied, so exact. ssdScan's chunked form (reference and
+// native, forced) against the reference recurrence: 2e-6 · max |reference| (measured ≤ ~4e-7, see the
+// console lines); a sequence's rows and state do not depend on the batch (bit for bit), and a sequence
+// split at a chunk boundary ends in the same state.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -24,7 +27,15 @@ import {
 } from '../helpers/paged-run.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { referenceOps } from '../../src/kernels/reference.js';
-import { nativeInfo, nativeOps, setCpuPath, type CpuPath } from '../../src/kernels/native.js';
+import {
+  DEFAULT_CHUNKED_MIN_TOKENS,
+  nativeInfo,
+  nativeOps,
+  setChunkedRecurrence,
+  setCpuPath,
+  type CpuPath,
+} from '../../src/kernels/native.js';
+import { ssdScanChunked } from '../../src/kernels/reference-ssd.js';
 import type { Ops, RecurrentSeq, SsdParams } from '../../src/kernels/ops.js';
 import { createModel, type Model } from '../../src/model/architectures/index.js';
 import { MambaState } from '../../src/model/architectures/mamba-state.js';
@@ -323,6 +334,89 @@ describe('ssdScan (reference) is the Mamba2 recurrence', () => {
     assert.ok(maxErr(out, Float32Array.from(want)) < 1e-6);
     assert.ok(maxErr(state, Float32Array.from(S)) < 1e-6);
   });
+});
+
+describe('ssdScan chunked form matches the recurrence (lengths around the 64-token chunk, a state, groups, a batch)', () => {
+  const r = rng(65);
+  const lens = [150, 1, 64, 17, 65, 63, 129];
+  const rows = lens.reduce((a, b) => a + b, 0);
+  const seqs: RecurrentSeq[] = [];
+  for (let i = 0, at = 0; i < lens.length; at += lens[i], i++) seqs.push({ qStart: at, qLen: lens[i], slot: (i * 3) % lens.length });
+  const cases = (
+    [
+      [2, 4, 4, 1, 0, Infinity],
+      [6, 5, 19, 3, 0.001, Infinity],
+      [8, 16, 64, 2, 0.01, 0.2],
+      [2, 64, 128, 1, 0, Infinity],
+    ] as const
+  ).map(([H, P, N, G, dtMin, dtMax]) => ({
+    params: {
+      numHeads: H,
+      headDim: P,
+      stateSize: N,
+      nGroups: G,
+      a: randomF32(r, H).map((v) => -Math.exp(v)),
+      d: randomF32(r, H),
+      dtBias: randomF32(r, H),
+      dtMin,
+      dtMax,
+    } satisfies SsdParams,
+    x: randomF32(r, rows * H * P),
+    dt: randomF32(r, rows * H, 3),
+    b: randomF32(r, rows * G * N),
+    c: randomF32(r, rows * G * N),
+    state0: randomF32(r, lens.length * H * P * N),
+  }));
+  type Case = (typeof cases)[number];
+  const run = (op: Ops['ssdScan'], k: Case, ss: readonly RecurrentSeq[] = seqs): { out: Float32Array; state: Float32Array } => {
+    const state = k.state0.slice();
+    const out = new Float32Array(rows * k.params.numHeads * k.params.headDim);
+    op(k.x, k.dt, k.b, k.c, ss, k.params, state, out);
+    return { out, state };
+  };
+  const want = cases.map((k) => run(referenceOps.ssdScan, k));
+  const shape = (k: Case): string => `(${k.params.numHeads}, ${k.params.headDim}, ${k.params.stateSize}, ${k.params.nGroups})`;
+
+  it('reference chunked form', () => {
+    cases.forEach((k, i) => {
+      const got = run(ssdScanChunked, k);
+      const eo = maxErr(got.out, want[i].out) / maxAbs(want[i].out),
+        es = maxErr(got.state, want[i].state) / maxAbs(want[i].state);
+      console.log(`# reference chunked ssdScan ${shape(k)}: out ${eo.toExponential(2)}, state ${es.toExponential(2)} (relative)`);
+      assert.ok(eo <= 1e-6 && es <= 1e-6, `out ${eo}, state ${es}`);
+    });
+  });
+  for (const path of PATHS) {
+    it(`native ${path}: chunked form, batch invariance, a split at a chunk boundary`, () => {
+      setCpuPath(path);
+      setChunkedRecurrence(0);
+      try {
+        cases.forEach((k, i) => {
+          const got = run(nativeOps.ssdScan, k);
+          const eo = maxErr(got.out, want[i].out) / maxAbs(want[i].out),
+            es = maxErr(got.state, want[i].state) / maxAbs(want[i].state);
+          console.log(`# native ${path} chunked ssdScan ${shape(k)}: out ${eo.toExponential(2)}, state ${es.toExponential(2)} (relative)`);
+          assert.ok(eo <= 2e-6 && es <= 2e-6, `out ${eo}, state ${es}`);
+          const { numHeads: H, headDim: P, stateSize: N } = k.params;
+          const slotOf = (st: Float32Array, slot: number): Float32Array => st.subarray(slot * H * P * N, (slot + 1) * H * P * N);
+          for (const s of seqs) {
+            const alone = run(nativeOps.ssdScan, k, [s]);
+            const rowsOf = (o: Float32Array): Float32Array => o.subarray(s.qStart * H * P, (s.qStart + s.qLen) * H * P);
+            assert.equal(maxErr(rowsOf(alone.out), rowsOf(got.out)), 0, `rows of ${JSON.stringify(s)}`);
+            assert.equal(maxErr(slotOf(alone.state, s.slot), slotOf(got.state, s.slot)), 0, `state of ${JSON.stringify(s)}`);
+          }
+          const first = seqs[0];
+          const split = run(nativeOps.ssdScan, k, [{ ...first, qLen: 64 }]);
+          const out2 = new Float32Array(got.out.length);
+          nativeOps.ssdScan(k.x, k.dt, k.b, k.c, [{ ...first, qStart: first.qStart + 64, qLen: 86 }], k.params, split.state, out2);
+          assert.equal(maxErr(slotOf(split.state, first.slot), slotOf(got.state, first.slot)), 0, 'split at a chunk boundary');
+        });
+      } finally {
+        setCpuPath(info.bestCpuPath);
+        setChunkedRecurrence(DEFAULT_CHUNKED_MIN_TOKENS);
+      }
+    });
+  }
 });
 
 describe('mamba ops native match the reference (random shapes, groups, dt clamps, several sequences and slots)', () => {

@@ -5,8 +5,12 @@
 //
 // Tolerances (max |ours − golden|, goldens from transformers 5.11 in f32):
 //   ops: recurrent delta rule out / state 1e-5 (measured ~1e-7); against the chunked-form goldens 1e-5
-//        (measured ~1e-6); conv 1e-6; l2norm / softplus / gated and (1 + w) RMSNorm 1e-6.
-//   native vs reference ops on random shapes: 1e-5 · max |reference| on every kernel path.
+//        (measured ~1e-6); conv 1e-6; l2norm / softplus / gated and (1 + w) RMSNorm 1e-6. The delta rule
+//        runs in both forms (recurrent, chunked) on the reference and every native path.
+//   native vs reference ops on random shapes: 1e-5 · max |reference| on every kernel path; the chunked
+//        form (native and reference) against the reference recurrence: 2e-6 · max |reference| (measured
+//        ≤ ~3e-7 relative, see the console lines); a sequence's rows and state do not depend on the
+//        batch (bit for bit), and a sequence split at a chunk boundary ends in the same state.
 //   model logits (values up to ~9): 1e-4 dense and MoE (measured: see the console lines).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,8 +19,15 @@ import { resolve } from 'node:path';
 import { MODELS } from '../helpers/paths.js';
 import { PagedRun } from '../helpers/paged-run.js';
 import { referenceOps } from '../../src/kernels/reference.js';
-import { l2normalize } from '../../src/kernels/reference-recurrent.js';
-import { nativeInfo, nativeOps, setCpuPath, type CpuPath } from '../../src/kernels/native.js';
+import { gatedDeltaRuleChunked, l2normalize } from '../../src/kernels/reference-recurrent.js';
+import {
+  DEFAULT_CHUNKED_MIN_TOKENS,
+  nativeInfo,
+  nativeOps,
+  setChunkedRecurrence,
+  setCpuPath,
+  type CpuPath,
+} from '../../src/kernels/native.js';
 import type { Ops, RecurrentSeq } from '../../src/kernels/ops.js';
 import { createModel, type Model } from '../../src/model/architectures/index.js';
 import { LinearAttentionState } from '../../src/model/architectures/recurrent-state.js';
@@ -116,15 +127,25 @@ const PATHS = ORDER.slice(0, ORDER.indexOf(info.bestCpuPath) + 1);
 
 describe('qwen3.5 ops against gdn_golden.json', () => {
   const golden = readJson(resolve(ARCH, 'ferrl-layer-goldens', 'gdn_golden.json')).cases as Record<string, Json>;
-  const runs: { label: string; ops: Ops; path?: CpuPath }[] = [
+  const runs: { label: string; ops: Ops; path?: CpuPath; chunkMin?: number }[] = [
     { label: 'reference', ops: referenceOps },
-    ...PATHS.map((path) => ({ label: `native ${path}`, ops: nativeOps, path })),
+    { label: 'reference, chunked delta rule', ops: { ...referenceOps, gatedDeltaRule: gatedDeltaRuleChunked } },
+    ...PATHS.flatMap((path) => [
+      { label: `native ${path}, recurrent`, ops: nativeOps, path, chunkMin: Infinity },
+      { label: `native ${path}, chunked`, ops: nativeOps, path, chunkMin: 0 },
+    ]),
   ];
-  for (const { label, ops, path } of runs) {
+  for (const { label, ops, path, chunkMin } of runs) {
     describe(label, () => {
       if (path) {
-        before(() => setCpuPath(path));
-        after(() => setCpuPath(info.bestCpuPath));
+        before(() => {
+          setCpuPath(path);
+          setChunkedRecurrence(chunkMin ?? DEFAULT_CHUNKED_MIN_TOKENS);
+        });
+        after(() => {
+          setCpuPath(info.bestCpuPath);
+          setChunkedRecurrence(DEFAULT_CHUNKED_MIN_TOKENS);
+        });
       }
       for (const name of ['recurrent_no_state', 'recurrent_with_state', 'chunked_t130', 'chunked_with_state']) {
         it(`gated delta rule: ${name}`, () => {
@@ -230,6 +251,96 @@ describe('qwen3.5 native recurrent ops match the reference (random shapes, GQA, 
         }
       } finally {
         setCpuPath(info.bestCpuPath);
+      }
+    });
+  }
+});
+
+describe('qwen3.5 chunked delta rule matches the recurrence (lengths around the 64-token chunk, a state, GQA, a batch)', () => {
+  const r = rng(64);
+  const lens = [150, 1, 64, 17, 65, 63, 129];
+  const rows = lens.reduce((a, b) => a + b, 0);
+  const seqs: RecurrentSeq[] = [];
+  for (let i = 0, at = 0; i < lens.length; at += lens[i], i++) seqs.push({ qStart: at, qLen: lens[i], slot: (i * 3) % lens.length });
+  const cases = [
+    [2, 4, 16, 24],
+    [1, 3, 5, 19],
+    [2, 2, 128, 128],
+  ].map(([nk, nv, K, V]) => ({
+    params: { numKHeads: nk, numVHeads: nv, kDim: K, vDim: V, l2norm: true },
+    q: randomF32(r, rows * nk * K),
+    k: randomF32(r, rows * nk * K),
+    v: randomF32(r, rows * nv * V),
+    g: randomF32(r, rows * nv).map((x) => -0.05 - Math.abs(x)),
+    beta: randomF32(r, rows * nv).map((x) => 1 / (1 + Math.exp(-2 * x))),
+    state0: randomF32(r, lens.length * nv * K * V),
+  }));
+  type Case = (typeof cases)[number];
+  type DeltaOp = Ops['gatedDeltaRule'];
+  const run = (op: DeltaOp, c: Case, ss: readonly RecurrentSeq[] = seqs): { out: Float32Array; state: Float32Array } => {
+    const state = c.state0.slice();
+    const out = new Float32Array(rows * c.params.numVHeads * c.params.vDim);
+    op(c.q, c.k, c.v, c.g, c.beta, ss, c.params, state, out);
+    return { out, state };
+  };
+  const scale = (a: Float32Array): number => a.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+  const want = cases.map((c) => run(referenceOps.gatedDeltaRule, c));
+
+  it('reference chunked form', () => {
+    cases.forEach((c, i) => {
+      const got = run(gatedDeltaRuleChunked, c);
+      const eo = maxErr(got.out, want[i].out) / scale(want[i].out),
+        es = maxErr(got.state, want[i].state) / scale(want[i].state);
+      console.log(
+        `# reference chunked delta rule ${JSON.stringify(c.params)}: out ${eo.toExponential(2)}, state ${es.toExponential(2)} (relative)`,
+      );
+      assert.ok(eo <= 1e-6 && es <= 1e-6, `out ${eo}, state ${es}`);
+    });
+  });
+  for (const path of PATHS) {
+    it(`native ${path}: chunked form, batch invariance, a split at a chunk boundary`, () => {
+      setCpuPath(path);
+      setChunkedRecurrence(0);
+      try {
+        cases.forEach((c, i) => {
+          const got = run(nativeOps.gatedDeltaRule, c);
+          const eo = maxErr(got.out, want[i].out) / scale(want[i].out),
+            es = maxErr(got.state, want[i].state) / scale(want[i].state);
+          console.log(
+            `# native ${path} chunked delta rule ${JSON.stringify(c.params)}: out ${eo.toExponential(2)}, state ${es.toExponential(2)} (relative)`,
+          );
+          assert.ok(eo <= 2e-6 && es <= 2e-6, `out ${eo}, state ${es}`);
+          // Batch invariance: each sequence alone gives its rows and state bit for bit.
+          const { numVHeads: nv, kDim: K, vDim: V } = c.params;
+          for (const s of seqs) {
+            const alone = run(nativeOps.gatedDeltaRule, c, [s]);
+            const rowsOf = (o: Float32Array): Float32Array => o.subarray(s.qStart * nv * V, (s.qStart + s.qLen) * nv * V);
+            const slotOf = (st: Float32Array): Float32Array => st.subarray(s.slot * nv * K * V, (s.slot + 1) * nv * K * V);
+            assert.equal(maxErr(rowsOf(alone.out), rowsOf(got.out)), 0, `rows of ${JSON.stringify(s)}`);
+            assert.equal(maxErr(slotOf(alone.state), slotOf(got.state)), 0, `state of ${JSON.stringify(s)}`);
+          }
+          // The first sequence (150 rows) in two calls split at row 64 ends in the one-call state.
+          const first = seqs[0];
+          const split = run(nativeOps.gatedDeltaRule, c, [{ ...first, qLen: 64 }]);
+          const rest = { q: c.q, k: c.k, v: c.v, g: c.g, beta: c.beta };
+          const out2 = new Float32Array(got.out.length);
+          nativeOps.gatedDeltaRule(
+            rest.q,
+            rest.k,
+            rest.v,
+            rest.g,
+            rest.beta,
+            [{ ...first, qStart: first.qStart + 64, qLen: 86 }],
+            c.params,
+            split.state,
+            out2,
+          );
+          const slot = (st: Float32Array): Float32Array => st.subarray(first.slot * nv * K * V, (first.slot + 1) * nv * K * V);
+          assert.equal(maxErr(slot(split.state), slot(got.state)), 0, 'split at a chunk boundary');
+        });
+      } finally {
+        setCpuPath(info.bestCpuPath);
+        setChunkedRecurrence(DEFAULT_CHUNKED_MIN_TOKENS);
       }
     });
   }
