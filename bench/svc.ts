@@ -143,8 +143,8 @@ export async function startSvcServer(
 }
 
 interface CompletionFrame {
-  choices?: { finish_reason?: string | null }[];
-  usage?: { completion_tokens?: number } | null;
+  choices?: { text?: string; finish_reason?: string | null }[];
+  usage?: { completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
   error?: { message?: string };
 }
 
@@ -174,18 +174,23 @@ async function streamCompletion(
   });
   if (!res.ok || !res.body) throw new Error(`svc /v1/completions: HTTP ${res.status}: ${await res.text()}`);
   let endMs = NaN;
+  let firstMs = NaN;
   let tokens = NaN;
+  let cachedTokens: number | undefined;
   const onFrame = (data: string) => {
     if (data === '[DONE]') return;
     const frame = JSON.parse(data) as CompletionFrame;
     if (frame.error) throw new Error(`svc stream error: ${frame.error.message ?? JSON.stringify(frame.error)}`);
+    const now = performance.now() - t0;
+    if (Number.isNaN(firstMs) && frame.choices?.some((c) => c.text || c.finish_reason)) firstMs = now;
     // The finish chunk is sent as soon as the last token is sampled; usage and [DONE] follow.
-    if (frame.choices?.some((c) => c.finish_reason)) endMs = performance.now() - t0;
+    if (frame.choices?.some((c) => c.finish_reason)) endMs = now;
     if (frame.usage?.completion_tokens !== undefined) tokens = frame.usage.completion_tokens;
+    if (frame.usage?.prompt_tokens_details?.cached_tokens !== undefined) cachedTokens = frame.usage.prompt_tokens_details.cached_tokens;
   };
   await forEachSseData(res.body as AsyncIterable<Uint8Array>, onFrame);
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
-  return { endMs, tokens };
+  return { endMs, tokens, firstMs: Number.isNaN(firstMs) ? endMs : firstMs, cachedTokens };
 }
 
 /** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */
