@@ -38,7 +38,17 @@ const DEFAULT_DEPTHS = '512,4096,16384,32768';
  * logical batch 2048, micro-batch 512, flash attention as it decides (enabled on the CPU backend),
  * f16 K and V. svc runs with --kv-cache-dtype bf16 by default to match the 16-bit KV.
  */
-export const LLAMA_SWEEP_ARGS = ['-b', '2048', '-ub', '512', '-fa', 'auto', '-ctk', 'f16', '-ctv', 'f16', '--cache-reuse', '0'];
+export const LLAMA_SWEEP_ARGS = [
+  ...['-b', '2048', '-ub', '512', '-fa', 'auto', '-ctk', 'f16', '-ctv', 'f16', '--cache-reuse', '0'],
+  // Its read/write timeout (3600 s in that build, 600 s in older ones) must outlast a deep prefill.
+  ...['--timeout', '3600'],
+];
+
+/**
+ * svc's: one sequence at a time (the KV pool is one max-seq-len sequence, not the memory budget),
+ * and no per-request time limit (300 s by default; a 32k prefill on 2 cores can take longer).
+ */
+export const SVC_SWEEP_ARGS = ['--max-num-seqs', '1', '--request-timeout', '0'];
 
 /** The targets: at 32k, prefill ≥ 2× llama.cpp and decode ≥ 70% of short-context decode; short decode ≥ 85% of the roofline. */
 const TARGET_DEPTH = 32768;
@@ -148,8 +158,7 @@ function engineSpecs(o: SweepOptions): EngineSpec[] {
             threads: o.threads,
             maxSeqLen: contextTokens,
             maxBatchSize: 1,
-            // One sequence at a time: the KV pool is one max-seq-len sequence, not 128 of them.
-            extraArgs: ['--kv-cache-dtype', kv, '--max-num-seqs', '1', ...o.svcArgs],
+            extraArgs: ['--kv-cache-dtype', kv, ...SVC_SWEEP_ARGS, ...o.svcArgs],
             startupTimeoutMs: 10 * 60_000,
             log,
           }),
@@ -523,7 +532,7 @@ function writeResults(
       shortTokens: o.shortTokens,
       threads: o.threads,
       engines: specs.map((s) => s.id),
-      svcArgs: ['--max-num-seqs', '1', '--max-batch-size', '1', ...o.svcArgs],
+      svcArgs: ['--max-batch-size', '1', ...SVC_SWEEP_ARGS, ...o.svcArgs],
       svcKv: o.svcKv,
       llamaArgs: [...LLAMA_SWEEP_ARGS, ...o.llamaArgs],
       method:

@@ -3,10 +3,9 @@
 // streamed), with k parallel slots for the concurrent runs. Its load time (spawn → /health 200) and
 // peak RSS while loading are measured the same way as svc's.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { request, type IncomingMessage } from 'node:http';
 import type { LlamaCppInfo } from './llamacpp.js';
 import type { BenchEngine, RequestTiming, ServerTimings } from './measure.js';
-import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
+import { freePort, hasExited, OutputTail, peakRssBytes, postJson, stopServer, type LoadStats } from './server-process.js';
 import { forEachSseData } from './sse.js';
 
 export interface LlamaServerOptions {
@@ -108,28 +107,10 @@ interface LlamaServerFrame {
   error?: { message?: string };
 }
 
-/**
- * POSTs JSON on a fresh connection (no keep-alive pool: a pooled socket that llama-server's
- * HTTP library has just closed fails the next request) and resolves with the 200 response.
- */
-async function post(url: string, body: string): Promise<IncomingMessage> {
-  return new Promise((ok, fail) => {
-    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      if (res.statusCode === 200) return ok(res);
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => fail(new Error(`llama-server ${new URL(url).pathname}: HTTP ${res.statusCode}: ${text}`)));
-    });
-    req.once('error', (err) => fail(new Error(`llama-server ${new URL(url).pathname}: ${err.message}`, { cause: err })));
-    req.end(body);
-  });
-}
-
 /** One streamed /completion; its end time (relative to t0) is when the final frame (stop: true) arrives. */
 async function streamCompletion(url: string, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> {
   const body = JSON.stringify({ prompt, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true });
-  const res = await post(`${url}/completion`, body);
+  const res = await postJson(`${url}/completion`, body, 'llama-server');
   let endMs = NaN;
   let firstMs = NaN;
   let tokens = NaN;

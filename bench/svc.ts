@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { BenchEngine, RequestTiming } from './measure.js';
-import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
+import { freePort, hasExited, OutputTail, peakRssBytes, postJson, stopServer, type LoadStats } from './server-process.js';
 import { forEachSseData } from './sse.js';
 
 export interface SvcOptions {
@@ -159,10 +159,9 @@ async function streamCompletion(
   t0: number,
   extraBody: Record<string, unknown> = {},
 ): Promise<RequestTiming> {
-  const res = await fetch(`${url}/v1/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
+  const res = await postJson(
+    `${url}/v1/completions`,
+    JSON.stringify({
       ...extraBody,
       prompt,
       max_tokens: maxTokens,
@@ -171,8 +170,8 @@ async function streamCompletion(
       stream: true,
       stream_options: { include_usage: true },
     }),
-  });
-  if (!res.ok || !res.body) throw new Error(`svc /v1/completions: HTTP ${res.status}: ${await res.text()}`);
+    'svc',
+  );
   let endMs = NaN;
   let firstMs = NaN;
   let tokens = NaN;
@@ -188,7 +187,7 @@ async function streamCompletion(
     if (frame.usage?.completion_tokens !== undefined) tokens = frame.usage.completion_tokens;
     if (frame.usage?.prompt_tokens_details?.cached_tokens !== undefined) cachedTokens = frame.usage.prompt_tokens_details.cached_tokens;
   };
-  await forEachSseData(res.body as AsyncIterable<Uint8Array>, onFrame);
+  await forEachSseData(res as AsyncIterable<Buffer>, onFrame);
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
   return { endMs, tokens, firstMs: Number.isNaN(firstMs) ? endMs : firstMs, cachedTokens };
 }
