@@ -198,7 +198,7 @@ interface Sample {
   shortTtftMs: number;
   shortEndMs: number;
   shortDecodeTokS: number;
-  /** llama-server's own timings of the deep request (prompt_n / prompt_ms, predicted_n / predicted_ms). */
+  /** llama-server's own timings of the deep request: prompt_n / prompt_ms and (predicted_n − 1) / predicted_ms. */
   serverPrefillTokS?: number;
   serverDecodeTokS?: number;
 }
@@ -254,7 +254,7 @@ async function request(engine: BenchEngine, prompt: number[], maxTokens: number)
  */
 class Eta {
   private readonly points: { depth: number; msPerToken: number }[] = [];
-  private shortMs: number[] = [];
+  private readonly shortMs: number[] = [];
   add(s: Sample): void {
     this.points.push({ depth: s.depth, msPerToken: s.endMs / s.depth });
     this.shortMs.push(s.shortEndMs);

@@ -109,7 +109,7 @@ function parse(argv: string[]): Settings {
  * prompt beside running decodes: at most maxPrefillTokens / SHARED_STEP_PREFILL_DIVISOR, or the
  * prompt's promised share (maxPrefillTokens / maxBatchSize) if that is more.
  */
-export function sharedChunkTokens(s: Pick<Settings, 'maxPrefillTokens' | 'maxBatchSize' | 'promptTokens'>): number {
+function sharedChunkTokens(s: Pick<Settings, 'maxPrefillTokens' | 'maxBatchSize' | 'promptTokens'>): number {
   const share = Math.max(1, Math.floor(s.maxPrefillTokens / s.maxBatchSize));
   const budget = Math.max(Math.floor(s.maxPrefillTokens / SHARED_STEP_PREFILL_DIVISOR), Math.min(s.promptTokens, share));
   return Math.min(s.maxPrefillTokens, budget, s.promptTokens);
