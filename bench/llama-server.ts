@@ -3,10 +3,9 @@
 // streamed), with k parallel slots for the concurrent runs. Its load time (spawn → /health 200) and
 // peak RSS while loading are measured the same way as svc's.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { request, type IncomingMessage } from 'node:http';
 import type { LlamaCppInfo } from './llamacpp.js';
-import type { BenchEngine, RequestTiming } from './measure.js';
-import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
+import type { BenchEngine, RequestTiming, ServerTimings } from './measure.js';
+import { freePort, hasExited, OutputTail, peakRssBytes, postJson, stopServer, type LoadStats } from './server-process.js';
 import { forEachSseData } from './sse.js';
 
 export interface LlamaServerOptions {
@@ -19,6 +18,8 @@ export interface LlamaServerOptions {
   parallel: number;
   startupTimeoutMs: number;
   log: (line: string) => void;
+  /** More llama-server flags, after the ones above (the context sweep's -b/-ub/-fa/-ctk/-ctv). */
+  extraArgs?: string[];
 }
 
 /** `llama-server --version`: "version: 0.5.0-dev (build 1, commit de3ff81)" → the build and commit. */
@@ -64,6 +65,7 @@ async function startServer(
     '--cache-ram',
     '0',
     '--no-webui',
+    ...(opts.extraArgs ?? []),
   ];
   opts.log(`    llama-server: ${opts.binary} ${args.join(' ')}`);
   const t0 = performance.now();
@@ -98,49 +100,39 @@ async function startServer(
 }
 
 interface LlamaServerFrame {
+  content?: string;
   stop?: boolean;
   tokens_predicted?: number;
-  timings?: { predicted_n?: number };
+  timings?: { prompt_n?: number; prompt_ms?: number; predicted_n?: number; predicted_ms?: number };
   error?: { message?: string };
-}
-
-/**
- * POSTs JSON on a fresh connection (no keep-alive pool: a pooled socket that llama-server's
- * HTTP library has just closed fails the next request) and resolves with the 200 response.
- */
-async function post(url: string, body: string): Promise<IncomingMessage> {
-  return new Promise((ok, fail) => {
-    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      if (res.statusCode === 200) return ok(res);
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => fail(new Error(`llama-server ${new URL(url).pathname}: HTTP ${res.statusCode}: ${text}`)));
-    });
-    req.once('error', (err) => fail(new Error(`llama-server ${new URL(url).pathname}: ${err.message}`, { cause: err })));
-    req.end(body);
-  });
 }
 
 /** One streamed /completion; its end time (relative to t0) is when the final frame (stop: true) arrives. */
 async function streamCompletion(url: string, prompt: number[], maxTokens: number, t0: number): Promise<RequestTiming> {
   const body = JSON.stringify({ prompt, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true });
-  const res = await post(`${url}/completion`, body);
+  const res = await postJson(`${url}/completion`, body, 'llama-server');
   let endMs = NaN;
+  let firstMs = NaN;
   let tokens = NaN;
+  let server: ServerTimings | undefined;
   const onFrame = (data: string) => {
     const frame = JSON.parse(data) as LlamaServerFrame;
     if (frame.error) throw new Error(`llama-server stream error: ${frame.error.message ?? JSON.stringify(frame.error)}`);
+    const now = performance.now() - t0;
+    if (Number.isNaN(firstMs) && (frame.content || frame.stop)) firstMs = now;
     if (frame.stop) {
-      endMs = performance.now() - t0;
+      endMs = now;
       // Tokens whose text is an incomplete character are not streamed on their own, so the count
       // comes from the final frame rather than from counting frames.
       tokens = frame.tokens_predicted ?? frame.timings?.predicted_n ?? NaN;
+      const t = frame.timings;
+      if (t?.prompt_n !== undefined && t.prompt_ms !== undefined && t.predicted_n !== undefined && t.predicted_ms !== undefined)
+        server = { promptTokens: t.prompt_n, promptMs: t.prompt_ms, predictedTokens: t.predicted_n, predictedMs: t.predicted_ms };
     }
   };
   await forEachSseData(res as AsyncIterable<Buffer>, onFrame);
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
-  return { endMs, tokens };
+  return { endMs, tokens, firstMs: Number.isNaN(firstMs) ? endMs : firstMs, server };
 }
 
 /** Starts llama-server on the checkpoint and returns it as a benchmark engine (close() stops it). */

@@ -19,6 +19,23 @@ export interface RequestTiming {
   endMs: number;
   /** Tokens generated, as the engine reports them. */
   tokens: number;
+  /**
+   * ms from the common start until the first streamed frame carrying output (HTTP engines): the
+   * first token, or the one after it when the first is part of a character and held back.
+   */
+  firstMs?: number;
+  /** Prompt tokens the server took from a cache (svc's usage.prompt_tokens_details), when it says. */
+  cachedTokens?: number;
+  /** The server's own timings, when it reports them (llama-server's final frame). */
+  server?: ServerTimings;
+}
+
+/** llama-server's `timings`: prompt and generation as the server measured them. */
+export interface ServerTimings {
+  promptTokens: number;
+  promptMs: number;
+  predictedTokens: number;
+  predictedMs: number;
 }
 
 export interface BenchEngine {

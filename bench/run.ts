@@ -4,6 +4,7 @@
 //                          [--quick | --small] [--engines svc,llamacpp] [--threads N] [--reps N]
 //                          [--prompt N] [--decode N] [--concurrency 1,4,8] [--cache DIR] [--out FILE]
 //                          [--svc-args "--flag value ..."] [--svc-body JSON] [--llama-server PATH] [--llama-quantize PATH]
+//   node dist/bench/run.js --sweep 512,4096,16384,32768 [...]   (the context sweep: bench/context-sweep.ts)
 //
 // Per checkpoint: svc runs as a `svc serve` child process and is stopped before llama.cpp loads,
 // so the two never share the machine. llama.cpp is a native `llama-server` child process when
@@ -12,6 +13,7 @@
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { measureReadBandwidth, type Bandwidth } from './bandwidth.js';
+import { runContextSweep } from './context-sweep.js';
 import { ensureCheckpoint } from './gen-checkpoints.js';
 import {
   executable,
@@ -116,10 +118,14 @@ const USAGE = [
   '                              [--engines svc,llamacpp] [--threads N] [--reps N] [--prompt N] [--decode N]',
   '                              [--concurrency 1,4,8] [--cache DIR] [--out FILE] [--svc-args "..."] [--svc-body JSON]',
   '                              [--llama-server PATH (or $SVC_BENCH_LLAMA_SERVER)] [--llama-quantize PATH]',
+  '       node dist/bench/run.js --sweep 512,4096,16384,32768 [...]   (context sweep: node dist/bench/context-sweep.js --help)',
 ].join('\n');
 
 async function main(): Promise<void> {
-  const opts = parseCli(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  // `npm run bench -- --sweep 512,4096,…`: the context sweep (bench/context-sweep.ts) instead.
+  if (argv.some((a) => a === '--sweep' || a.startsWith('--sweep='))) return runContextSweep(argv);
+  const opts = parseCli(argv);
   const s = opts.settings;
   log(
     `svc-bench: ${opts.threads} threads; prompt ${s.promptTokens}, decode ${s.decodeTokens}, concurrency ${s.concurrency.join('/')}, ${s.reps} rep(s)${opts.small ? ' (small checkpoints)' : ''}`,

@@ -1,8 +1,9 @@
 // What the two HTTP engines (svc, llama-server) share as child processes: a free port, the tail
 // of their output for error messages, the load measurements (spawn → ready, peak RSS while
-// loading) and a clean stop.
+// loading), a streamed POST and a clean stop.
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
 import { createServer } from 'node:net';
 
 export async function freePort(): Promise<number> {
@@ -57,4 +58,24 @@ export async function stopServer(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * POSTs JSON on a fresh connection and resolves with the 200 response (anything else rejects with
+ * its body). No keep-alive pool: a pooled socket that llama-server's HTTP library has just closed
+ * fails the next request. Node's http client has no response timeout, unlike fetch (undici: 300 s
+ * to the headers and between body chunks), which a 32k-token prefill can outlast.
+ */
+export async function postJson(url: string, body: string, server: string): Promise<IncomingMessage> {
+  return new Promise((ok, fail) => {
+    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      if (res.statusCode === 200) return ok(res);
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => fail(new Error(`${server} ${new URL(url).pathname}: HTTP ${res.statusCode}: ${text}`)));
+    });
+    req.once('error', (err) => fail(new Error(`${server} ${new URL(url).pathname}: ${err.message}`, { cause: err })));
+    req.end(body);
+  });
 }

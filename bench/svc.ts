@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { BenchEngine, RequestTiming } from './measure.js';
-import { freePort, hasExited, OutputTail, peakRssBytes, stopServer, type LoadStats } from './server-process.js';
+import { freePort, hasExited, OutputTail, peakRssBytes, postJson, stopServer, type LoadStats } from './server-process.js';
 import { forEachSseData } from './sse.js';
 
 export interface SvcOptions {
@@ -143,8 +143,8 @@ export async function startSvcServer(
 }
 
 interface CompletionFrame {
-  choices?: { finish_reason?: string | null }[];
-  usage?: { completion_tokens?: number } | null;
+  choices?: { text?: string; finish_reason?: string | null }[];
+  usage?: { completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
   error?: { message?: string };
 }
 
@@ -159,10 +159,9 @@ async function streamCompletion(
   t0: number,
   extraBody: Record<string, unknown> = {},
 ): Promise<RequestTiming> {
-  const res = await fetch(`${url}/v1/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
+  const res = await postJson(
+    `${url}/v1/completions`,
+    JSON.stringify({
       ...extraBody,
       prompt,
       max_tokens: maxTokens,
@@ -171,21 +170,26 @@ async function streamCompletion(
       stream: true,
       stream_options: { include_usage: true },
     }),
-  });
-  if (!res.ok || !res.body) throw new Error(`svc /v1/completions: HTTP ${res.status}: ${await res.text()}`);
+    'svc',
+  );
   let endMs = NaN;
+  let firstMs = NaN;
   let tokens = NaN;
+  let cachedTokens: number | undefined;
   const onFrame = (data: string) => {
     if (data === '[DONE]') return;
     const frame = JSON.parse(data) as CompletionFrame;
     if (frame.error) throw new Error(`svc stream error: ${frame.error.message ?? JSON.stringify(frame.error)}`);
+    const now = performance.now() - t0;
+    if (Number.isNaN(firstMs) && frame.choices?.some((c) => c.text || c.finish_reason)) firstMs = now;
     // The finish chunk is sent as soon as the last token is sampled; usage and [DONE] follow.
-    if (frame.choices?.some((c) => c.finish_reason)) endMs = performance.now() - t0;
+    if (frame.choices?.some((c) => c.finish_reason)) endMs = now;
     if (frame.usage?.completion_tokens !== undefined) tokens = frame.usage.completion_tokens;
+    if (frame.usage?.prompt_tokens_details?.cached_tokens !== undefined) cachedTokens = frame.usage.prompt_tokens_details.cached_tokens;
   };
-  await forEachSseData(res.body as AsyncIterable<Uint8Array>, onFrame);
+  await forEachSseData(res as AsyncIterable<Buffer>, onFrame);
   if (Number.isNaN(endMs)) endMs = performance.now() - t0;
-  return { endMs, tokens };
+  return { endMs, tokens, firstMs: Number.isNaN(firstMs) ? endMs : firstMs, cachedTokens };
 }
 
 /** Starts `svc serve` on the checkpoint and returns it as a benchmark engine (close() stops it). */

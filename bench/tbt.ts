@@ -16,7 +16,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEngine, type EngineOptions, type RunningEngine } from '../src/engine/engine-client.js';
-import type { GenerationHandle, GenerationRequest } from '../src/engine/types.js';
+import { firstToken, percentile, request, tokens } from './engine-jobs.js';
 import { ensureCheckpoint } from './gen-checkpoints.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -50,7 +50,6 @@ interface Run {
 }
 
 const STREAM_PROMPT = 32;
-const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, topNSigma: 0, seed: null };
 
 function parse(argv: string[]): Settings {
   const get = (flag: string) => {
@@ -75,26 +74,6 @@ function parse(argv: string[]): Settings {
     threads: int('--threads', Number(process.env.SVC_THREADS ?? availableParallelism())),
     maxPrefillTokens: int('--max-prefill-tokens', 8192),
   };
-}
-
-/** Deterministic token ids, different per seed: no two prompts share a prefix. */
-function tokens(n: number, seed: number): number[] {
-  let s = (seed * 2654435761) >>> 0;
-  return Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return 1000 + (s % 100_000);
-  });
-}
-
-function request(promptTokens: number[], maxTokens: number): GenerationRequest {
-  return { promptTokens, maxTokens, sampling: GREEDY, stopTokenIds: [], timeoutMs: 0, logprobs: 0 };
-}
-
-/** Resolves with the time of the job's first token event; the rest of its events are drained. */
-async function firstToken(handle: GenerationHandle): Promise<number> {
-  let at = NaN;
-  for await (const ev of handle.events) if (ev.type === 'tokens' && Number.isNaN(at)) at = performance.now();
-  return at;
 }
 
 async function runOnce(s: Settings, policy: 'fifo' | 'slai', deadlineMs: number): Promise<Run> {
@@ -173,12 +152,6 @@ async function runOnce(s: Settings, policy: 'fifo' | 'slai', deadlineMs: number)
   }
 }
 
-/** Nearest-rank percentile. */
-function percentile(xs: readonly number[], p: number): number {
-  if (xs.length === 0) return NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 const median = (xs: readonly number[]) => percentile(xs, 50);
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
