@@ -1267,14 +1267,20 @@ SVC_AVX512_BF16 void bf16_pairs(const uint16_t* r0, const uint16_t* r1, int n, u
   }
 }
 
+// 32 codes per step in integer ops: a code with exponent field e > 0 is sign | (e + 112) << 7 | m << 4
+// (its e4m3 value / 256), and the eight magnitudes with e == 0 (zero and the subnormals m · 2^-17
+// after the / 256) come from a table.
 SVC_AVX512_BF16 void fp8_to_bf16(const uint8_t* src, uint16_t* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail16(n - i < 16 ? (int)(n - i) : 16);
-    const __m256i c = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, src + i));
-    // The e4m3 bits placed in an f16 (as kv_decode_fp8): value / 256, exact, and exact again in bf16.
-    const __m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(c, 8), _mm256_set1_epi16((short)0x8000)),
-                                      _mm256_and_si256(_mm256_slli_epi16(c, 7), _mm256_set1_epi16(0x3f80)));
-    _mm256_mask_storeu_epi16(dst + i, m, (__m256i)_mm512_cvtneps_pbh(_mm512_cvtph_ps(h)));
+  const __m512i sub = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3860,
+                                       0x3840, 0x3820, 0x3800, 0x37c0, 0x3780, 0x3700, 0);
+  for (int64_t i = 0; i < n; i += 32) {
+    const __mmask32 m = n - i < 32 ? (__mmask32)((1u << (n - i)) - 1u) : ~__mmask32(0);
+    const __m512i c = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, src + i));
+    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi16(0x7f));
+    __m512i v = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), _mm512_set1_epi16(112 << 7));
+    v = _mm512_mask_permutexvar_epi16(v, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag, sub);
+    v = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(c, _mm512_set1_epi16(0x80)), 8));
+    _mm512_mask_storeu_epi16(dst + i, m, v);
   }
 }
 
