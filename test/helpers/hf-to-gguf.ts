@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { parseSafetensors } from '../../src/model/loaders/index.js';
 import { dequantize, WEIGHT_DTYPES } from '../../src/kernels/dtypes.js';
+import { f32ToF16 } from '../../src/kernels/dequant.js';
 import { GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
 import { typed, typedArray, writeGguf, type GgufMetadataValue, type GgufTensorInput } from '../../src/model/loaders/gguf-writer.js';
 import type { Tensor } from '../../src/model/types.js';
@@ -45,7 +46,9 @@ export type GgufSkip =
   /** qwen35moe: gate and up experts fused into ffn_gate_up_exps, as --fuse-gate-up-exps writes them (not a broken file). */
   | 'fuse-gate-up-exps'
   /** qwen35: the layer pattern as full_attention_interval only, as files without layer_types get it (not a broken file). */
-  | 'qwen35-interval-only';
+  | 'qwen35-interval-only'
+  /** qwen35: 2-D weights written F16 (--outtype f16; vectors and norms stay F32), not a broken file. */
+  | 'f16-weights';
 
 export interface HfToGgufOptions {
   family: GgufFamily;
@@ -736,6 +739,10 @@ function qwen35ToGguf(opts: HfToGgufOptions): void {
         out.set(up.subarray(e * I * H, (e + 1) * I * H), (2 * e + 1) * I * H);
       }
       g.f32(`blk.${fused[1]}.ffn_gate_up_exps.weight`, [E, 2 * I, H], out);
+      return;
+    }
+    if (skip === 'f16-weights' && shape.length >= 2 && !gguf.endsWith('norm.weight')) {
+      g.raw(gguf, shape, GGML_TYPE.F16, new Uint8Array(Uint16Array.from(v, f32ToF16).buffer));
       return;
     }
     g.f32(gguf, shape, v);

@@ -32,6 +32,8 @@ import type { Model } from '../../src/model/architectures/model.js';
 import type { Checkpoint, ModelConfig } from '../../src/model/types.js';
 import { yarnMscale } from '../../src/model/architectures/yarn.js';
 import { configFromGguf } from '../../src/model/model-config.js';
+import { dequantize } from '../../src/kernels/dtypes.js';
+import { f16ToF32, f32ToF16 } from '../../src/kernels/dequant.js';
 
 const ARCH_FIXTURES = resolve(MODELS, 'arch-fixtures');
 const TOL = 1e-4;
@@ -393,6 +395,27 @@ describe('llama.cpp qwen35 / qwen35moe GGUF files against the ferrl goldens', ()
       console.log(`# ${c.label} GGUF: max logit error ${golden.toExponential(2)}; against safetensors ${safetensors.toExponential(2)}`);
       assert.ok(golden <= c.tol, `error ${golden}`);
       assert.ok(safetensors <= 1e-5, `against safetensors ${safetensors}`);
+    });
+    it(`${c.label}: an F16 file: the DeltaNet's V-head rows move as F16 rows (exact), out_proj's columns through f32`, () => {
+      const gguf = loadCheckpoint(convertQwen35(c, 'f16-weights'), { fastLoad: true });
+      const hf = loadCheckpoint(resolve(ARCH_FIXTURES, c.dir), { fastLoad: true });
+      const p = 'model.layers.0.linear_attn.';
+      for (const [name, dtype] of [
+        ['in_proj_qkv.weight', 'f16'],
+        ['in_proj_z.weight', 'f16'],
+        ['in_proj_a.weight', 'f16'],
+        ['out_proj.weight', 'f32'],
+      ] as const) {
+        const ours = gguf.tensors.get(p + name);
+        const want = hf.tensors.get(p + name);
+        assert.ok(ours && want, name);
+        assert.equal(ours.dtype, dtype, name);
+        assert.deepEqual(ours.shape, want.shape, name);
+        const rows = want.shape[0];
+        const cols = want.shape[1];
+        const rounded = dequantize(want.dtype, want.data, rows, cols).map((v) => f16ToF32(f32ToF16(v)));
+        assert.deepEqual(dequantize(ours.dtype, ours.data, rows, cols), rounded, name);
+      }
     });
     for (const form of c.alsoMatches) {
       it(`${c.label}: the ${form} form of the file matches too`, () => {
