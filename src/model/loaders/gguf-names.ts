@@ -248,9 +248,10 @@ function qwen35Fix(hfName: string, shape: readonly number[], la: LinearAttention
     if (hfName.endsWith('.mlp.shared_expert_gate.weight') && shape.length === 1) return { shape: [1, shape[0]] };
     return null;
   }
-  // The reorder is skipped where the counts agree (num_k_heads != num_v_heads); the rest applies to every file.
+  // The converter reorders only where num_k_heads != num_v_heads; its other steps apply to every file.
   const reorder = la !== undefined && la.numValueHeads !== la.numKeyHeads ? la : null;
   const qk = la ? 2 * la.numKeyHeads * la.keyHeadDim : 0;
+  const hv = la?.valueHeadDim ?? 0;
   /** Per Hugging Face index the stored one: `lead` entries in place, then V heads of `hd` entries; undefined: no reorder. */
   const order = (hd: number, lead = 0): Int32Array | undefined => (reorder ? tiledToGrouped(reorder, hd, lead) : undefined);
   const withRows = (rows: Int32Array | undefined, fix: GgufTensorFix = {}): GgufTensorFix | null =>
@@ -267,9 +268,9 @@ function qwen35Fix(hfName: string, shape: readonly number[], la: LinearAttention
   });
   switch (part) {
     case 'in_proj_qkv.weight':
-      return withRows(order(la?.valueHeadDim ?? 0, qk));
+      return withRows(order(hv, qk));
     case 'in_proj_z.weight':
-      return withRows(order(la?.valueHeadDim ?? 0));
+      return withRows(order(hv));
     case 'in_proj_a.weight':
     case 'in_proj_b.weight':
       return withRows(order(1));
@@ -282,9 +283,9 @@ function qwen35Fix(hfName: string, shape: readonly number[], la: LinearAttention
       return reorder ? elements((d) => d, order(1)) : null;
     case 'conv1d.weight':
       // [channels, K] back to [channels, 1, K]; the V channels follow q and k.
-      return withRows(order(la?.valueHeadDim ?? 0, qk), shape.length === 2 ? { shape: [shape[0], 1, shape[1]] } : {});
+      return withRows(order(hv, qk), shape.length === 2 ? { shape: [shape[0], 1, shape[1]] } : {});
     case 'out_proj.weight': {
-      const cols = order(la?.valueHeadDim ?? 0);
+      const cols = order(hv);
       if (!cols) return null;
       const [rows, width] = shape;
       return {
