@@ -335,9 +335,6 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
   const experts =
     expertCount > 0 && row.module.experts ? ggufExperts(meta, arch, expertCount, numLayers, opts.routerLayers, num, where) : {};
   const sharedWidth = scalarOf(meta[`${arch}.expert_shared_feed_forward_length`], 'expert_shared_feed_forward_length', where) ?? 0;
-  // Families reading their own expert keys (no ExpertConfigRules: DeepSeek-V2, Nemotron-H) take the shared expert there.
-  if (sharedWidth > 0 && row.module.experts)
-    throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
 
   const common: ModelConfig = {
     architecture: row.name,
@@ -363,6 +360,10 @@ export function configFromGguf(meta: Json, opts: GgufConfigOptions): ModelConfig
     ...ggufGraniteScales(meta, arch, where),
   };
   const config = { ...common, ...ggufFamilyFields(row.module, meta, arch, common, opts, where) };
+  // A shared expert only where the family runs it: families reading their own expert keys (no ExpertConfigRules:
+  // DeepSeek-V2, Nemotron-H) take it there; of the others, those whose ggufConfig sets its width (Qwen3.5-MoE).
+  if (sharedWidth > 0 && row.module.experts && config.sharedExpertIntermediateSize !== sharedWidth)
+    throw new ModelConfigError(`${where}: shared experts (${arch}.expert_shared_feed_forward_length) in GGUF files are not supported`);
   // Partial rotary only where the family reads it (its ggufConfig sets rotaryDim, or MLA's rope part); else it would be ignored.
   if (ropeDims !== undefined && ropeDims !== config.headDim && ropeDims !== config.rotaryDim && ropeDims !== config.mla?.qkRopeHeadDim) {
     throw new ModelConfigError(

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { parseSafetensors } from '../../src/model/loaders/index.js';
 import { dequantize, WEIGHT_DTYPES } from '../../src/kernels/dtypes.js';
+import { f32ToF16 } from '../../src/kernels/dequant.js';
 import { GGML_TYPE } from '../../src/model/loaders/gguf-header.js';
 import { typed, typedArray, writeGguf, type GgufMetadataValue, type GgufTensorInput } from '../../src/model/loaders/gguf-writer.js';
 import type { Tensor } from '../../src/model/types.js';
@@ -16,7 +17,7 @@ import type { RawU8Tensor } from '../../src/model/loaders/mxfp4.js';
 
 type Json = Record<string, unknown>;
 
-export type GgufFamily = 'gemma2' | 'gemma3' | 'olmo2' | 'phi3' | 'mamba2' | 'deepseek2' | 'gpt-oss' | 'nemotron_h';
+export type GgufFamily = 'gemma2' | 'gemma3' | 'olmo2' | 'phi3' | 'mamba2' | 'deepseek2' | 'gpt-oss' | 'nemotron_h' | 'qwen35';
 
 /** Transformations a test may leave out. */
 export type GgufSkip =
@@ -35,11 +36,24 @@ export type GgufSkip =
   /** nemotron_h: head_count_kv written as one number, as families without per-layer arrays (every layer then reads as attention or MLP). */
   | 'nemotron-scalar-kv'
   /** The opposite: Q/K rows interleaved as LlamaModel.permute does, which TextModel families (OLMo 2, Gemma, Phi-3) do not get. */
-  | 'llama-qk-permute';
+  | 'llama-qk-permute'
+  /** qwen35: norms written as they are (no + 1). */
+  | 'qwen35-norm-shift'
+  /** qwen35: the V heads left in grouped order (no _LinearAttentionVReorderBase reorder). */
+  | 'qwen35-v-reorder'
+  /** qwen35: A_log written as it is (no −exp). */
+  | 'qwen35-a-exp'
+  /** qwen35moe: gate and up experts fused into ffn_gate_up_exps, as --fuse-gate-up-exps writes them (not a broken file). */
+  | 'fuse-gate-up-exps'
+  /** qwen35: the layer pattern as full_attention_interval only, as files without layer_types get it (not a broken file). */
+  | 'qwen35-interval-only'
+  /** qwen35: 2-D weights written F16 (--outtype f16; vectors and norms stay F32), not a broken file. */
+  | 'f16-weights';
 
 export interface HfToGgufOptions {
   family: GgufFamily;
-  safetensors: string;
+  /** The checkpoint: one file, or its shards. */
+  safetensors: string | string[];
   config: Json;
   out: string;
   skip?: GgufSkip;
@@ -168,9 +182,10 @@ function llamaPermute(w: Float32Array, rows: number, cols: number, heads: number
   return out;
 }
 
-/** Reads the fixture's tensors under their checkpoint names. */
-function readTensors(path: string): Map<string, Tensor> {
-  return parseSafetensors(new Uint8Array(readFileSync(path)), path).tensors;
+/** Reads the fixture's tensors (of every shard) under their checkpoint names. */
+function readTensors(path: string | string[]): Map<string, Tensor> {
+  const paths = typeof path === 'string' ? [path] : path;
+  return new Map(paths.flatMap((p) => [...parseSafetensors(new Uint8Array(readFileSync(p)), p).tensors]));
 }
 
 const num = (c: Json, key: string): number => {
@@ -206,6 +221,7 @@ export function hfToGguf(opts: HfToGgufOptions): void {
   if (opts.family === 'deepseek2') return deepseek2ToGguf(opts);
   if (opts.family === 'gpt-oss') return gptOssToGguf(opts);
   if (opts.family === 'nemotron_h') return nemotronHToGguf(opts);
+  if (opts.family === 'qwen35') return qwen35ToGguf(opts);
   const { family, config: c, skip } = opts;
   const g = new GgufOut(family);
   const tensors = readTensors(opts.safetensors);
@@ -405,6 +421,7 @@ function repackMxfp4(
 function gptOssToGguf(opts: HfToGgufOptions): void {
   const { config: c, skip } = opts;
   const g = new GgufOut('gpt-oss');
+  if (typeof opts.safetensors !== 'string') throw new Error('gpt-oss: one safetensors file');
   const raw = parseSafetensors(new Uint8Array(readFileSync(opts.safetensors)), opts.safetensors);
   const tensors = raw.tensors;
   const u8 = raw.u8;
@@ -638,5 +655,213 @@ function nemotronHToGguf(opts: HfToGgufOptions): void {
     g.key('expert_weights_scale', f32(num(c, 'routed_scaling_factor')));
     g.key('expert_group_count', num(c, 'n_group'));
   }
+  writeGguf(opts.out, { metadata: g.metadata, tensors: g.tensors });
+}
+
+/** tensor_mapping.py's QWEN35 / QWEN35MOE names beside DECODER_NAMES (after Qwen3NextModel's dt_bias → dt_proj.bias). */
+const QWEN35_NAMES: [RegExp, string][] = [
+  [/^model\.layers\.(\d+)\.post_attention_layernorm\.weight$/, 'blk.$1.post_attention_norm.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.in_proj_qkv\.weight$/, 'blk.$1.attn_qkv.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.in_proj_z\.weight$/, 'blk.$1.attn_gate.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.in_proj_a\.weight$/, 'blk.$1.ssm_alpha.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.in_proj_b\.weight$/, 'blk.$1.ssm_beta.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.conv1d\.weight$/, 'blk.$1.ssm_conv1d.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.dt_proj\.bias$/, 'blk.$1.ssm_dt.bias'],
+  [/^model\.layers\.(\d+)\.linear_attn\.A_log$/, 'blk.$1.ssm_a'],
+  [/^model\.layers\.(\d+)\.linear_attn\.norm\.weight$/, 'blk.$1.ssm_norm.weight'],
+  [/^model\.layers\.(\d+)\.linear_attn\.out_proj\.weight$/, 'blk.$1.ssm_out.weight'],
+  [/^model\.layers\.(\d+)\.mlp\.gate\.weight$/, 'blk.$1.ffn_gate_inp.weight'],
+  [/^model\.layers\.(\d+)\.mlp\.experts\.(gate|up|down)_proj\.weight$/, 'blk.$1.ffn_$2_exps.weight'],
+  [/^model\.layers\.(\d+)\.mlp\.shared_expert\.(gate|up|down)_proj\.weight$/, 'blk.$1.ffn_$2_shexp.weight'],
+  [/^model\.layers\.(\d+)\.mlp\.shared_expert_gate\.weight$/, 'blk.$1.ffn_gate_inp_shexp.weight'],
+  ...DECODER_NAMES,
+];
+
+/**
+ * _LinearAttentionVReorderBase._reorder_v_heads along rows (dim 0) or columns (dim 1) of a [rows, cols] tensor: the
+ * `hd`-sized heads viewed as [nk, per, hd], stored as [per, nk, hd].
+ */
+function reorderVHeads(w: Float32Array, rows: number, cols: number, dim: 0 | 1, nk: number, per: number, hd: number): Float32Array {
+  const out = new Float32Array(w.length);
+  const moved = (i: number): number => {
+    const d = i % hd;
+    const head = (i - d) / hd;
+    const g = Math.floor(head / per);
+    const j = head % per;
+    return (j * nk + g) * hd + d;
+  };
+  for (let r = 0; r < rows; r++)
+    for (let c = 0; c < cols; c++) {
+      if (dim === 0) out[moved(r) * cols + c] = w[r * cols + c];
+      else out[r * cols + moved(c)] = w[r * cols + c];
+    }
+  return out;
+}
+
+/**
+ * Qwen3_5TextModel / Qwen3_5MoeTextModel (conversion/qwen.py, --no-mtp: the fixtures have no MTP block) on a
+ * Qwen3_5ForConditionalGeneration checkpoint: text_config over the top level, the vision tower dropped and
+ * `language_model.` removed (TextModel / ModelBase.filter_tensors); then per tensor _LinearAttentionVReorderBase's V-head
+ * reorder, Qwen3NextModel's A = −exp(A_log), dt_bias rename, conv1d squeeze and norm + 1, Qwen2MoeModel's merged
+ * experts; Qwen3NextModel.set_gguf_parameters' keys.
+ */
+function qwen35ToGguf(opts: HfToGgufOptions): void {
+  const { skip } = opts;
+  const c = { ...opts.config, ...(opts.config.text_config as Json | undefined) };
+  const isMoe = opt(c, 'num_experts') !== undefined;
+  const g = new GgufOut(isMoe ? 'qwen35moe' : 'qwen35');
+  const nk = num(c, 'linear_num_key_heads');
+  const nv = num(c, 'linear_num_value_heads');
+  const hk = num(c, 'linear_key_head_dim');
+  const hv = num(c, 'linear_value_head_dim');
+  const per = nv / nk;
+  const reorder = nk !== nv && skip !== 'qwen35-v-reorder';
+  const nExperts = opt(c, 'num_experts') ?? 0;
+  const experts = new Map<string, Tensor>();
+  const gateUp = new Map<string, Float32Array>();
+  const write = (name: string, shape: number[], v: Float32Array): void => {
+    const to = QWEN35_NAMES.find(([re]) => re.test(name));
+    if (!to) throw new Error(`no GGUF name for ${name} (qwen35)`);
+    const gguf = name.replace(to[0], to[1]);
+    // TextModel.modify_tensors under --fuse-gate-up-exps: torch.cat([gate, up], dim=1).
+    const fused = /^blk\.(\d+)\.ffn_(gate|up)_exps\.weight$/.exec(gguf);
+    if (skip === 'fuse-gate-up-exps' && fused) {
+      const other = gateUp.get(`${fused[1]}.${fused[2] === 'gate' ? 'up' : 'gate'}`);
+      if (!other) {
+        gateUp.set(`${fused[1]}.${fused[2]}`, v);
+        return;
+      }
+      const [gate, up] = fused[2] === 'gate' ? [v, other] : [other, v];
+      const [E, I, H] = shape;
+      const out = new Float32Array(2 * gate.length);
+      for (let e = 0; e < E; e++) {
+        out.set(gate.subarray(e * I * H, (e + 1) * I * H), 2 * e * I * H);
+        out.set(up.subarray(e * I * H, (e + 1) * I * H), (2 * e + 1) * I * H);
+      }
+      g.f32(`blk.${fused[1]}.ffn_gate_up_exps.weight`, [E, 2 * I, H], out);
+      return;
+    }
+    if (skip === 'f16-weights' && shape.length >= 2 && !gguf.endsWith('norm.weight')) {
+      g.raw(gguf, shape, GGML_TYPE.F16, new Uint8Array(Uint16Array.from(v, f32ToF16).buffer));
+      return;
+    }
+    g.f32(gguf, shape, v);
+  };
+  for (const [hfName, t] of readTensors(opts.safetensors)) {
+    // TextModel.filter_tensors: multimodal tensors skipped; ModelBase.filter_tensors: language_model. removed.
+    if (hfName.includes('visual.') || hfName.includes('vision.')) continue;
+    // _QwenMtpMixin.filter_tensors under --no-mtp: the MTP block dropped.
+    if (hfName.startsWith('mtp.') || hfName.startsWith('model.mtp.')) continue;
+    let name = hfName.replace('language_model.', '');
+    let v = values(t);
+    let shape = [...t.shape];
+    // _LinearAttentionVReorderBase.modify_tensors.
+    if (reorder && name.includes('linear_attn.')) {
+      if (name.includes('.in_proj_qkv.')) {
+        const lead = 2 * nk * hk;
+        const cols = shape[1];
+        const vPart = reorderVHeads(v.subarray(lead * cols), shape[0] - lead, cols, 0, nk, per, hv);
+        v = Float32Array.from(v);
+        v.set(vPart, lead * cols);
+      } else if (name.includes('.in_proj_z.')) v = reorderVHeads(v, shape[0], shape[1], 0, nk, per, hv);
+      else if (name.includes('.in_proj_b.') || name.includes('.in_proj_a.')) v = reorderVHeads(v, shape[0], shape[1], 0, nk, per, 1);
+      else if (name.includes('.A_log') || name.includes('.dt_bias')) v = reorderVHeads(v, shape[0], 1, 0, nk, per, 1);
+      else if (name.includes('.conv1d')) {
+        // data.squeeze(), then the V channels after q and k.
+        shape = shape.filter((d) => d !== 1);
+        const lead = 2 * nk * hk;
+        const K = shape[1];
+        const vPart = reorderVHeads(v.subarray(lead * K), shape[0] - lead, K, 0, nk, per, hv);
+        v = Float32Array.from(v);
+        v.set(vPart, lead * K);
+      } else if (name.includes('.out_proj.')) v = reorderVHeads(v, shape[0], shape[1], 1, nk, per, hv);
+    }
+    // Qwen3NextModel.modify_tensors.
+    if (name.endsWith('.A_log')) {
+      if (skip !== 'qwen35-a-exp') v = v.map((x) => -Math.exp(x));
+    } else if (name.endsWith('.dt_bias')) name = name.replace(/\.dt_bias$/, '.dt_proj.bias');
+    else if (name.includes('conv1d')) shape = shape.filter((d) => d !== 1);
+    else if (name.endsWith('norm.weight') && !name.endsWith('linear_attn.norm.weight') && skip !== 'qwen35-norm-shift')
+      v = v.map((x) => x + 1);
+    // Qwen2MoeModel.modify_tensors: transformers 5's stacked experts as they are (gate_up_proj [E, 2I, H] split in
+    // halves on dim −2); per-expert tensors stacked once a layer's are all read (down, gate, up).
+    if (name.endsWith('mlp.experts.down_proj')) {
+      write(`${name}.weight`, shape, v);
+      continue;
+    }
+    if (name.endsWith('mlp.experts.gate_up_proj')) {
+      const [E, twoI, H] = shape;
+      const I = twoI / 2;
+      const gate = new Float32Array(E * I * H);
+      const up = new Float32Array(E * I * H);
+      for (let e = 0; e < E; e++) {
+        gate.set(v.subarray(e * twoI * H, (e * twoI + I) * H), e * I * H);
+        up.set(v.subarray((e * twoI + I) * H, (e + 1) * twoI * H), e * I * H);
+      }
+      const base = name.replace(/\.gate_up_proj$/, '');
+      write(`${base}.gate_proj.weight`, [E, I, H], gate);
+      write(`${base}.up_proj.weight`, [E, I, H], up);
+      continue;
+    }
+    const expert = /^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(\w+)\.weight$/.exec(name);
+    if (expert) {
+      experts.set(name, { ...t, name, data: new Uint8Array(v.buffer) });
+      if ([...experts.keys()].filter((k) => k.startsWith(`model.layers.${expert[1]}.mlp.experts.`)).length < 3 * nExperts) continue;
+      for (const w of ['down_proj', 'gate_proj', 'up_proj']) {
+        const parts = Array.from(
+          { length: nExperts },
+          (_, e) => experts.get(`model.layers.${expert[1]}.mlp.experts.${e}.${w}.weight`) as Tensor,
+        );
+        const [rows, cols] = parts[0].shape;
+        const stacked = new Float32Array(nExperts * rows * cols);
+        parts.forEach((p, e) => stacked.set(new Float32Array(p.data.buffer, p.data.byteOffset, rows * cols), e * rows * cols));
+        write(`model.layers.${expert[1]}.mlp.experts.${w}.weight`, [nExperts, rows, cols], stacked);
+      }
+      continue;
+    }
+    write(name, shape, v);
+  }
+  // Qwen2MoeModel → TextModel keys (feed_forward_length only where intermediate_size is set).
+  g.key('block_count', num(c, 'num_hidden_layers'));
+  g.key('context_length', num(c, 'max_position_embeddings'));
+  g.key('embedding_length', num(c, 'hidden_size'));
+  if (opt(c, 'intermediate_size') !== undefined) g.key('feed_forward_length', num(c, 'intermediate_size'));
+  g.key('attention.head_count', num(c, 'num_attention_heads'));
+  g.key('attention.head_count_kv', num(c, 'num_key_value_heads'));
+  const rope = (c.rope_parameters ?? {}) as Json;
+  // TextModel: mrope_section padded to four.
+  if (Array.isArray(rope.mrope_section)) {
+    const sections = [...(rope.mrope_section as number[])];
+    while (sections.length < 4) sections.push(0);
+    g.key('rope.dimension_sections', typedArray('i32', sections.slice(0, 4)));
+  }
+  g.key('rope.freq_base', f32(num(rope, 'rope_theta')));
+  g.key('attention.layer_norm_rms_epsilon', f32(num(c, 'rms_norm_eps')));
+  expertKeys(g, c);
+  g.key('attention.key_length', num(c, 'head_dim'));
+  g.key('attention.value_length', num(c, 'head_dim'));
+  g.metadata['general.file_type'] = 0;
+  if (isMoe) {
+    g.key('expert_feed_forward_length', num(c, 'moe_intermediate_size'));
+    g.key('expert_shared_feed_forward_length', num(c, 'shared_expert_intermediate_size'));
+  }
+  // Qwen3NextModel.set_gguf_parameters.
+  g.key('ssm.conv_kernel', num(c, 'linear_conv_kernel_dim'));
+  g.key('ssm.state_size', hk);
+  g.key('ssm.group_count', nk);
+  g.key('ssm.time_step_rank', nv);
+  g.key('ssm.inner_size', hv * nv);
+  const types = c.layer_types as string[] | undefined;
+  if (types && skip !== 'qwen35-interval-only')
+    g.key(
+      'attention.recurrent_layers',
+      typedArray(
+        'bool',
+        types.map((t) => t === 'linear_attention'),
+      ),
+    );
+  g.key('full_attention_interval', opt(c, 'full_attention_interval') ?? 4);
+  const partial = opt(rope, 'partial_rotary_factor') ?? 0.25;
+  g.key('rope.dimension_count', Math.trunc(num(c, 'head_dim') * partial));
   writeGguf(opts.out, { metadata: g.metadata, tensors: g.tensors });
 }

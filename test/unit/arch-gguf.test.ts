@@ -7,6 +7,11 @@
 // max |HF logit| < 1e-4 over every position of every sequence, for each sequence's prefill and the
 // paged prefill → chunk → decode path (two sequences per batch), reference ops.
 //
+// Qwen3.5 (qwen35 / qwen35moe) runs against the ferrl fixtures' transformers f32 goldens (golden.json), as
+// arch-qwen35.test.ts does and with its tolerances: max |ours − golden| ≤ 1e-4 dense, 1e-3 MoE (logits up to
+// ~9), over a two-sequence prefill batch and prefill → chunk → single-token decodes; the GGUF model is also
+// compared with the same checkpoint loaded from safetensors.
+//
 // What a GGUF cannot carry. The converters write no query_pre_attn_scalar (Gemma) and no sliding
 // pattern for Gemma 3: llama.cpp derives the softmax scale from head_dim (hidden / heads for 27B) and
 // takes one sliding layer pattern per family (2, 6). The tiny fixtures use other values (scalar 12 with
@@ -14,17 +19,21 @@
 // fixture's values on the loaded config before comparing — everything else comes from the file.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MODELS } from '../helpers/paths.js';
 import { hfToGguf, type GgufFamily, type GgufSkip } from '../helpers/hf-to-gguf.js';
-import { pagedRows, prefillRows, readReferenceLogits, referenceRelError } from '../helpers/paged-run.js';
+import { PagedRun, pagedRows, prefillRows, readReferenceLogits, referenceRelError } from '../helpers/paged-run.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { createModel } from '../../src/model/architectures/index.js';
 import { loadCheckpoint } from '../../src/model/loaders/index.js';
+import type { Model } from '../../src/model/architectures/model.js';
 import type { Checkpoint, ModelConfig } from '../../src/model/types.js';
 import { yarnMscale } from '../../src/model/architectures/yarn.js';
+import { configFromGguf } from '../../src/model/model-config.js';
+import { dequantize } from '../../src/kernels/dtypes.js';
+import { f16ToF32, f32ToF16 } from '../../src/kernels/dequant.js';
 
 const ARCH_FIXTURES = resolve(MODELS, 'arch-fixtures');
 const TOL = 1e-4;
@@ -92,6 +101,9 @@ const CASES: Case[] = [
     architecture: 'nemotron_h',
     skips: [{ skip: 'nemotron-scalar-kv', refused: /missing tensor/ }],
   },
+  // The neural-api Qwen3.5 fixtures (HF float64 logits; 8 layers, two of them attention); the ferrl goldens below too.
+  { name: 'qwen3_5', family: 'qwen35', architecture: 'qwen3_5', skips: ['qwen35-norm-shift', 'qwen35-v-reorder'] },
+  { name: 'qwen3_5_moe', family: 'qwen35', architecture: 'qwen3_5_moe', skips: ['qwen35-norm-shift', 'qwen35-v-reorder'] },
   {
     name: 'gpt_oss_mxfp4',
     folder: 'gpt_oss',
@@ -204,6 +216,224 @@ describe('llama.cpp GGUF files of the arch-fixture families against Hugging Face
         const { prefill } = errors(c, load(c, convert(c, skip), false));
         console.log(`# ${c.name} ${skip}: max relative logit error ${prefill.toExponential(2)}`);
         assert.ok(!(prefill <= 1e-3), `error with ${skip}: ${prefill}`);
+      });
+    }
+  }
+});
+
+// ---- Qwen3.5 against the ferrl goldens ------------------------------------------------------------
+
+interface Qwen35Golden {
+  full_b2: { input_ids: number[][]; logits: number[] };
+  cached_split: {
+    input_ids: number[][];
+    prefill_len: number;
+    chunk_len: number;
+    prefill_logits: number[];
+    chunk_logits: number[];
+    decode_logits: number[][];
+  };
+}
+
+interface Qwen35Case {
+  label: string;
+  dir: string;
+  architecture: string;
+  tol: number;
+  /** As Case.skips. */
+  skips: (GgufSkip | { skip: GgufSkip; refused: RegExp })[];
+  alsoMatches: GgufSkip[];
+}
+
+const QWEN35_CASES: Qwen35Case[] = [
+  {
+    label: 'qwen35 dense',
+    dir: 'ferrl-tiny_qwen35',
+    architecture: 'qwen3_5',
+    tol: 1e-4,
+    skips: ['qwen35-norm-shift', 'qwen35-v-reorder', { skip: 'qwen35-a-exp', refused: /not A = −exp\(A_log\)/ }],
+    alsoMatches: ['qwen35-interval-only'],
+  },
+  {
+    label: 'qwen35moe',
+    dir: 'ferrl-tiny_qwen35_moe',
+    architecture: 'qwen3_5_moe',
+    tol: 1e-3,
+    skips: ['qwen35-norm-shift', 'qwen35-v-reorder', { skip: 'qwen35-a-exp', refused: /not A = −exp\(A_log\)/ }],
+    alsoMatches: ['fuse-gate-up-exps'],
+  },
+];
+
+function convertQwen35(c: Qwen35Case, skip?: GgufSkip): string {
+  const folder = resolve(ARCH_FIXTURES, c.dir);
+  const shards = readdirSync(folder)
+    .filter((f) => f.endsWith('.safetensors'))
+    .sort()
+    .map((f) => resolve(folder, f));
+  const out = join(dir, `${c.dir}${skip ? `-${skip}` : ''}.gguf`);
+  hfToGguf({
+    family: 'qwen35',
+    safetensors: shards,
+    config: JSON.parse(readFileSync(resolve(folder, 'config.json'), 'utf8')) as Record<string, unknown>,
+    out,
+    ...(skip ? { skip } : {}),
+  });
+  return out;
+}
+
+/** The golden's two-sequence prefill batch, then its prefill → chunk → decodes, as logits rows in the golden's order. */
+function qwen35Logits(model: Model, g: Qwen35Golden): { batch: Float32Array; split: Float32Array[] } {
+  const b2 = g.full_b2.input_ids;
+  const batch = new PagedRun(
+    model,
+    b2.map((s) => s.length),
+    4,
+  ).step(
+    b2.map((tokens, seq) => ({ seq, tokens })),
+    true,
+  );
+  const c = g.cached_split;
+  const ids = c.input_ids[0];
+  const run = new PagedRun(model, [ids.length], 4);
+  const mid = c.prefill_len + c.chunk_len;
+  const split = [
+    run.step([{ seq: 0, tokens: ids.slice(0, c.prefill_len) }], true),
+    run.step([{ seq: 0, tokens: ids.slice(c.prefill_len, mid) }], true),
+    ...ids.slice(mid).map((t) => run.step([{ seq: 0, tokens: [t] }], false)),
+  ];
+  return { batch, split };
+}
+
+function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  assert.equal(a.length, b.length, 'length');
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) {
+    const e = Math.abs(a[i] - b[i]);
+    if (!(e <= worst)) worst = e;
+  }
+  return worst;
+}
+
+/** Max |GGUF model − golden| over both runs, and max |GGUF model − safetensors model|. */
+function qwen35Errors(c: Qwen35Case, path: string): { golden: number; safetensors: number } {
+  const folder = resolve(ARCH_FIXTURES, c.dir);
+  const g = (JSON.parse(readFileSync(resolve(folder, 'golden.json'), 'utf8')) as { cases: Qwen35Golden }).cases;
+  const ours = qwen35Logits(createModel(loadCheckpoint(path, { fastLoad: true }), referenceOps), g);
+  const base = qwen35Logits(createModel(loadCheckpoint(folder, { fastLoad: true }), referenceOps), g);
+  const want = [g.cached_split.prefill_logits, g.cached_split.chunk_logits, ...g.cached_split.decode_logits];
+  return {
+    golden: Math.max(maxAbs(ours.batch, g.full_b2.logits), ...ours.split.map((rows, i) => maxAbs(rows, want[i]))),
+    safetensors: Math.max(maxAbs(ours.batch, base.batch), ...ours.split.map((rows, i) => maxAbs(rows, base.split[i]))),
+  };
+}
+
+describe('llama.cpp qwen35 / qwen35moe GGUF files against the ferrl goldens', () => {
+  it('qwen35 metadata: MTP blocks (nextn_predict_layers) left out; without recurrent_layers every 4th layer attends', () => {
+    const meta = {
+      'general.architecture': 'qwen35',
+      'qwen35.block_count': 9,
+      'qwen35.nextn_predict_layers': 1,
+      'qwen35.embedding_length': 16,
+      'qwen35.feed_forward_length': 32,
+      'qwen35.attention.head_count': 4,
+      'qwen35.attention.head_count_kv': 2,
+      'qwen35.attention.key_length': 32,
+      'qwen35.rope.dimension_count': 8,
+      'qwen35.ssm.conv_kernel': 4,
+      'qwen35.ssm.state_size': 8,
+      'qwen35.ssm.group_count': 2,
+      'qwen35.ssm.time_step_rank': 4,
+      'qwen35.ssm.inner_size': 48,
+    };
+    const c = configFromGguf(meta, { hasOutputWeight: false, embeddingRows: 64 });
+    assert.equal(c.numLayers, 8);
+    assert.deepEqual(
+      c.layerTypes,
+      [...Array<string>(2)].flatMap(() => ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention']),
+    );
+    assert.deepEqual(c.linearAttention, { convKernel: 4, numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 8, valueHeadDim: 12 });
+    assert.equal(c.rotaryDim, 8);
+    const flags = [false, true, true, true, false, true, true, true, false];
+    assert.deepEqual(
+      configFromGguf({ ...meta, 'qwen35.attention.recurrent_layers': flags }, { hasOutputWeight: false, embeddingRows: 64 })
+        .layerTypes?.[0],
+      'full_attention',
+    );
+    assert.throws(
+      () => configFromGguf({ ...meta, 'qwen35.ssm.inner_size': 50 }, { hasOutputWeight: false, embeddingRows: 64 }),
+      /inner_size 50 is not whole heads of 4/,
+    );
+  });
+  for (const c of QWEN35_CASES) {
+    it(`${c.label}: the config reads as the safetensors checkpoint's`, () => {
+      const gguf = loadCheckpoint(convertQwen35(c), { fastLoad: true });
+      assert.equal(gguf.format, 'gguf');
+      const hf = loadCheckpoint(resolve(ARCH_FIXTURES, c.dir), { fastLoad: true }).config;
+      const keys: (keyof ModelConfig)[] = [
+        'architecture',
+        'numLayers',
+        'layerTypes',
+        'linearAttention',
+        'rotaryDim',
+        'headDim',
+        'numHeads',
+        'numKvHeads',
+        'ropeTheta',
+        'numExperts',
+        'numExpertsPerTok',
+        'moeIntermediateSize',
+        'moeLayers',
+        'normTopkProb',
+        'sharedExpertIntermediateSize',
+        'tieWordEmbeddings',
+      ];
+      for (const key of keys) assert.deepEqual(gguf.config[key], hf[key], key);
+      assert.equal(gguf.config.architecture, c.architecture);
+    });
+    it(`${c.label}: prefill batch and prefill → chunk → decodes within ${c.tol} of the goldens`, () => {
+      const { golden, safetensors } = qwen35Errors(c, convertQwen35(c));
+      console.log(`# ${c.label} GGUF: max logit error ${golden.toExponential(2)}; against safetensors ${safetensors.toExponential(2)}`);
+      assert.ok(golden <= c.tol, `error ${golden}`);
+      assert.ok(safetensors <= 1e-5, `against safetensors ${safetensors}`);
+    });
+    it(`${c.label}: an F16 file: the DeltaNet's V-head rows move as F16 rows (exact), out_proj's columns through f32`, () => {
+      const gguf = loadCheckpoint(convertQwen35(c, 'f16-weights'), { fastLoad: true });
+      const hf = loadCheckpoint(resolve(ARCH_FIXTURES, c.dir), { fastLoad: true });
+      const p = 'model.layers.0.linear_attn.';
+      for (const [name, dtype] of [
+        ['in_proj_qkv.weight', 'f16'],
+        ['in_proj_z.weight', 'f16'],
+        ['in_proj_a.weight', 'f16'],
+        ['out_proj.weight', 'f32'],
+      ] as const) {
+        const ours = gguf.tensors.get(p + name);
+        const want = hf.tensors.get(p + name);
+        assert.ok(ours && want, name);
+        assert.equal(ours.dtype, dtype, name);
+        assert.deepEqual(ours.shape, want.shape, name);
+        const rows = want.shape[0];
+        const cols = want.shape[1];
+        const rounded = dequantize(want.dtype, want.data, rows, cols).map((v) => f16ToF32(f32ToF16(v)));
+        assert.deepEqual(dequantize(ours.dtype, ours.data, rows, cols), rounded, name);
+      }
+    });
+    for (const form of c.alsoMatches) {
+      it(`${c.label}: the ${form} form of the file matches too`, () => {
+        const { golden } = qwen35Errors(c, convertQwen35(c, form));
+        console.log(`# ${c.label} ${form}: max logit error ${golden.toExponential(2)}`);
+        assert.ok(golden <= c.tol, `error with ${form}: ${golden}`);
+      });
+    }
+    for (const entry of c.skips) {
+      const { skip, refused } = typeof entry === 'string' ? { skip: entry, refused: undefined } : entry;
+      it(`${c.label}: a file written without ${skip} no longer matches${refused ? ' (refused)' : ''}`, () => {
+        if (refused) {
+          assert.throws(() => qwen35Errors(c, convertQwen35(c, skip)), refused);
+          return;
+        }
+        const { golden } = qwen35Errors(c, convertQwen35(c, skip));
+        console.log(`# ${c.label} ${skip}: max logit error ${golden.toExponential(2)}`);
+        assert.ok(!(golden <= 1e-2), `error with ${skip}: ${golden}`);
       });
     }
   }

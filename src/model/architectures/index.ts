@@ -102,14 +102,14 @@ export const ARCHITECTURES: readonly ArchitectureRow[] = [
     name: 'qwen3_5',
     hfArchitectures: ['Qwen3_5ForConditionalGeneration', 'Qwen3_5ForCausalLM'],
     hfModelTypes: ['qwen3_5', 'qwen3_5_text'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['qwen35'],
     module: qwen35,
   },
   {
     name: 'qwen3_5_moe',
     hfArchitectures: ['Qwen3_5MoeForConditionalGeneration', 'Qwen3_5MoeForCausalLM'],
     hfModelTypes: ['qwen3_5_moe', 'qwen3_5_moe_text'],
-    ggufArchitectures: [],
+    ggufArchitectures: ['qwen35moe'],
     module: qwen35Moe,
   },
   // Sliding / full layers with attention sinks, YaRN, MoE with biased experts and a clamped SwiGLU (MXFP4 experts dequantized at load).

@@ -11,20 +11,20 @@
 //     sigmoid(shared_expert_gate · x).
 // Attention layers use the paged KV cache; linear-attention layers keep a RecurrentState slot per
 // sequence (ForwardBatch.stateSlots), which this model creates (createRecurrentState).
-// GGUF: llama.cpp's 'qwen35' / 'qwen35moe' are not mapped yet (the other GGUF families are; loaders/gguf-names.ts).
-// The converter (Qwen3_5TextModel / Qwen3_5MoeTextModel over _LinearAttentionVReorderBase, Qwen3NextModel and
-// Qwen2MoeModel, conversion/qwen.py) adds 1 to every norm but linear_attn.norm, stores A_log as −exp(A_log),
-// squeezes conv1d, and where linear_num_value_heads > linear_num_key_heads reorders the V heads from grouped
-// to tiled order in in_proj_qkv's V rows, in_proj_z, in_proj_a / b, A_log, dt_bias, conv1d's V channels
-// and out_proj's columns; it writes the layer pattern as full_attention_interval (and
-// attention.recurrent_layers), the linear-attention shapes as ssm.* keys, M-RoPE as rope.dimension_sections,
-// and the MoE's gated shared expert (ffn_*_shexp, ffn_gate_inp_shexp) with Qwen2MoeModel's keys. Each needs
-// undoing in gguf-names.ts (the V reorder is a per-tensor permutation, as ggufTensorFix does for Mamba)
-// and a ggufConfig here; the common GGUF reader also refuses shared experts today. Such a file is refused
-// at start-up.
+// GGUF: llama.cpp's 'qwen35' / 'qwen35moe' load. The converter (Qwen3_5TextModel / Qwen3_5MoeTextModel over
+// _LinearAttentionVReorderBase, Qwen3NextModel and Qwen2MoeModel, conversion/qwen.py) adds 1 to every norm but
+// linear_attn.norm, stores A_log as −exp(A_log), squeezes conv1d, and where linear_num_value_heads >
+// linear_num_key_heads reorders the V heads from grouped to tiled order (in_proj_qkv's V rows, in_proj_z,
+// in_proj_a / b, A_log, dt_bias, conv1d's V channels, out_proj's columns): loaders/gguf-names.ts undoes each.
+// It writes the layer pattern as attention.recurrent_layers (else full_attention_interval), the linear-attention
+// shapes as ssm.* keys, the rotary width as rope.dimension_count (M-RoPE's rope.dimension_sections do not matter
+// for text), and the MoE's gated shared expert (ffn_*_shexp, ffn_gate_inp_shexp) with Qwen2MoeModel's keys:
+// ggufConfig below.
+// MTP layers (nextn_predict_layers, counted in block_count) are not run; fused full-attention qkv
+// (--fuse-qkv) is not mapped (the file is refused for a missing q_proj).
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, LinearAttentionConfig, ModelConfig } from '../types.js';
-import type { ArchitectureModule, ForwardBatch, ForwardOptions, Model, OutputHead, RecurrentState } from './model.js';
+import type { ArchitectureModule, ForwardBatch, ForwardOptions, GgufConfigReader, Model, OutputHead, RecurrentState } from './model.js';
 import type { ModelOptions } from './expert-placement.js';
 import { CheckpointWeights } from './weights.js';
 import { GdnScratch, loadGatedDeltaNet, runGatedDeltaNet, type GatedDeltaNetWeights } from './gated-delta-net.js';
@@ -75,6 +75,58 @@ function qwen35Config(raw: Json): Partial<ModelConfig> {
   if (typeof raw.shared_expert_intermediate_size === 'number' && raw.shared_expert_intermediate_size > 0) {
     extra.sharedExpertIntermediateSize = raw.shared_expert_intermediate_size;
   }
+  return extra;
+}
+
+/**
+ * llama.cpp's qwen35 / qwen35moe keys (Qwen3NextModel.set_gguf_parameters; read as llama_model_qwen35[moe]::
+ * load_arch_hparams does): the layer pattern, the Gated DeltaNet's shapes, the rotary width and the shared expert.
+ */
+function qwen35GgufConfig(gguf: GgufConfigReader, common: ModelConfig): Partial<ModelConfig> {
+  const key = (name: string): string => `${gguf.arch}.${name}`;
+  const int = (name: string): number => {
+    const v = gguf.num(name);
+    if (v === undefined || !Number.isInteger(v) || v < 1) throw new Error(`missing or invalid ${key(name)}`);
+    return v;
+  };
+  // MTP blocks follow the main stack in block_count (_QwenMtpMixin); svc does not run them.
+  const numLayers = common.numLayers - (gguf.num('nextn_predict_layers') ?? 0);
+  if (numLayers < 1) throw new Error(`${key('nextn_predict_layers')} leaves no layers of ${common.numLayers}`);
+  // One flag per block (true: linear attention), else every full_attention_interval-th layer (default 4) is full attention.
+  const flags = gguf.value('attention.recurrent_layers');
+  let layerTypes: LayerType[];
+  if (flags !== undefined) {
+    if (!Array.isArray(flags) || flags.length < numLayers)
+      throw new Error(`${key('attention.recurrent_layers')} is not one flag per layer`);
+    layerTypes = flags.slice(0, numLayers).map((f) => (f ? 'linear_attention' : 'full_attention'));
+  } else {
+    const interval = gguf.num('full_attention_interval') ?? 4;
+    layerTypes = Array.from({ length: numLayers }, (_, i) => ((i + 1) % interval === 0 ? 'full_attention' : 'linear_attention'));
+  }
+  const extra: Partial<ModelConfig> = { numLayers, layerTypes };
+  if (common.moeLayers) extra.moeLayers = common.moeLayers.slice(0, numLayers);
+  if (layerTypes.includes('linear_attention')) {
+    // state_size is the K head size, group_count the K heads, time_step_rank the V heads, inner_size all V values.
+    const numValueHeads = int('ssm.time_step_rank');
+    const inner = int('ssm.inner_size');
+    const la: LinearAttentionConfig = {
+      convKernel: int('ssm.conv_kernel'),
+      numKeyHeads: int('ssm.group_count'),
+      numValueHeads,
+      keyHeadDim: int('ssm.state_size'),
+      valueHeadDim: inner / numValueHeads,
+    };
+    if (!Number.isInteger(la.valueHeadDim)) throw new Error(`${key('ssm.inner_size')} ${inner} is not whole heads of ${numValueHeads}`);
+    if (numValueHeads % la.numKeyHeads !== 0)
+      throw new Error(`${key('ssm.time_step_rank')} ${numValueHeads} is not a multiple of ${key('ssm.group_count')} ${la.numKeyHeads}`);
+    extra.linearAttention = la;
+  }
+  // head_dim · partial_rotary_factor. rope.dimension_sections (M-RoPE) is not needed: llama.cpp gives a text token
+  // its position in every section (llama_batch_allocr), as transformers does, so text rotates as plain RoPE.
+  const rotary = gguf.num('rope.dimension_count');
+  if (rotary !== undefined) extra.rotaryDim = rotary;
+  const shared = gguf.num('expert_shared_feed_forward_length') ?? 0;
+  if (shared > 0) extra.sharedExpertIntermediateSize = shared;
   return extra;
 }
 
@@ -416,6 +468,7 @@ export const qwen35: ArchitectureModule = {
   alwaysQkvBias: false,
   ggufQkPermuted: false,
   hfConfig: qwen35Config,
+  ggufConfig: qwen35GgufConfig,
   // Its layers are not the shared decoder layer's; these describe its attention for callers that ask.
   decoderOptions: options,
   create: (checkpoint, ops) => new Qwen35Model(checkpoint, ops),

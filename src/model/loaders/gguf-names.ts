@@ -15,6 +15,14 @@
 //   mamba2 / nemotron_h[_moe]: A_log stored as A = −exp(A_log) [nh, 1], D as [nh, 1], conv1d squeezed to
 //     [channels, K], the gated norm as [n_group, inner / n_group] (Mamba2Model.modify_tensors; Nemotron-H's
 //     class derives from it)
+//   qwen35 / qwen35moe: every norm but linear_attn.norm stored + 1, A_log as −exp(A_log), conv1d squeezed to
+//     [channels, K] (Qwen3NextModel.modify_tensors); where linear_num_value_heads > linear_num_key_heads the V
+//     heads reordered from grouped (by K head) to tiled order in in_proj_qkv's V rows, in_proj_z's rows,
+//     in_proj_a / in_proj_b's rows, A_log, dt_bias, conv1d's V channels and out_proj's columns
+//     (_LinearAttentionVReorderBase.modify_tensors, before Qwen3NextModel's steps); row reorders keep the
+//     stored dtype, out_proj's column reorder decodes it to f32
+import type { LinearAttentionConfig, ModelConfig } from '../types.js';
+
 const TOP_LEVEL_NAMES: Record<string, string> = {
   'token_embd.weight': 'model.embed_tokens.weight',
   'output_norm.weight': 'model.norm.weight',
@@ -84,6 +92,21 @@ const ARCH_LAYER_NAMES: Record<string, Record<string, string>> = {
     'ffn_up_shexp.weight': 'mlp.shared_experts.up_proj.weight',
     'ffn_down_shexp.weight': 'mlp.shared_experts.down_proj.weight',
   },
+  // Qwen3.5 (tensor_mapping.py "# qwen3.5" / "# qwen3next"): QWEN35 has ATTN_POST_NORM, not FFN_NORM; the
+  // DeltaNet's in_proj_qkv / in_proj_z are ATTN_QKV / ATTN_GATE (full-attention layers keep attn_q / k / v);
+  // dt_bias was renamed dt_proj.bias (SSM_DT's .bias).
+  qwen35: qwen35Names(),
+  // Qwen2MoeModel's merged experts (ffn_*_exps, or ffn_gate_up_exps under --fuse-gate-up-exps: gate rows then
+  // up rows per expert, transformers 5's stacked gate_up_proj) and the gated shared expert (FFN_*_SHEXP,
+  // FFN_GATE_INP_SHEXP "mlp.shared_expert_gate # qwen2moe").
+  qwen35moe: {
+    ...qwen35Names(),
+    'ffn_gate_up_exps.weight': 'mlp.experts.gate_up_proj',
+    'ffn_gate_shexp.weight': 'mlp.shared_expert.gate_proj.weight',
+    'ffn_up_shexp.weight': 'mlp.shared_expert.up_proj.weight',
+    'ffn_down_shexp.weight': 'mlp.shared_expert.down_proj.weight',
+    'ffn_gate_inp_shexp.weight': 'mlp.shared_expert_gate.weight',
+  },
   // GPT_OSS's MODEL_TENSORS has ATTN_POST_NORM, not FFN_NORM; sinks got a `.weight` (GptOssModel.filter_tensors).
   // The expert weights and gate / up biases are ggufJoins'.
   'gpt-oss': {
@@ -111,6 +134,22 @@ function mambaNames(): Record<string, string> {
     'ssm_norm.weight': 'mixer.norm.weight',
     'ssm_out.weight': 'mixer.out_proj.weight',
     'ssm_out.bias': 'mixer.out_proj.bias',
+  };
+}
+
+function qwen35Names(): Record<string, string> {
+  const la = (name: string): string => `linear_attn.${name}`;
+  return {
+    'post_attention_norm.weight': 'post_attention_layernorm.weight',
+    'attn_qkv.weight': la('in_proj_qkv.weight'),
+    'attn_gate.weight': la('in_proj_z.weight'),
+    'ssm_alpha.weight': la('in_proj_a.weight'),
+    'ssm_beta.weight': la('in_proj_b.weight'),
+    'ssm_conv1d.weight': la('conv1d.weight'),
+    'ssm_dt.bias': la('dt_bias'),
+    ssm_a: la('A_log'),
+    'ssm_norm.weight': la('norm.weight'),
+    'ssm_out.weight': la('out_proj.weight'),
   };
 }
 
@@ -170,10 +209,16 @@ export interface GgufTensorFix {
   shape?: number[];
   /** The Hugging Face values from the stored ones (decoded to f32; the tensor is then f32). */
   values?: (stored: Float32Array) => Float32Array;
+  /** Whole rows moved (the stored dtype kept, block-quantized rows too): Hugging Face row i is stored row rows[i]. */
+  rows?: Int32Array;
 }
 
-/** The transformation convert_hf_to_gguf.py applied to `hfName` in a file of `arch`, to undo; null: none. */
-export function ggufTensorFix(arch: string, hfName: string, shape: readonly number[]): GgufTensorFix | null {
+/**
+ * The transformation convert_hf_to_gguf.py applied to `hfName` in a file of `arch`, to undo; null: none.
+ * `config`: the file's (for transformations that depend on its shapes: Qwen3.5's V-head order).
+ */
+export function ggufTensorFix(arch: string, hfName: string, shape: readonly number[], config?: ModelConfig): GgufTensorFix | null {
+  if (arch === 'qwen35' || arch === 'qwen35moe') return qwen35Fix(hfName, shape, config?.linearAttention);
   if (arch === 'gemma2' || arch === 'gemma3') {
     // Gemma2Model / Gemma3Model.modify_tensors: data_torch + 1 for every name ending in norm.weight.
     return hfName.endsWith('norm.weight') ? { values: (w) => w.map((v) => v - 1) } : null;
@@ -189,6 +234,86 @@ export function ggufTensorFix(arch: string, hfName: string, shape: readonly numb
     if (hfName.endsWith('.mixer.norm.weight')) return { shape: [count] };
   }
   return null;
+}
+
+/**
+ * Qwen3NextModel.modify_tensors (every norm but linear_attn.norm + 1, A_log → −exp(A_log), conv1d squeezed) after
+ * _LinearAttentionVReorderBase.modify_tensors (V heads grouped → tiled where the V heads outnumber the K heads),
+ * undone; the shared expert's gate [1, hidden] also as a plain vector.
+ */
+function qwen35Fix(hfName: string, shape: readonly number[], la: LinearAttentionConfig | undefined): GgufTensorFix | null {
+  const part = /\.linear_attn\.(.+)$/.exec(hfName)?.[1];
+  if (part === undefined) {
+    if (hfName.endsWith('norm.weight')) return { values: (w) => w.map((v) => v - 1) };
+    if (hfName.endsWith('.mlp.shared_expert_gate.weight') && shape.length === 1) return { shape: [1, shape[0]] };
+    return null;
+  }
+  // The converter reorders only where num_k_heads != num_v_heads; its other steps apply to every file.
+  const reorder = la !== undefined && la.numValueHeads !== la.numKeyHeads ? la : null;
+  const qk = la ? 2 * la.numKeyHeads * la.keyHeadDim : 0;
+  const hv = la?.valueHeadDim ?? 0;
+  /** Per Hugging Face index the stored one: `lead` entries in place, then V heads of `hd` entries; undefined: no reorder. */
+  const order = (hd: number, lead = 0): Int32Array | undefined => (reorder ? tiledToGrouped(reorder, hd, lead) : undefined);
+  const withRows = (rows: Int32Array | undefined, fix: GgufTensorFix = {}): GgufTensorFix | null =>
+    rows ? { ...fix, rows } : Object.keys(fix).length > 0 ? fix : null;
+  /** A vector's values mapped, then its entries put back in order. */
+  const elements = (values: (w: Float32Array) => Float32Array, from: Int32Array | undefined): GgufTensorFix => ({
+    values: (stored) => {
+      const w = values(stored);
+      if (!from) return w;
+      const out = new Float32Array(w.length);
+      for (let i = 0; i < out.length; i++) out[i] = w[from[i]];
+      return out;
+    },
+  });
+  switch (part) {
+    case 'in_proj_qkv.weight':
+      return withRows(order(hv, qk));
+    case 'in_proj_z.weight':
+      return withRows(order(hv));
+    case 'in_proj_a.weight':
+    case 'in_proj_b.weight':
+      return withRows(order(1));
+    case 'A_log':
+      return elements((a) => {
+        if (!a.every((v) => v < 0)) throw new Error(`${hfName}: ssm_a holds values ≥ 0, not A = −exp(A_log)`);
+        return a.map((v) => Math.log(-v));
+      }, order(1));
+    case 'dt_bias':
+      return reorder ? elements((d) => d, order(1)) : null;
+    case 'conv1d.weight':
+      // [channels, K] back to [channels, 1, K]; the V channels follow q and k.
+      return withRows(order(hv, qk), shape.length === 2 ? { shape: [shape[0], 1, shape[1]] } : {});
+    case 'out_proj.weight': {
+      const cols = order(hv);
+      if (!cols) return null;
+      const [rows, width] = shape;
+      return {
+        values: (w) => {
+          const out = new Float32Array(w.length);
+          for (let r = 0; r < rows; r++) for (let c = 0; c < width; c++) out[r * width + c] = w[r * width + cols[c]];
+          return out;
+        },
+      };
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * _LinearAttentionVReorderBase._reorder_v_heads undone: the V heads' `hd` entries each, after `lead` entries left in
+ * place, were viewed as [numKeyHeads, heads per K head, hd] and stored as [heads per K head, numKeyHeads, hd].
+ * Returns, per Hugging Face index, the stored index.
+ */
+function tiledToGrouped(la: LinearAttentionConfig, hd: number, lead: number): Int32Array {
+  const nk = la.numKeyHeads;
+  const per = la.numValueHeads / nk;
+  const out = new Int32Array(lead + la.numValueHeads * hd);
+  for (let i = 0; i < lead; i++) out[i] = i;
+  for (let g = 0; g < nk; g++)
+    for (let j = 0; j < per; j++) for (let d = 0; d < hd; d++) out[lead + (g * per + j) * hd + d] = lead + (j * nk + g) * hd + d;
+  return out;
 }
 
 /**

@@ -2,9 +2,9 @@
 // names, in row-major shape, with llama.cpp's Q/K row interleave undone so every architecture sees
 // Hugging Face layout (and rotates with neox-style RoPE). Stacked expert tensors (ffn_*_exps) stay
 // whole, [experts, rows, cols]: the model slices out the experts it holds (expert-weights.ts). Names and
-// the converter's per-family transformations (Gemma's norm + 1, Mamba's A = −exp(A_log), …) are
-// gguf-names.ts's, and so are tensors rebuilt from several GGUF ones (DeepSeek's kv_b_proj, GPT-OSS's
-// experts); a family's own metadata keys are its module's ggufConfig. ggml MXFP4 tensors (GPT-OSS's
+// the converter's per-family transformations (Gemma's norm + 1, Mamba's A = −exp(A_log), Qwen3.5's
+// V-head order, …) are gguf-names.ts's, and so are tensors rebuilt from several GGUF ones (DeepSeek's
+// kv_b_proj, GPT-OSS's experts); a family's own metadata keys are its module's ggufConfig. ggml MXFP4 tensors (GPT-OSS's
 // experts) are decoded at load to bf16 (exact), as the safetensors MXFP4 path does (mxfp4.ts).
 import type { Checkpoint, DType, LoadProgress, Tensor } from '../types.js';
 import { architectureNamed } from '../architectures/index.js';
@@ -96,13 +96,21 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
     const view = file.bytes.subarray(info.offset, info.offset + length);
     first = Math.min(first, info.offset);
     // What the converter did to the tensor beyond renaming it, undone (gguf-names.ts).
-    const fix = ggufTensorFix(arch, name, stored);
+    const fix = ggufTensorFix(arch, name, stored, config);
     const shape = fix?.shape ?? stored;
     const transform = fix?.values;
     if (transform) {
       const derived = new DerivedBytes(() => new Uint8Array(transform(f32Values(info, view, path)).buffer));
       residency.add(name, info.offset, length, derived);
       tensors.set(name, derivedTensor(name, 'f32', shape, derived));
+      continue;
+    }
+    const order = fix?.rows;
+    if (order) {
+      if (order.length !== stored[0]) throw new Error(`${path}: tensor ${info.name}: ${stored[0]} rows, expected ${order.length}`);
+      const derived = new DerivedBytes(() => gatherRows(view, order, length / order.length));
+      residency.add(name, info.offset, length, derived);
+      tensors.set(name, derivedTensor(name, dtype, shape, derived));
       continue;
     }
     const heads = qkPermuted
@@ -191,6 +199,13 @@ function rowBytes(info: GgufTensorInfo, dtype: DType, path: string): number {
 function tensorBytes(info: GgufTensorInfo, dtype: DType, path: string): number {
   const rows = info.dims.slice(1).reduce((a, b) => a * b, 1);
   return rows * rowBytes(info, dtype, path);
+}
+
+/** Row i of the result is row from[i] of `data` (whole rows of `rowLen` bytes, so block-quantized rows too). */
+function gatherRows(data: Uint8Array, from: Int32Array, rowLen: number): Uint8Array {
+  const out = new Uint8Array(data.length);
+  for (let i = 0; i < from.length; i++) out.set(data.subarray(from[i] * rowLen, (from[i] + 1) * rowLen), i * rowLen);
+  return out;
 }
 
 /**
