@@ -228,6 +228,10 @@ struct Carver {
   }
 };
 
+// bf16 mode pairs the values (vdpbf16ps) when a KV head has at least this many queries in the task;
+// below, pairing a block costs more than it saves.
+constexpr int kPairedValueQueries = 8;
+
 void run_task(const Call& c, const Task& tk, int ith) {
   const Kernels& K = c.K;
   const KvLayerView& L = c.L;
@@ -295,15 +299,20 @@ void run_task(const Call& c, const Task& tk, int ith) {
       const uint16_t* Kr = block_rows_bf16(c, L.k, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
       const uint16_t* Vr = block_rows_bf16(c, L.v, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
       for (int k = 0; k < nkv; k++) {
-        // Values in key pairs (an odd last key pairs with zeros).
+        const size_t q0 = (size_t)k * nqh;
+        K.qk_tile_bf16(Qb + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, sstride);
+        softmax_block(c, S, sstride, rows, offset + tk.j0, t0, nt, q0, M, Ls, O);
+        if (nqh < kPairedValueQueries) {
+          // Few queries (decode): f32 weights against the bf16 rows, widened as they are read.
+          K.pv_rows_bf16(S, nqh, sstride, Vr + (size_t)k * hd, vstride, nt, hd, O + q0 * hd);
+          continue;
+        }
+        // Values in key pairs (an odd last key pairs with zeros), weights rounded to bf16 pairs.
         uint32_t* Vk = Vp + (size_t)k * npairs_max * hd;
         for (int p = 0; p < npairs; p++) {
           const uint16_t* r0 = Vr + (size_t)(2 * p) * vstride + (size_t)k * hd;
           K.bf16_pairs(r0, 2 * p + 1 < nt ? r0 + vstride : nullptr, hd, Vk + (size_t)p * hd);
         }
-        const size_t q0 = (size_t)k * nqh;
-        K.qk_tile_bf16(Qb + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, sstride);
-        softmax_block(c, S, sstride, rows, offset + tk.j0, t0, nt, q0, M, Ls, O);
         for (int i = 0; i < nqh; i++) {
           float* Si = S + (size_t)i * sstride;
           if (nt % 2) Si[nt] = 0.0f;

@@ -130,6 +130,9 @@ struct Kernels {
   void (*pv_tile_bf16)(const uint32_t* P, int nq, size_t pstride, const uint32_t* V, int npairs, int hd, float* O);
   // dst[d] = r0[d] | r1[d] << 16 for d < n (r1 null: zeros).
   void (*bf16_pairs)(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst);
+  // O row i += sum_t P[i * pstride + t] * V row t for bf16 V rows vstride apart and f32 weights (few
+  // queries: decode). O rows are hd floats apart.
+  void (*pv_rows_bf16)(const float* P, int nq, size_t pstride, const uint16_t* V, size_t vstride, int nk, int hd, float* O);
   // fp8 codes to bf16 without the layer scale: exact (value = code's e4m3 value / 256).
   void (*fp8_to_bf16)(const uint8_t* src, uint16_t* dst, int64_t n);
   // Round to nearest even.

@@ -1108,6 +1108,7 @@ const Kernels kAvx2Kernels = {
     .qk_tile_bf16 = nullptr,
     .pv_tile_bf16 = nullptr,
     .bf16_pairs = nullptr,
+    .pv_rows_bf16 = nullptr,
     .fp8_to_bf16 = nullptr,
     .f32_to_bf16 = nullptr,
     .exp_sum = exp_sum,

@@ -1222,8 +1222,22 @@ SVC_AVX512_BF16 void qk_tile_bf16(const uint16_t* Q, int nq, const uint16_t* K, 
     for (int a = 0; a < 4; a++)
       for (int u = t; u < nk; u++) S[(size_t)(i + a) * sstride + u] = dot_row_bf16(q0 + (size_t)a * hd, K + (size_t)u * kstride, hd);
   }
-  for (; i < nq; i++)
-    for (int u = 0; u < nk; u++) S[(size_t)i * sstride + u] = dot_row_bf16(Q + (size_t)i * hd, K + (size_t)u * kstride, hd);
+  // Remaining queries (decode has one or two per KV head): 1 query x 16 keys per step.
+  for (; i < nq; i++) {
+    const uint16_t* q = Q + (size_t)i * hd;
+    float* Si = S + (size_t)i * sstride;
+    int t = 0;
+    for (; t + 16 <= nk; t += 16) {
+      __m512 acc[16];
+      for (int b = 0; b < 16; b++) acc[b] = _mm512_setzero_ps();
+      for (int d = 0; d < hd; d += 32) {
+        const __m512i qv = _mm512_loadu_si512(q + d);
+        for (int b = 0; b < 16; b++) acc[b] = dot_bf16(acc[b], qv, _mm512_loadu_si512(K + (size_t)(t + b) * kstride + d));
+      }
+      _mm512_storeu_ps(Si + t, hsum16x16(acc));
+    }
+    for (; t < nk; t++) Si[t] = dot_row_bf16(q, K + (size_t)t * kstride, hd);
+  }
 }
 
 // pv_tile with bf16 key pairs: 4 queries x 64 columns per pass, two keys per instruction.
@@ -1256,6 +1270,33 @@ SVC_AVX512_BF16 void pv_tile_bf16(const uint32_t* P, int nq, size_t pstride, con
         acc = dot_bf16(acc, _mm512_set1_epi32((int)P[(size_t)i * pstride + p]), _mm512_loadu_si512(V + (size_t)p * hd + d));
       _mm512_storeu_ps(od, acc);
     }
+}
+
+// O row i += sum_t P[i * pstride + t] * V[t] with bf16 V rows (vstride apart) widened on the fly and
+// f32 weights: for few queries (decode), where pairing the values would cost more than it saves.
+// Up to 4 queries x 64 columns per pass.
+SVC_AVX512 void pv_rows_bf16(const float* P, int nq, size_t pstride, const uint16_t* V, size_t vstride, int nk, int hd,
+                             float* O) {
+  for (int i = 0; i < nq; i += 4) {
+    const int nqi = nq - i < 4 ? nq - i : 4;
+    for (int d = 0; d < hd; d += 64) {
+      const int nc = (hd - d) / 16 < 4 ? (hd - d) / 16 : 4;  // hd % 32 == 0: 2 or 4 vectors
+      __m512 o[16];
+      for (int a = 0; a < nqi; a++)
+        for (int c = 0; c < nc; c++) o[a * 4 + c] = _mm512_loadu_ps(O + (size_t)(i + a) * hd + d + 16 * c);
+      for (int t = 0; t < nk; t++) {
+        const uint16_t* vt = V + (size_t)t * vstride + d;
+        __m512 vv[4];
+        for (int c = 0; c < nc; c++) vv[c] = WBF16::widen(_mm256_loadu_si256((const __m256i*)(vt + 16 * c)));
+        for (int a = 0; a < nqi; a++) {
+          const __m512 p = _mm512_set1_ps(P[(size_t)(i + a) * pstride + t]);
+          for (int c = 0; c < nc; c++) o[a * 4 + c] = _mm512_fmadd_ps(p, vv[c], o[a * 4 + c]);
+        }
+      }
+      for (int a = 0; a < nqi; a++)
+        for (int c = 0; c < nc; c++) _mm512_storeu_ps(O + (size_t)(i + a) * hd + d + 16 * c, o[a * 4 + c]);
+    }
+  }
 }
 
 SVC_AVX512_BF16 void bf16_pairs(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst) {
@@ -1499,6 +1540,7 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .qk_tile_bf16 = qk_tile_bf16,
       .pv_tile_bf16 = pv_tile_bf16,
       .bf16_pairs = bf16_pairs,
+      .pv_rows_bf16 = pv_rows_bf16,
       .fp8_to_bf16 = fp8_to_bf16,
       .f32_to_bf16 = f32_to_bf16,
       .exp_sum = exp_sum,
