@@ -9,6 +9,7 @@ import { ALL_DTYPES, WEIGHT_DTYPES, bytesPerRow } from '../../kernels/dtypes.js'
 import { GGML_TYPE, readGgufHeader, type GgufTensorInfo } from './gguf-header.js';
 import { mapFile } from './file-bytes.js';
 import { DerivedBytes, MappedResidency } from './mapped-residency.js';
+import { PackedWeightCache, type CacheLog, type PackedCacheSettings } from './packed-cache.js';
 
 /** ggml type ids → the weight dtypes (each dtype's row in WEIGHT_DTYPES names its ggml type). */
 const GGML_TO_DTYPE = new Map<number, DType>(ALL_DTYPES.map((d) => [WEIGHT_DTYPES[d].ggmlType, d]));
@@ -62,12 +63,25 @@ export function hfNameOf(ggufName: string): string | null {
   return part ? `model.layers.${m[1]}.${part}.${m[3]}` : null;
 }
 
+/** The packed-weights cache a fast load uses (packed-cache.ts), and where its lines go. */
+export interface PackedCacheUse {
+  settings: PackedCacheSettings;
+  log: CacheLog;
+}
+
 /**
  * Maps the file; tensors are views of the mapping (Q/K weights of interleaved architectures are
  * copies made when first read). The checkpoint's residency releases or maps their pages as the
- * model takes them (mapped-residency.ts): fastLoad is the flat-memory path, else plain mmap.
+ * model takes them (mapped-residency.ts): fastLoad is the flat-memory path, else plain mmap. With
+ * fastLoad and `packedCache`, the checkpoint carries the file's packed-weights cache: packed
+ * weights come from its file when it is valid (and nothing is read ahead), else are packed and kept.
  */
-export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?: (p: LoadProgress) => void): Checkpoint {
+export function loadGgufCheckpoint(
+  path: string,
+  fastLoad: boolean,
+  onProgress?: (p: LoadProgress) => void,
+  packedCache?: PackedCacheUse,
+): Checkpoint {
   // The tokenizer's arrays are left out: the model does not need them (the tokenizer reads its own).
   const header = readGgufHeader(path, { skipLargeArrays: true });
   const metadata = header.metadata;
@@ -90,8 +104,9 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
     }
   }
 
+  const cache = fastLoad && packedCache ? PackedWeightCache.open(path, packedCache.settings, packedCache.log) : undefined;
   const file = mapFile(path, fastLoad);
-  const residency = new MappedResidency(file, fastLoad, onProgress);
+  const residency = new MappedResidency(file, fastLoad, onProgress, !cache?.usable);
   const tensors = new Map<string, Tensor>();
   let first = Infinity;
   for (const info of header.tensors) {
@@ -129,7 +144,7 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
     tensors.set('lm_head.weight', { ...embed, name: 'lm_head.weight' });
   }
   if (first < Infinity) residency.start(first);
-  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency };
+  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency, ...(cache ? { packedCache: cache } : {}) };
 }
 
 /** A tensor whose data getter hands out `derived`'s copy (made on first read). */
