@@ -172,6 +172,19 @@ Napi::Value PackWeight(const Napi::CallbackInfo& info) {
   return Napi::ArrayBuffer::New(info.Env(), p, bytes, [](Napi::Env, void*, void* hint) { packed_free(hint); }, arena);
 }
 
+// packedBytes(dtype, rows, cols) -> bytes packWeight makes of such a matrix, or undefined when the
+// dtype has no packed layout (or the shape is empty or not whole blocks).
+Napi::Value PackedBytes(const Napi::CallbackInfo& info) {
+  Args a(info, "packedBytes");
+  const int dt = (int)a.integer(0, "dtype code", 0, kDTypeCount - 1);
+  const int rows = (int)a.integer(1, "rows", 0, INT32_MAX);
+  const int cols = (int)a.integer(2, "cols", 1, INT32_MAX);
+  if (!a.ok()) return info.Env().Undefined();
+  const int pdt = dtype_traits(dt).packed;
+  if (pdt < 0 || rows == 0 || row_bytes(dt, cols) == 0) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), (double)packed_bytes(pdt, rows, cols));
+}
+
 // matmul(x, n, dtype, rows, cols, wdata, y, bias?)
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   Args a(info, "matmul");
@@ -216,6 +229,8 @@ void InitMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul));
   exports.Set("embed", Napi::Function::New(env, Embed));
   exports.Set("packWeight", Napi::Function::New(env, PackWeight));
+  exports.Set("packedBytes", Napi::Function::New(env, PackedBytes));
+  exports.Set("packFormatVersion", Napi::Number::New(env, kPackFormatVersion));
 }
 
 }  // namespace svc

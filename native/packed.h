@@ -63,6 +63,11 @@
 
 namespace svc {
 
+// Version of the packed layouts below: the packed-weights cache (src/model/loaders/packed-cache.ts)
+// keeps matrices packed by an earlier run and takes them back only under the same version, so any
+// change to the bytes pack_weight writes for some dtype must bump it.
+constexpr int kPackFormatVersion = 1;
+
 constexpr int kPackRows = 16;
 constexpr int kQ8PackQuantBytes = 512;  // 16 rows x 32 bytes
 constexpr int kQ4PackQuantBytes = 256;  // 16 rows x 16 bytes

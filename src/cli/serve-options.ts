@@ -8,6 +8,7 @@ import type { RecipeFlags } from '../model/library.js';
 import type { SpeculativeOptions } from '../engine/messages.js';
 import { checkImplemented, type Config } from './config.js';
 import { parseArgs } from './parse.js';
+import { packedCacheRoot } from '../model/loaders/packed-cache.js';
 
 /** `argv`: the command line the Config came from; a Library recipe's flags are parsed on top of it. */
 export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): ServeOptions {
@@ -37,6 +38,7 @@ export function toServeOptions(c: Config, argv: readonly string[] = ['serve']): 
     },
     engine: {
       fastLoad: c.fastLoad,
+      packedCacheDir: c.packedCache && c.fastLoad ? packedCacheRoot(c.packedCacheDir) : null,
       kvCacheDtype: c.kvCacheDtype,
       kvHighPrecisionLayers: c.kvHighPrecisionLayers,
       fp8KvCalibrationTokens: c.fp8KvCalibrationTokens,

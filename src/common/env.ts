@@ -212,6 +212,13 @@ export const ENV_VARS = {
     default: null,
     parse: text,
   }),
+  XDG_CACHE_HOME: spec<string | null>({
+    name: 'XDG_CACHE_HOME',
+    doc: 'user cache directory; the packed-weights cache lives in its `svc/packed/` unless `--packed-cache-dir` says otherwise',
+    defaultText: '`~/.cache`',
+    default: null,
+    parse: text,
+  }),
 } as const;
 
 export type EnvName = keyof typeof ENV_VARS;

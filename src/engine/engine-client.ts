@@ -21,6 +21,12 @@ import type { ProfileSnapshot } from './profile.js';
 export type { EngineInfo, EngineOptions, ExpertParallelOptions, WorkerStats } from './messages.js';
 export type { LinkEvent } from './expert-parallel/link-thread.js';
 
+/** A line for the server's log from the engine's side: the expert-parallel link's, the worker's (packed-weights cache). */
+export interface EngineLogLine {
+  level: 'info' | 'warn' | 'error';
+  message: string;
+}
+
 export interface RunningEngine extends Engine {
   /** Model config and KV pool size, for the start-up log. */
   readonly info: EngineInfo;
@@ -48,15 +54,16 @@ interface ExpertParallelSide {
 /**
  * Starts the worker and resolves once the model is loaded; rejects with the worker's load error.
  * onProgress hears how far the load has got (a few times a second at most). Aborting `signal`
- * stops a load in progress (the worker is terminated and the promise rejects). With expert
- * parallelism, onLinkEvent hears the link's log lines (waiting for rank 1, connected, lost), from
- * the start of the load on; the engine is ready only once rank 1 has connected.
+ * stops a load in progress (the worker is terminated and the promise rejects). onLog hears the
+ * engine's log lines for the engine's whole life: the packed-weights cache's (a file ignored,
+ * written, not writable) and, with expert parallelism, the link's (waiting for rank 1, connected,
+ * lost), from the start of the load on; the engine is ready only once rank 1 has connected.
  */
 export function startEngine(
   options: EngineOptions,
   onProgress?: (p: LoadProgress) => void,
   signal?: AbortSignal,
-  onLinkEvent?: (e: LinkEvent) => void,
+  onLog?: (e: EngineLogLine) => void,
 ): Promise<RunningEngine> {
   checkOptions(options);
   let ep: ExpertParallelSide | null = null;
@@ -66,7 +73,7 @@ export function startEngine(
     const { worldSize, host, port } = options.expertParallel;
     const control = new SharedArrayBuffer(CONTROL_BYTES);
     const { port1, port2 } = new MessageChannel();
-    port1.on('message', (e: LinkEvent) => onLinkEvent?.(e));
+    port1.on('message', (e: LinkEvent) => onLog?.(e));
     port1.unref();
     ep = { control, worldSize, endpoint: `${host}:${port}`, events: port1 };
     workerData = { ...options, expertParallel: { ...options.expertParallel, control, events: port2 } };
@@ -84,9 +91,11 @@ export function startEngine(
     const onMessage = (msg: FromWorker) => {
       if (msg.type === 'load-progress') {
         onProgress?.(msg.progress);
+      } else if (msg.type === 'log') {
+        onLog?.(msg);
       } else if (msg.type === 'ready') {
         detach();
-        resolve(new EngineClient(worker, msg.info, options, side));
+        resolve(new EngineClient(worker, msg.info, options, side, onLog));
       } else if (msg.type === 'load-error') {
         detach();
         side?.events.close();
@@ -161,6 +170,7 @@ class EngineClient implements RunningEngine {
     private readonly options: EngineOptions,
     /** --world-size 2: the link's shared words and log port; null on one rank. */
     private readonly ep: ExpertParallelSide | null = null,
+    private readonly onLog?: (e: EngineLogLine) => void,
   ) {
     this.snapshot = {
       running: 0,
@@ -180,6 +190,8 @@ class EngineClient implements RunningEngine {
     };
     worker.on('message', (msg: FromWorker) => {
       if (msg.type === 'updates') this.apply(msg.updates, msg.stats);
+      else if (msg.type === 'log') this.onLog?.(msg);
+      else if (msg.type === 'scratch-file') this.scratchFile = msg.path;
       else if (msg.type === 'profile') {
         this.profileWaiters.get(msg.requestId)?.resolve(msg.profile);
         this.profileWaiters.delete(msg.requestId);
@@ -189,10 +201,19 @@ class EngineClient implements RunningEngine {
     worker.on('exit', (code) => {
       this.fail(`engine worker exited (exit code ${code})`);
       this.removeSwap();
+      this.removeScratch();
     });
     // Also when the process ends without shutting the engine down (an uncaught error, a write to a
     // closed pipe during shutdown): only a SIGKILL leaves the directory behind.
     if (info.swapDirectory !== null) process.once('exit', this.removeSwap);
+  }
+
+  /** A file the worker was writing when it ended (a packed-weights cache file before its rename). */
+  private scratchFile: string | null = null;
+
+  private removeScratch(): void {
+    if (this.scratchFile !== null) rmSync(this.scratchFile, { force: true });
+    this.scratchFile = null;
   }
 
   /** A terminated worker runs no exit hooks: its swap files are removed from here. */
@@ -269,6 +290,7 @@ class EngineClient implements RunningEngine {
     this.ep?.events.close();
     await this.worker.terminate();
     this.removeSwap();
+    this.removeScratch();
   }
 
   private cancel(id: number): void {

@@ -4,6 +4,7 @@ import type { HighPrecisionLayers, KvCacheDtypeName } from './kv-plan.js';
 import type { DraftMode } from './speculative/drafter.js';
 import type { SchedulingPolicy } from './slo-policy.js';
 import type { LoadProgress, ModelConfig } from '../model/types.js';
+import type { PackedCacheReport } from '../model/loaders/packed-cache.js';
 import type { ProfileSnapshot } from './profile.js';
 import type { EngineFinishReason, EngineStats, GenerationRequest, TokenLogprob } from './types.js';
 import type { MessagePort } from 'node:worker_threads';
@@ -72,6 +73,12 @@ export interface EngineOptions {
   modelPath: string;
   /** GGUF: pack from the mapped file releasing each tensor's pages (true), or plain mmap (false). */
   fastLoad: boolean;
+  /**
+   * GGUF with fastLoad: directory of the packed-weights cache (src/model/loaders/packed-cache.ts):
+   * packed weights are mapped from its file when valid, else packed and the file written once
+   * serving. null or absent: no cache.
+   */
+  packedCacheDir?: string | null;
   /** --kv-cache-dtype: a storage dtype or an asymmetric K/V pair. */
   kvCacheDtype: KvCacheDtypeName;
   /** --kv-high-precision-layers: layers at each end kept in bf16; 0 (default) = the dtype's automatic value. */
@@ -142,6 +149,8 @@ export interface EngineInfo {
   drafter: DraftMode | null;
   /** What the drafter chose at start-up, for the log (the self drafter's skip set). */
   drafterDetail?: string;
+  /** The packed-weights cache: what was mapped from its file and what was packed; null without one. */
+  packedCache: PackedCacheReport | null;
   loadMs: number;
 }
 
@@ -181,6 +190,10 @@ export type FromWorker =
   | { type: 'load-error'; message: string }
   /** While loading: tensors taken by the model so far (throttled). */
   | { type: 'load-progress'; progress: LoadProgress }
+  /** A line for the server's log (the packed-weights cache's: a file ignored, written, not writable). */
+  | { type: 'log'; level: 'info' | 'warn'; message: string }
+  /** A temporary file the worker is writing (the cache file before its rename), null once gone: removed at shutdown. */
+  | { type: 'scratch-file'; path: string | null }
   /** One message per step (or per batch of cancellations), with the stats after it. */
   | { type: 'updates'; updates: JobUpdate[]; stats: WorkerStats }
   /** The answer to a 'profile' request; null when the engine was started without --profile. */

@@ -109,6 +109,7 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
   return {
     name: ops.name,
     prepareWeight: t('prepareWeight', (w) => ops.prepareWeight(w)),
+    ...(ops.packedLayout ? { packedLayout: ops.packedLayout } : {}),
     matmul: (x, n, w, y, bias) => {
       const t0 = performance.now();
       ops.matmul(x, n, w, y, bias);

@@ -7,7 +7,7 @@
 import { totalmem } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { defaultOps } from '../kernels/index.js';
-import { loadCheckpoint } from '../model/loaders/index.js';
+import { loadCheckpoint, PackedWeightCache, type PackedCacheUse } from '../model/loaders/index.js';
 import { createModel, isMoe, type ModelOptions } from '../model/architectures/index.js';
 import { readEnv } from '../common/env.js';
 import { HeadLink, modelIdentity } from './expert-parallel/index.js';
@@ -327,8 +327,14 @@ function start(options: EngineOptions): void {
   const profile = options.profile ? new OpProfile() : null;
   let loop: StepLoop;
   let info: EngineInfo;
+  let cache: PackedWeightCache | null = null;
   try {
-    const checkpoint = loadCheckpoint(options.modelPath, { fastLoad: options.fastLoad, onProgress: progressPoster() });
+    const checkpoint = loadCheckpoint(options.modelPath, {
+      fastLoad: options.fastLoad,
+      onProgress: progressPoster(),
+      packedCache: packedCacheUse(options),
+    });
+    if (checkpoint.packedCache instanceof PackedWeightCache) cache = checkpoint.packedCache;
     const weightBytes = checkpoint.residency?.totalBytes ?? bufferBytes(checkpoint.tensors.values());
     const config = checkpoint.config;
     const maxSeqLen = options.maxSeqLen ?? config.maxPositionEmbeddings;
@@ -423,6 +429,7 @@ function start(options: EngineOptions): void {
       swapDirectory: swap.directory,
       drafter: drafter?.mode ?? null,
       ...(built?.detail ? { drafterDetail: built.detail } : {}),
+      packedCache: cache?.report() ?? null,
       loadMs: Math.round(performance.now() - t0),
     };
     // Ready only with rank 1 connected (its experts are half the model).
@@ -436,6 +443,18 @@ function start(options: EngineOptions): void {
     else loop.receive(msg);
   });
   post({ type: 'ready', info });
+  // Serving from now on: the weights packed during this load go to the cache file in the background.
+  if (cache?.needsWrite) void cache.write((path) => post({ type: 'scratch-file', path }));
+}
+
+/** The packed-weights cache of options, when asked for and the kernels pack into a cacheable layout. */
+function packedCacheUse(options: EngineOptions): PackedCacheUse | undefined {
+  const layout = defaultOps().packedLayout;
+  if (!options.packedCacheDir || !options.fastLoad || !layout) return undefined;
+  return {
+    settings: { dir: options.packedCacheDir, format: layout.format() },
+    log: (level, message) => post({ type: 'log', level, message }),
+  };
 }
 
 /** The head's link to rank 1 and the model options that route half the experts over it. */

@@ -55,6 +55,10 @@ export interface NativeAddon {
   embed(ids: Int32Array, dtype: number, rows: number, cols: number, w: Uint8Array, out: Float32Array): void;
   /** A dtype with a `packedCode` (Q8_0, Q4_0, the 32-element fallbacks, Q4_K-Q6_K) -> the packed layout of native/packed.h; undefined for other dtypes. */
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
+  /** Bytes packWeight makes of such a matrix; undefined when the dtype has no packed layout. */
+  packedBytes(dtype: number, rows: number, cols: number): number | undefined;
+  /** native/packed.h kPackFormatVersion: bumped whenever a packed layout's bytes change. */
+  packFormatVersion: number;
   rmsnorm(x: Float32Array, rows: number, dim: number, weight: Float32Array, eps: number, out: Float32Array): void;
   rope(x: Float32Array, n: number, numHeads: number, headDim: number, positions: Int32Array, theta: number, neox: boolean): void;
   /** rope with RopeFrequencies: rotaryDim, invFreq [rotaryDim / 2] or null (theta's), cos/sin scale. */
@@ -785,6 +789,31 @@ export const nativeOps: Ops = {
     const data = new Uint8Array(buf);
     packedData.set(data, packedCode);
     return { dtype: w.dtype, rows: w.rows, cols: w.cols, data };
+  },
+
+  packedLayout: {
+    // The version, and which packed layout each dtype goes to (a renumbered or re-routed dtype is another format).
+    format: () => {
+      const addon = loadAddon();
+      const { weights } = addon.dtypeTraits();
+      const routes = weights.filter((t) => t.packed >= 0).map((t) => `${t.name}>${weights[t.packed]?.name ?? t.packed}`);
+      return `svc-packed/${addon.packFormatVersion}/${PACK_ROWS}/${routes.join(',')}`;
+    },
+    isPacked: (w) => packedData.has(w.data),
+    packedLength: (dtype, rows, cols) => {
+      const traits = WEIGHT_DTYPES[dtype];
+      if (traits.packedCode === null || rows === 0) return null;
+      return loadAddon().packedBytes(traits.code, rows, cols) ?? null;
+    },
+    adopt(dtype, rows, cols, data) {
+      const traits = WEIGHT_DTYPES[dtype];
+      const need = this.packedLength(dtype, rows, cols);
+      if (need === null || traits.packedCode === null) fail('adopt', `${dtype} has no packed layout`);
+      if (data.byteLength !== need) fail('adopt', `packed ${dtype} [${rows}, ${cols}] is ${need} bytes, data has ${data.byteLength}`);
+      if (data.byteOffset % 64 !== 0) fail('adopt', 'packed data must be 64-byte aligned');
+      packedData.set(data, traits.packedCode);
+      return { dtype, rows, cols, data };
+    },
   },
 
   matmul(x, n, w, y, bias) {

@@ -170,10 +170,31 @@ export interface GatedDeltaParams {
   l2norm: boolean;
 }
 
+/**
+ * A backend whose prepareWeight repacks some dtypes into a layout of its own (nativeOps: native/packed.h),
+ * and takes such bytes back: the packed-weights cache (src/model/loaders/packed-cache.ts) keeps them
+ * in a file and hands them back on a later load instead of repacking.
+ */
+export interface PackedLayout {
+  /** Names the layout and its version: bytes packed under another format are not these. */
+  format(): string;
+  /** True when prepareWeight repacked w (w.data is the packed bytes). */
+  isPacked(w: WeightMatrix): boolean;
+  /** The bytes prepareWeight makes of a [rows, cols] `dtype` matrix; null when it leaves it as it is. */
+  packedLength(dtype: DType, rows: number, cols: number): number | null;
+  /**
+   * The weight prepareWeight made earlier of a [rows, cols] `dtype` matrix, over `data`: bytes it
+   * made then (under the same format), 64-byte aligned. Throws when their length is not packedLength.
+   */
+  adopt(dtype: DType, rows: number, cols: number, data: Uint8Array): WeightMatrix;
+}
+
 export interface Ops {
   readonly name: string;
   /** Turn a loaded weight into whatever layout this backend multiplies fastest (may return it unchanged). */
   prepareWeight(w: WeightMatrix): WeightMatrix;
+  /** Set when prepareWeight repacks into a layout of its own that can be cached (PackedLayout). */
+  readonly packedLayout?: PackedLayout;
   /** y[n, w.rows] = x[n, w.cols] · wᵀ (+ bias[w.rows]). */
   matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void;
   /** out[i, :] = row ids[i] of table, as f32. */

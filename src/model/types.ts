@@ -1,6 +1,7 @@
 // Shared model-side types: tensors as loaded, the normalized model config, a loaded checkpoint.
 
 import type { DType } from '../kernels/dtypes.js';
+import type { PackedLayout, WeightMatrix } from '../kernels/ops.js';
 
 /** Storage types of weight tensors: the kernels' weight dtypes (src/kernels/dtypes.ts). */
 export type { DType } from '../kernels/dtypes.js';
@@ -252,6 +253,20 @@ export interface Checkpoint {
   ggufMetadata: Record<string, unknown> | null;
   /** Set by loaders whose tensors are views of a mapped file (GGUF): told as the model takes each tensor. */
   residency?: WeightResidency;
+  /** The packed-weights cache of this file, when asked for (GGUF with fast load): see loaders/packed-cache.ts. */
+  packedCache?: PackedWeightStore;
+}
+
+/**
+ * Weights an earlier load packed (ops.packedLayout), under keys naming what they were made of (a
+ * tensor's name, with the rows taken when only some were): the model takes them instead of
+ * repacking, and reports the weights it prepared itself, for the cache to keep.
+ */
+export interface PackedWeightStore {
+  /** The weight kept under `key`, or null (none, or one of another dtype, shape or layout). */
+  take(key: string, dtype: DType, rows: number, cols: number, layout: PackedLayout): WeightMatrix | null;
+  /** A weight the model prepared now from what `key` names; kept for the cache when the layout packed it. */
+  record(key: string, w: WeightMatrix, layout: PackedLayout): void;
 }
 
 /**

@@ -57,7 +57,8 @@ export async function loadModel(
   const modelName = request.servedName ?? checkpointName(source) ?? request.fallbackName;
   log.info(`Loading ${modelName} from ${source}`);
   // The engine worker starts on the weights first; the tokenizer is built meanwhile.
-  // With expert parallelism the link's lines (waiting for rank 1, connected, lost) go to the log, for the engine's whole life.
+  // The engine's lines (the packed-weights cache's; with expert parallelism the link's: waiting for
+  // rank 1, connected, lost) go to the log, for the engine's whole life.
   const loading = startEngine({ ...request.engine, modelPath: source, blockSize: KV_BLOCK_SIZE }, onProgress, signal, (e) =>
     log[e.level](e.message),
   );
@@ -109,6 +110,20 @@ function logLoaded(
     `Model ${info.config.architecture}: ${info.config.numLayers} layers, hidden ${info.config.hiddenSize}, vocab ${info.config.vocabSize}; ` +
       `weights ${(info.weightBytes / 2 ** 20).toFixed(1)} MiB, loaded in ${info.loadMs} ms; kernels ${info.ops}`,
   );
+  const cache = info.packedCache;
+  if (cache !== null) {
+    const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
+    if (cache.mapped > 0)
+      log.info(
+        `Packed weights: ${cache.mapped} matrices (${gib(cache.mappedBytes)}) mapped from the cache ${cache.file}` +
+          (cache.packed > 0 ? `; ${cache.packed} packed now (${gib(cache.packedBytes)}), the file is rewritten in the background` : ''),
+      );
+    else if (cache.packed > 0)
+      log.info(
+        `Packed weights: ${cache.packed} matrices (${gib(cache.packedBytes)}) packed now (cache: ${cache.ignored ?? 'not used'}); ` +
+          `written to ${cache.file} in the background, for the next load to map`,
+      );
+  }
   log.info(
     `KV pool: ${info.kvPoolTokens} tokens (${info.kvBlocks} blocks of ${info.blockSize}; ${info.kvPlan}: ${info.kvBytesPerToken} bytes per token; ` +
       `${(info.kvPoolBytes / 2 ** 20).toFixed(1)} MiB; limited by ${info.kvPoolLimitedBy === 'memory' ? 'the memory budget' : '--max-seq-len × --max-num-seqs'})`,

@@ -5,6 +5,7 @@ import { parseArgs, type ParseResult } from '../../src/cli/parse.js';
 import { checkImplemented, type Config } from '../../src/cli/config.js';
 import { toServeOptions } from '../../src/cli/serve-options.js';
 import type { ServeOptions } from '../../src/server/serve.js';
+import { packedCacheRoot } from '../../src/model/loaders/packed-cache.js';
 
 function config(...argv: string[]): Config {
   const r = parseArgs(['serve', ...argv]);
@@ -30,6 +31,7 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
     },
     engine: {
       fastLoad: true,
+      packedCacheDir: packedCacheRoot(),
       kvCacheDtype: 'fp8',
       kvHighPrecisionLayers: 0,
       fp8KvCalibrationTokens: 0,
@@ -59,6 +61,15 @@ test('defaults: a hub id, loopback:8888, the table defaults in app, engine and r
   const actual = toServeOptions(config('acme/tiny'));
   assert.equal(typeof actual.recipeSettings, 'function');
   assert.deepStrictEqual(actual, { ...expected, recipeSettings: actual.recipeSettings });
+});
+
+test('packed-weights cache: on by default in $XDG_CACHE_HOME/svc/packed; --packed-cache-dir moves it; --no-packed-cache and --no-fast-load turn it off', () => {
+  assert.equal(toServeOptions(config('acme/tiny')).engine.packedCacheDir, packedCacheRoot());
+  assert.equal(packedCacheRoot(undefined, { XDG_CACHE_HOME: '/xdg' }), '/xdg/svc/packed');
+  assert.match(packedCacheRoot(undefined, {}), /\/\.cache\/svc\/packed$/);
+  assert.equal(toServeOptions(config('acme/tiny', '--packed-cache-dir', '/pc')).engine.packedCacheDir, '/pc');
+  assert.equal(toServeOptions(config('acme/tiny', '--packed-cache-dir', '/pc', '--no-packed-cache')).engine.packedCacheDir, null);
+  assert.equal(toServeOptions(config('acme/tiny', '--no-fast-load')).engine.packedCacheDir, null);
 });
 
 test('model source, name and listen address', () => {
@@ -101,6 +112,7 @@ test("limits reach the engine (the context length the app serves is the engine's
   );
   assert.deepStrictEqual(o.engine, {
     fastLoad: false,
+    packedCacheDir: null,
     kvCacheDtype: 'bf16',
     kvHighPrecisionLayers: 2,
     fp8KvCalibrationTokens: 0,

@@ -91,4 +91,29 @@ export const MODEL_IO_FLAGS = [
       'reads the files into memory, this flag maps them.',
     built: true,
   }),
+  flag({
+    name: 'no-packed-cache',
+    key: 'packedCache',
+    group: 'Model selection and I/O',
+    value: switchFlag(false),
+    default: true,
+    defaultText: 'off (packed-weights cache on)',
+    help:
+      'Do not use the packed-weights cache. By default, once a GGUF model has been repacked for the kernels and the ' +
+      'server is serving, the packed weights are written in the background to a cache file (keyed by the GGUF file, its ' +
+      'size and modification time, and the packing format); a later load maps that file instead of repacking: no repacking ' +
+      'CPU, no fresh memory to fault in, RSS about the packed size. A cache file that is missing, truncated, stale or of ' +
+      'another format is ignored (with a log line) and rewritten. Has no effect with --no-fast-load.',
+    built: true,
+  }),
+  flag({
+    name: 'packed-cache-dir',
+    key: 'packedCacheDir',
+    group: 'Model selection and I/O',
+    value: text('dir', 'directory'),
+    default: undefined,
+    defaultText: '`$XDG_CACHE_HOME/svc/packed`, else `~/.cache/svc/packed`',
+    help: 'Directory of the packed-weights cache files (one per GGUF file). Unwritable: the server logs it and serves on.',
+    built: true,
+  }),
 ] as const;

@@ -8,7 +8,7 @@ export class CheckpointWeights {
   private readonly told = new Set<string>();
 
   constructor(
-    private readonly checkpoint: Pick<Checkpoint, 'source' | 'tensors' | 'residency'>,
+    private readonly checkpoint: Pick<Checkpoint, 'source' | 'tensors' | 'residency' | 'packedCache'>,
     private readonly ops: Ops,
   ) {}
 
@@ -32,10 +32,9 @@ export class CheckpointWeights {
     if (t.shape.length !== 2 || t.shape[0] !== rows || t.shape[1] !== cols) {
       throw new Error(`${name}: expected shape [${rows}, ${cols}], got [${t.shape.join(', ')}]`);
     }
-    const data = t.data;
-    const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data });
-    this.tell(t, w.data.buffer === data.buffer);
-    return w;
+    const p = this.prepareKeyed(name, t, rows, cols, () => t.data);
+    this.tell(t, p.inPlace);
+    return p.w;
   }
 
   /**
@@ -49,9 +48,9 @@ export class CheckpointWeights {
       throw new Error(`${name}: expected shape [${shape.join(', ')}], got [${t.shape.join(', ')}]`);
     }
     const cols = shape.slice(1).reduce((a, b) => a * b, 1);
-    const w = this.ops.prepareWeight({ dtype: t.dtype, rows: shape[0], cols, data: t.data });
-    this.tell(t, w.data.buffer === t.data.buffer);
-    return w;
+    const p = this.prepareKeyed(name, t, shape[0], cols, () => t.data);
+    this.tell(t, p.inPlace);
+    return p.w;
   }
 
   /**
@@ -69,11 +68,13 @@ export class CheckpointWeights {
     let start = 0,
       inPlace = true;
     const out = parts.map((take) => {
-      const data = t.data.subarray(start * rowBytes, (start + take) * rowBytes);
+      const begin = start;
       start += take;
-      const w = this.ops.prepareWeight({ dtype: t.dtype, rows: take, cols, data });
-      inPlace &&= w.data.buffer === t.data.buffer;
-      return w;
+      const p = this.prepareKeyed(`${name}[${begin}:${begin + take}]`, t, take, cols, () =>
+        t.data.subarray(begin * rowBytes, (begin + take) * rowBytes),
+      );
+      inPlace &&= p.inPlace;
+      return p.w;
     });
     this.tell(t, inPlace);
     return out;
@@ -90,8 +91,7 @@ export class CheckpointWeights {
       throw new Error(`${name}: expected shape [${rows}, ${cols}], got [${t.shape.join(', ')}]`);
     }
     if (!Number.isInteger(take) || take < 1 || take > rows) throw new RangeError(`${name}: cannot take ${take} of its ${rows} rows`);
-    const data = t.data.subarray(0, take * bytesPerRow(t.dtype, cols));
-    return this.ops.prepareWeight({ dtype: t.dtype, rows: take, cols, data });
+    return this.prepareKeyed(`${name}[0:${take}]`, t, take, cols, () => t.data.subarray(0, take * bytesPerRow(t.dtype, cols))).w;
   }
 
   /**
@@ -118,7 +118,6 @@ export class CheckpointWeights {
     }
     const rowBytes = bytesPerRow(t.dtype, cols);
     const blockBytes = blockRows * rowBytes;
-    const data = t.data;
     let inPlace = true;
     const out = parts.map(({ start, rows }) => {
       if (start < 0 || rows < 1 || start + rows > blockRows)
@@ -126,9 +125,11 @@ export class CheckpointWeights {
       const mats: WeightMatrix[] = [];
       for (let e = first; e < end; e++) {
         const begin = e * blockBytes + start * rowBytes;
-        const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data: data.subarray(begin, begin + rows * rowBytes) });
-        inPlace &&= w.data.buffer === data.buffer;
-        mats.push(w);
+        const p = this.prepareKeyed(`${name}[${e}][${start}:${start + rows}]`, t, rows, cols, () =>
+          t.data.subarray(begin, begin + rows * rowBytes),
+        );
+        inPlace &&= p.inPlace;
+        mats.push(p.w);
       }
       return mats;
     });
@@ -152,6 +153,22 @@ export class CheckpointWeights {
    */
   skipTheRest(): void {
     for (const t of this.checkpoint.tensors.values()) if (!this.told.has(t.name)) this.tell(t, false);
+  }
+
+  /**
+   * The weight `key` names (tensor t's bytes, or the rows of them `data` cuts out): from the
+   * packed-weights cache when it holds it (t's bytes are then never read, not even un-interleaved),
+   * else prepared now and handed to the cache. inPlace: it still reads `data`'s buffer.
+   */
+  private prepareKeyed(key: string, t: Tensor, rows: number, cols: number, data: () => Uint8Array): { w: WeightMatrix; inPlace: boolean } {
+    const cache = this.checkpoint.packedCache;
+    const layout = this.ops.packedLayout;
+    const hit = cache && layout ? cache.take(key, t.dtype, rows, cols, layout) : null;
+    if (hit) return { w: hit, inPlace: false };
+    const bytes = data();
+    const w = this.ops.prepareWeight({ dtype: t.dtype, rows, cols, data: bytes });
+    if (cache && layout) cache.record(key, w, layout);
+    return { w, inPlace: w.data.buffer === bytes.buffer };
   }
 
   private tell(t: Tensor, inPlace: boolean, kept?: { begin: number; end: number }): void {

@@ -16,6 +16,7 @@ import { DerivedBytes, MappedResidency } from './mapped-residency.js';
 import { ggufJoins, ggufTensorFix, hfNameOf } from './gguf-names.js';
 import { dequantizeGgmlMxfp4, MXFP4_BLOCK_BYTES, MXFP4_BLOCK_VALUES } from './mxfp4.js';
 import { f32ToBf16 } from '../../kernels/dequant.js';
+import { PackedWeightCache, type CacheLog, type PackedCacheSettings } from './packed-cache.js';
 
 export { hfNameOf } from './gguf-names.js';
 
@@ -25,12 +26,25 @@ const GGML_TO_DTYPE = new Map<number, DType>(ALL_DTYPES.map((d) => [WEIGHT_DTYPE
 const GGML_TYPE_NAMES = new Map<number, string>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k]));
 const GGML_SUPPORTED = ALL_DTYPES.map((d) => GGML_TYPE_NAMES.get(WEIGHT_DTYPES[d].ggmlType) ?? d).join(', ');
 
+/** The packed-weights cache a fast load uses (packed-cache.ts), and where its lines go. */
+export interface PackedCacheUse {
+  settings: PackedCacheSettings;
+  log: CacheLog;
+}
+
 /**
  * Maps the file; tensors are views of the mapping (Q/K weights of interleaved architectures are
  * copies made when first read). The checkpoint's residency releases or maps their pages as the
- * model takes them (mapped-residency.ts): fastLoad is the flat-memory path, else plain mmap.
+ * model takes them (mapped-residency.ts): fastLoad is the flat-memory path, else plain mmap. With
+ * fastLoad and `packedCache`, the checkpoint carries the file's packed-weights cache: packed
+ * weights come from its file when it is valid (and nothing is read ahead), else are packed and kept.
  */
-export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?: (p: LoadProgress) => void): Checkpoint {
+export function loadGgufCheckpoint(
+  path: string,
+  fastLoad: boolean,
+  onProgress?: (p: LoadProgress) => void,
+  packedCache?: PackedCacheUse,
+): Checkpoint {
   // The tokenizer's arrays are left out: the model does not need them (the tokenizer reads its own).
   const header = readGgufHeader(path, { skipLargeArrays: true });
   const metadata = header.metadata;
@@ -43,6 +57,7 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
     }
   }
 
+  const cache = fastLoad && packedCache ? PackedWeightCache.open(path, packedCache.settings, packedCache.log) : undefined;
   const file = mapFile(path, fastLoad);
   const viewOf = (info: GgufTensorInfo): Uint8Array => file.bytes.subarray(info.offset, info.offset + storedBytes(info, path));
   const config = configFromGguf(metadata, {
@@ -60,7 +75,7 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
   const arch = metadata['general.architecture'] as string;
   // llama.cpp's converter interleaved the Q/K rows of some architectures (its "normal" RoPE).
   const qkPermuted = architectureNamed(config.architecture)?.module.ggufQkPermuted ?? false;
-  const residency = new MappedResidency(file, fastLoad, onProgress);
+  const residency = new MappedResidency(file, fastLoad, onProgress, !cache?.usable);
   const tensors = new Map<string, Tensor>();
   let first = Infinity;
   // Tensors rebuilt from several GGUF ones (gguf-names.ts ggufJoins): bf16 when every part is MXFP4
@@ -140,7 +155,7 @@ export function loadGgufCheckpoint(path: string, fastLoad: boolean, onProgress?:
     tensors.set('lm_head.weight', { ...embed, name: 'lm_head.weight' });
   }
   if (first < Infinity) residency.start(first);
-  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency };
+  return { source: path, format: 'gguf', config, tensors, ggufMetadata: metadata, residency, ...(cache ? { packedCache: cache } : {}) };
 }
 
 /** A tensor's values decoded to f32 (a copy). */

@@ -12,6 +12,9 @@
 // in fast load that part is populated and the rest released, so a rank holds only its experts' pages.
 // A derived copy (un-interleaved Q/K rows) is made when the model first reads it and dropped as
 // soon as the model has its own weight, so at most one such copy is alive at a time.
+// With a packed-weights cache file (packed-cache.ts) the packed weights never read their tensors'
+// bytes: nothing is read ahead (readAheadOn false); the few tensors read (norms) fault their pages in,
+// and weights used in place are populated as above.
 import type { LoadProgress, Tensor, WeightResidency } from '../types.js';
 import type { MappedFile } from './file-bytes.js';
 
@@ -52,6 +55,7 @@ export class MappedResidency implements WeightResidency {
     private readonly file: MappedFile,
     private readonly fast: boolean,
     private readonly onProgress?: (p: LoadProgress) => void,
+    private readonly readAheadOn = true,
   ) {}
 
   get totalBytes(): number {
@@ -95,6 +99,7 @@ export class MappedResidency implements WeightResidency {
   }
 
   private readAhead(from: number): void {
+    if (!this.readAheadOn) return;
     const to = Math.min(this.file.bytes.byteLength, from + READ_AHEAD);
     // Inside the current window: extend it; elsewhere (the model jumped, e.g. to lm_head): a new one.
     const inWindow = from >= this.aheadFrom && from <= this.aheadTo;
