@@ -4,14 +4,14 @@
 //   analysis (and any message to a built-in tool: python, browser.*)   → reasoning
 //   final, commentary without a recipient (a preamble), no channel      → text
 //   a message to functions.NAME, whatever its channel                   → passed on as one canonical
-//       call message, `<|channel|>commentary to=functions.NAME<|message|>{…}<|call|>`, for the
+//       call message, `<|channel|>commentary to=functions.NAME<|message|>{…}` and its terminator, for the
 //       harmony tool-call parser (parser.ts) behind this stage; without tools it stays text.
 // The framing itself (headers, `<|end|>`, `<|return|>`) never reaches the text. Two messages of the
 // same kind in one output (two analysis messages around a preamble, a preamble and then the final
 // answer) are joined with a blank line.
 
 import type { ReasoningPiece, ReasoningSplitter } from '../../reasoning.js';
-import { CALL, CHANNEL, functionName, HarmonyReader, MESSAGE, type HarmonyEvent, type HarmonyHeader } from './messages.js';
+import { CHANNEL, END, functionName, HarmonyReader, MESSAGE, type HarmonyEvent, type HarmonyHeader } from './messages.js';
 
 type Route = 'reasoning' | 'text' | 'call';
 
@@ -65,7 +65,8 @@ export class HarmonySplitter implements ReasoningSplitter {
           else this.messageText(this.current ?? 'text', e.text);
           break;
         case 'close':
-          if (this.current === 'call') this.emit('text', CALL);
+          // The call's own terminator (`<|call|>` ends the output there too); `<|end|>` where it had none.
+          if (this.current === 'call') this.emit('text', e.end ?? END);
           else if (this.current !== null && this.wrote) this.written[this.current] = true;
           this.current = null;
           break;
