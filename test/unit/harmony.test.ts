@@ -424,3 +424,46 @@ test('chat completions: analysis and a final answer', async () => {
   assert.equal(choice.finish_reason, 'stop');
   await app.close();
 });
+
+// ------------------------------------------------------------------------------------------------
+// The plan's constraints for the gpt-oss entry: no free prefix before the harmony call grammar; a
+// structured answer after `<|channel|>final<|message|>`.
+
+function planFor(body: Record<string, unknown>) {
+  const { runtime } = harmonyApp('');
+  runtime.eosTokenIds = [256];
+  const request = decodeChatRequest({ model: 'x', messages: [{ role: 'user', content: 'Hi' }], ...body } as never, {
+    defaultMinP: 0,
+    defaultTopNSigma: 0,
+  });
+  return planChatOutput({ request, runtime, promptText: '<|start|>user<|message|>Hi<|end|><|start|>assistant' });
+}
+
+function acceptsPlan(body: Record<string, unknown>, text: string): boolean {
+  const plan = planFor(body);
+  assert.ok(plan.constraint);
+  const g = compileGrammar(structuredClone(plan.constraint), byteVocab)!;
+  let st = g.start();
+  for (const b of new TextEncoder().encode(text)) {
+    const next = g.tryAdvance(st, b);
+    if (next === null) return false;
+    st = next;
+  }
+  return g.tryAdvance(st, 256) !== null;
+}
+
+test('plan: tool_choice required takes a call with or without analysis before it', () => {
+  const body = { tools: [WEATHER_TOOL], tool_choice: 'required' };
+  const call = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}';
+  assert.equal(acceptsPlan(body, call), true);
+  assert.equal(acceptsPlan(body, `<|channel|>analysis<|message|>hm<|end|><|start|>assistant${call}`), true);
+  assert.equal(acceptsPlan(body, '<|channel|>final<|message|>No.'), false);
+  assert.equal(planFor(body).thinkingBudget ?? null, null, 'no thinking budget for harmony');
+});
+
+test('plan: a structured answer is enforced in the final channel, after free analysis', () => {
+  const body = { response_format: { type: 'json_object' } };
+  assert.equal(acceptsPlan(body, '<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>{"a": 1}'), true);
+  assert.equal(acceptsPlan(body, '<|channel|>final<|message|>{"a": 1}'), true);
+  assert.equal(acceptsPlan(body, '<|channel|>final<|message|>not json'), false);
+});
