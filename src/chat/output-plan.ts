@@ -108,7 +108,10 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
 
   let constraint: GrammarConstraint | null = null;
   const choice = request.toolChoice;
-  const afterReasoningEnd = reasons ? reasoningFormat.close : null;
+  // A framed format (harmony) has its reasoning in its own tool-call grammar, and its answer always
+  // after answerStart; tag formats leave free reasoning up to their close tag.
+  const framed = reasoningFormat.answerStart !== undefined;
+  const afterReasoningEnd = framed ? null : reasons ? reasoningFormat.close : null;
   const maxCalls = typeof choice === 'object' || !request.parallelToolCalls ? 1 : 0;
   if (toolsOn && choice !== 'auto' && choice !== 'none') {
     const named = typeof choice === 'object' ? choice.function.name : null;
@@ -128,8 +131,9 @@ export function planChatOutput({ request, runtime, promptText }: ChatOutputConte
     constraint = outputFormatConstraint({
       format: request.outputFormat,
       endTokenIds: runtime.eosTokenIds,
-      afterReasoningEnd,
-      calls: toolsOn ? toolCallsIR(chat.toolCallParser, tools, maxCalls) : null,
+      afterReasoningEnd: reasoningFormat.answerStart ?? afterReasoningEnd,
+      // Behind a framed format's free prefix the answer cannot be told from a call by its first byte.
+      calls: toolsOn && !framed ? toolCallsIR(chat.toolCallParser, tools, maxCalls) : null,
     });
   }
 

@@ -119,6 +119,8 @@ export function runTextStages(stages: readonly OutputStage[], text: string, fina
 export interface TextSplitter {
   push(text: string): { type: 'text' | 'reasoning'; text: string }[];
   finish(): { type: 'text' | 'reasoning'; text: string }[];
+  /** True once the splitter has read the end of the output: the stage ends it. */
+  readonly ended?: boolean;
 }
 
 /** The adapter for a reasoning splitter: it sees text events only. */
@@ -134,6 +136,9 @@ export function reasoningStage(splitter: TextSplitter): OutputStage {
     },
     finish() {
       return splitter.finish();
+    },
+    get ended() {
+      return splitter.ended === true;
     },
   };
 }

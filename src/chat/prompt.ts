@@ -15,7 +15,11 @@ import type { ModelRuntime } from './model-runtime.js';
 import type { PromptInput, ChatContentPart, ChatMessage, ChatRequest } from './request.js';
 import { ChatTemplateError, renderChatTemplate, TemplateTooDeepError, type ChatTemplateMessage } from './template.js';
 
-/** A message as chat templates read it (OpenAI names; the reasoning under Qwen's name). */
+/**
+ * A message as chat templates read it: OpenAI names, and the reasoning under both names templates
+ * read it by, Qwen's / DeepSeek's `reasoning_content` and GPT-OSS's `thinking` (its template renders
+ * an assistant turn's analysis message from it).
+ */
 function templateMessage(m: ChatMessage): ChatTemplateMessage {
   // Templates know system, not OpenAI's newer developer role.
   const out: ChatTemplateMessage = {
@@ -25,7 +29,10 @@ function templateMessage(m: ChatMessage): ChatTemplateMessage {
   if (m.name !== undefined) out.name = m.name;
   if (m.toolCalls) out.tool_calls = m.toolCalls;
   if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
-  if (m.reasoning !== undefined) out.reasoning_content = m.reasoning;
+  if (m.reasoning !== undefined) {
+    out.reasoning_content = m.reasoning;
+    out.thinking = m.reasoning;
+  }
   return out;
 }
 

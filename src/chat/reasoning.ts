@@ -5,6 +5,9 @@
 //   think     `<think>` … `</think>`                 Qwen3, DeepSeek-R1, GLM, MiniMax …
 //   mistral   `[THINK]` … `[/THINK]`                 Magistral, Ministral reasoning models
 //   gemma4    `<|channel>thought\n` … `<channel|>`   Gemma 4 (the `thought` label line is dropped)
+//   harmony   `<|channel|>analysis<|message|>` … `<|end|>`   GPT-OSS: not a tag pair but a framing of
+//             every message (reasoning, answer, calls); its own splitter reads it
+//             (tool-formats/harmony/splitter.ts), and none of what follows applies to it.
 // Below, "open tag" / "close tag" are the format's pair; `<think>` stands for either.
 //
 // A block boundary is a point in the text (outside reasoning) where only whitespace has come
@@ -52,6 +55,7 @@ import type { ReasoningFormatName } from '../model/model-toml.js';
 
 export type { ReasoningFormatName };
 import { findFirst } from './tool-formats/common/scan.js';
+import { HarmonySplitter } from './tool-formats/harmony/splitter.js';
 
 /** How one family of models writes its reasoning. */
 export interface ReasoningFormat {
@@ -63,12 +67,31 @@ export interface ReasoningFormat {
   label?: string;
   /** What the thinking budget forces once it is spent: the close tag with the model's own spacing. */
   budgetClose: string;
+  /**
+   * Formats that frame every message, the answer included (harmony): the splitter that reads the
+   * framing, used instead of the tag splitter below.
+   */
+  splitter?: (opts: ReasoningOptions) => ReasoningSplitter;
+  /**
+   * Framed formats: the text that opens the answer. A structured answer is enforced after it, and
+   * the format's tool-call grammar covers the reasoning itself (no free text before the calls).
+   */
+  answerStart?: string;
 }
 
 export const REASONING_FORMATS: Readonly<Record<ReasoningFormatName, ReasoningFormat>> = {
   think: { open: '<think>', close: '</think>', budgetClose: '\n</think>\n\n' },
   mistral: { open: '[THINK]', close: '[/THINK]', budgetClose: '[/THINK]' },
   gemma4: { open: '<|channel>', close: '<channel|>', label: 'thought', budgetClose: '<channel|>' },
+  // The open "tag" is three tokens, so no thinking budget watches it (output-plan.ts); GPT-OSS takes
+  // its effort from the system message (`reasoning_effort`) instead.
+  harmony: {
+    open: '<|channel|>analysis<|message|>',
+    close: '<|end|>',
+    budgetClose: '<|end|><|start|>assistant<|channel|>final<|message|>',
+    splitter: (opts) => new HarmonySplitter(opts),
+    answerStart: '<|channel|>final<|message|>',
+  },
 };
 
 export interface ReasoningPiece {
@@ -80,6 +103,8 @@ export interface ReasoningSplitter {
   push(text: string): ReasoningPiece[];
   /** End of output: flushes held-back text. */
   finish(): ReasoningPiece[];
+  /** True once the splitter has read the end of the output (harmony's `<|return|>`, `<|call|>`). */
+  readonly ended?: boolean;
 }
 
 export interface ReasoningOptions {
@@ -115,7 +140,7 @@ function escapeRegExp(s: string): string {
 }
 
 export function createReasoningSplitter(opts: ReasoningOptions): ReasoningSplitter {
-  return new Splitter(opts);
+  return opts.format?.splitter?.(opts) ?? new Splitter(opts);
 }
 
 /** Whether only whitespace follows the last line break once `t` is appended to a line that was blank (`blank`). */

@@ -40,10 +40,10 @@ export const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p'] as const
 
 /**
  * `reasoning_format` values: `<think>`…`</think>`, Mistral's `[THINK]`…`[/THINK]`, Gemma 4's
- * `<|channel>thought`…`<channel|>`. The names live here so that a typo is an error when the file is
+ * `<|channel>thought`…`<channel|>`, OpenAI harmony's channels (GPT-OSS). The names live here so that a typo is an error when the file is
  * read; src/chat/reasoning.ts maps each to its tags (a Record over this list, so none is missed).
  */
-export const REASONING_FORMAT_NAMES = ['think', 'mistral', 'gemma4'] as const;
+export const REASONING_FORMAT_NAMES = ['think', 'mistral', 'gemma4', 'harmony'] as const;
 export type ReasoningFormatName = (typeof REASONING_FORMAT_NAMES)[number];
 
 type ValueKind = 'string' | 'boolean' | 'number' | 'non-negative integer' | 'positive integer' | readonly string[];

@@ -10,8 +10,21 @@ import { toolGrammarConstraint } from '../../src/chat/tool-formats/constraint.js
 import { isToolCallParserName, TOOL_CALL_PARSER_NAMES, TOOL_FORMATS, toolFormat } from '../../src/chat/tool-formats/registry.js';
 import { compileGrammar, VocabIndex } from '../../src/engine/grammar/index.js';
 
-/** The `--tool-call-parser` values of the seed, in its order. */
-const SEED_NAMES = ['hermes', 'fam1_coder', 'fam1_xml', 'fam2', 'fam3', 'fam4_xml', 'bare_json', 'llama3_json', 'glm4', 'pythonic'];
+/** The `--tool-call-parser` values of the seed, in its order, then the ones added since. */
+const SEED_NAMES = [
+  'hermes',
+  'fam1_coder',
+  'fam1_xml',
+  'fam2',
+  'fam3',
+  'fam4_xml',
+  'bare_json',
+  'llama3_json',
+  'glm4',
+  'pythonic',
+  'harmony',
+  'openai',
+];
 
 const byteVocab = new VocabIndex(Array.from({ length: 256 }, (_, b) => Uint8Array.of(b)));
 const TOOL = { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };

@@ -12,12 +12,14 @@
 //   llama3_json             llama3-json/      Llama 3.x: {"name", "parameters"}
 //   glm4                    glm4/             GLM-4.5+: <tool_call>NAME<arg_key>/<arg_value>
 //   pythonic                pythonic/         Llama 3.2 / 4: [f(a=1)]
+//   harmony, openai         harmony/          GPT-OSS: <|channel|>commentary to=functions.NAME<|message|>{…}
 
 import type { ToolCallParser } from '../events.js';
 import { bareJson } from './bare-json/index.js';
 import type { ToolFormat, ToolSchema } from './format.js';
 import { gemma } from './gemma/index.js';
 import { glm4 } from './glm4/index.js';
+import { harmony } from './harmony/index.js';
 import { hermes } from './hermes/index.js';
 import { llama3Json } from './llama3-json/index.js';
 import { minimaxXml } from './minimax-xml/index.js';
@@ -28,7 +30,7 @@ import { qwen3CoderXml } from './qwen3-coder-xml/index.js';
 export type { JsonSchema, ToolDef, ToolFormat, ToolSchema } from './format.js';
 
 /** In the order the CLI lists their names. */
-export const TOOL_FORMATS = [hermes, qwen3CoderXml, mistral, gemma, minimaxXml, bareJson, llama3Json, glm4, pythonic] as const;
+export const TOOL_FORMATS = [hermes, qwen3CoderXml, mistral, gemma, minimaxXml, bareJson, llama3Json, glm4, pythonic, harmony] as const;
 
 export type ToolCallParserName = (typeof TOOL_FORMATS)[number]['names'][number];
 

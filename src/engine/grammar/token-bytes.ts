@@ -38,6 +38,12 @@ const TAG_SPECIALS = new Set([
   '</think>',
   '<|channel>',
   '<channel|>',
+  // OpenAI harmony (GPT-OSS); its `<|call|>` and `<|return|>` are end tokens.
+  '<|start|>',
+  '<|channel|>',
+  '<|message|>',
+  '<|constrain|>',
+  '<|end|>',
 ]);
 
 /**

@@ -6,6 +6,7 @@ import { fam2Cases } from './fam2.js';
 import { fam3Cases } from './fam3.js';
 import { fam4Cases } from './fam4.js';
 import { glm4Cases } from './glm4.js';
+import { harmonyCases } from './harmony.js';
 import { hermesCases } from './hermes.js';
 import { llama3JsonCases } from './llama3-json.js';
 import { pythonicCases } from './pythonic.js';
@@ -22,4 +23,6 @@ export const CASES: Record<string, ParserCase[]> = {
   llama3_json: llama3JsonCases,
   glm4: glm4Cases,
   pythonic: pythonicCases,
+  harmony: harmonyCases,
+  openai: harmonyCases,
 };

@@ -6,6 +6,7 @@
 
 import type { ReasoningFormatName } from '../../../src/model/model-toml.js';
 import type { ExpectedCall } from './types.js';
+import { harmonyPipelineCases, harmonyReasoningCases } from './harmony-reasoning.js';
 
 export interface ReasoningCase {
   name: string;
@@ -307,6 +308,7 @@ export const reasoningCases: ReasoningCase[] = [
     toolOpeners: ['<|tool_call>'],
     format: 'gemma4',
   },
+  ...harmonyReasoningCases,
 ];
 
 const weather = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>';
@@ -508,4 +510,5 @@ export const pipelineCases: PipelineCase[] = [
     content: '',
     calls: [{ name: 'write_file', arguments: { path: 'g.md', content: '<|channel> and <channel|>' } }],
   },
+  ...harmonyPipelineCases,
 ];
