@@ -9,6 +9,7 @@ import type { Ops, RecurrentSeq, SsdParams, WeightMatrix } from '../../kernels/o
 import type { ModelConfig, SsmConfig } from '../types.js';
 import { mambaConvChannels, type MambaLayerState } from './mamba-state.js';
 import type { CheckpointWeights } from './weights.js';
+import type { GgufConfigReader } from './model.js';
 
 export interface Mamba2MixerWeights {
   inZ: WeightMatrix;
@@ -166,4 +167,41 @@ export function runMamba2Mixer(
     for (let i = 0; i < n * inner; i++) sc.y[i] *= w.norm[i % inner];
   }
   ops.matmul(sc.y, n, w.outProj, out, w.outBias);
+}
+
+/**
+ * Mamba2Model.set_gguf_parameters' keys (conversion/mamba.py), as llama_model_mamba2 reads them:
+ * `ssm.inner_size`, `ssm.state_size`, `ssm.time_step_rank` (the head count; head size = inner / it),
+ * `ssm.group_count`, `ssm.conv_kernel`; the biases are there when their tensors are. The gated norm
+ * is per group as llama.cpp runs it (the file stores it [n_group, inner / n_group]; one group: the
+ * whole width, as transformers); no dt clamp (llama.cpp has none; transformers' default is (0, inf)).
+ */
+export function ggufSsmConfig(g: GgufConfigReader, numLayers: number): SsmConfig {
+  const need = (key: string): number => {
+    const v = g.num(key);
+    if (v === undefined || !Number.isInteger(v) || v < 1) throw new Error(`missing or invalid ${g.arch}.${key}`);
+    return v;
+  };
+  const inner = need('ssm.inner_size');
+  const numHeads = need('ssm.time_step_rank');
+  const nGroups = need('ssm.group_count');
+  if (inner % numHeads !== 0 || numHeads % nGroups !== 0) {
+    throw new Error(`ssm.inner_size ${inner}, ssm.time_step_rank ${numHeads} and ssm.group_count ${nGroups} do not divide`);
+  }
+  return {
+    numHeads,
+    headDim: inner / numHeads,
+    stateSize: need('ssm.state_size'),
+    nGroups,
+    convKernel: need('ssm.conv_kernel'),
+    convBias: anyLayerHas(g, numLayers, 'ssm_conv1d.bias'),
+    projBias: anyLayerHas(g, numLayers, 'ssm_in.bias'),
+    dtMin: 0,
+    dtMax: Infinity,
+    normGroupSize: inner / nGroups,
+  };
+}
+
+function anyLayerHas(g: GgufConfigReader, numLayers: number, part: string): boolean {
+  return Array.from({ length: numLayers }, (_, l) => g.hasTensor(`blk.${l}.${part}`)).some(Boolean);
 }

@@ -21,11 +21,10 @@
 import type { KvLayer, Ops, RecurrentSeq, WeightMatrix } from '../../kernels/ops.js';
 import type { Checkpoint, LayerType, ModelConfig, SigmoidRoutingConfig, SsmConfig } from '../types.js';
 import type { ArchitectureModule, ForwardBatch, ForwardOptions, GgufConfigReader, Model, OutputHead, RecurrentState } from './model.js';
-import { ggufSsmConfig } from './mamba2.js';
 import type { DecoderOptions } from './decoder-layer.js';
 import { CheckpointWeights } from './weights.js';
 import { MambaState } from './mamba-state.js';
-import { loadMamba2Mixer, Mamba2Scratch, runMamba2Mixer, type Mamba2MixerWeights } from './mamba2-mixer.js';
+import { ggufSsmConfig, loadMamba2Mixer, Mamba2Scratch, runMamba2Mixer, type Mamba2MixerWeights } from './mamba2-mixer.js';
 import { bf16OutputHead, selectedRowLogits } from './output-head.js';
 
 type Json = Readonly<Record<string, unknown>>;
