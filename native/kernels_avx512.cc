@@ -1149,6 +1149,23 @@ SVC_AVX512 inline __m512 hsum16x16(const __m512* v) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, 0x88), _mm512_shuffle_f32x4(u0, u1, 0xdd));
 }
 
+// The sum of v's lanes in hsum16x16's order (pairs 0+2 and 1+3 within each 128-bit lane, then those,
+// then lanes (0+1) + (2+3)), so a score has the same bits whichever path of qk_tile_bf16 made it.
+SVC_AVX512_INLINE float hsum16_tree(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4e));  // [0+2, 1+3, 2+0, 3+1] per 128-bit lane
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xb1));  // (0+2) + (1+3) in every lane of each
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1));  // lanes 0+1, 2+3
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e));  // (0+1) + (2+3)
+  return _mm512_cvtss_f32(v);
+}
+
+// One score with qk_tile's 4 x 4 path's bits: one accumulator over d, then hsum16_tree.
+SVC_AVX512 float dot_row_f32(const float* q, const float* k, int hd) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int d = 0; d < hd; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
+  return hsum16_tree(acc);
+}
+
 // 4 queries x 4 keys per step: 16 accumulators over the head dimension, each Q and K vector loaded
 // once per step and used four times, then one hsum16x16 for the 16 scores.
 SVC_AVX512 void qk_tile(const float* Q, int nq, const float* K, size_t kstride, int nk, int hd, float* S, size_t sstride) {
@@ -1177,9 +1194,10 @@ SVC_AVX512 void qk_tile(const float* Q, int nq, const float* K, size_t kstride, 
       for (int a = 0; a < 4; a++) std::memcpy(S + (size_t)(i + a) * sstride + t, r + 4 * a, 4 * sizeof(float));
     }
     for (int a = 0; a < 4; a++)
-      if (t < nk) qk(q0 + (size_t)a * hd, K + (size_t)t * kstride, kstride, nk - t, hd, S + (size_t)(i + a) * sstride + t);
+      for (int u = t; u < nk; u++) S[(size_t)(i + a) * sstride + u] = dot_row_f32(q0 + (size_t)a * hd, K + (size_t)u * kstride, hd);
   }
-  for (; i < nq; i++) qk(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride);
+  for (; i < nq; i++)
+    for (int u = 0; u < nk; u++) S[(size_t)i * sstride + u] = dot_row_f32(Q + (size_t)i * hd, K + (size_t)u * kstride, hd);
 }
 
 // ---- bf16 attention products (vdpbf16ps: two products per f32 lane and instruction) ----
@@ -1193,7 +1211,7 @@ SVC_AVX512_BF16 inline __attribute__((always_inline)) __m512 dot_bf16(__m512 acc
 SVC_AVX512_BF16 float dot_row_bf16(const uint16_t* q, const uint16_t* k, int hd) {
   __m512 acc = _mm512_setzero_ps();
   for (int d = 0; d < hd; d += 32) acc = dot_bf16(acc, _mm512_loadu_si512(q + d), _mm512_loadu_si512(k + d));
-  return _mm512_reduce_add_ps(acc);
+  return hsum16_tree(acc);
 }
 
 // qk_tile with bf16 rows: 4 queries x 4 keys per step, 32 dimensions per instruction.
@@ -1240,38 +1258,6 @@ SVC_AVX512_BF16 void qk_tile_bf16(const uint16_t* Q, int nq, const uint16_t* K, 
   }
 }
 
-// pv_tile with bf16 key pairs: 4 queries x 64 columns per pass, two keys per instruction.
-SVC_AVX512_BF16 void pv_tile_bf16(const uint32_t* P, int nq, size_t pstride, const uint32_t* V, int npairs, int hd,
-                                  float* O) {
-  int i = 0;
-  if (hd % 64 == 0)
-    for (; i + 4 <= nq; i += 4)
-      for (int d = 0; d < hd; d += 64) {
-        __m512 o[16];
-        for (int a = 0; a < 4; a++)
-          for (int c = 0; c < 4; c++) o[a * 4 + c] = _mm512_loadu_ps(O + (size_t)(i + a) * hd + d + 16 * c);
-        for (int p = 0; p < npairs; p++) {
-          const uint32_t* vp = V + (size_t)p * hd + d;
-          __m512i vv[4];
-          for (int c = 0; c < 4; c++) vv[c] = _mm512_loadu_si512(vp + 16 * c);
-          for (int a = 0; a < 4; a++) {
-            const __m512i w = _mm512_set1_epi32((int)P[(size_t)(i + a) * pstride + p]);
-            for (int c = 0; c < 4; c++) o[a * 4 + c] = dot_bf16(o[a * 4 + c], w, vv[c]);
-          }
-        }
-        for (int a = 0; a < 4; a++)
-          for (int c = 0; c < 4; c++) _mm512_storeu_ps(O + (size_t)(i + a) * hd + d + 16 * c, o[a * 4 + c]);
-      }
-  for (; i < nq; i++)
-    for (int d = 0; d < hd; d += 16) {
-      float* od = O + (size_t)i * hd + d;
-      __m512 acc = _mm512_loadu_ps(od);
-      for (int p = 0; p < npairs; p++)
-        acc = dot_bf16(acc, _mm512_set1_epi32((int)P[(size_t)i * pstride + p]), _mm512_loadu_si512(V + (size_t)p * hd + d));
-      _mm512_storeu_ps(od, acc);
-    }
-}
-
 // O row i += sum_t P[i * pstride + t] * V[t] with bf16 V rows (vstride apart) widened on the fly and
 // f32 weights: for few queries (decode), where pairing the values would cost more than it saves.
 // Up to 4 queries x 64 columns per pass.
@@ -1296,15 +1282,6 @@ SVC_AVX512 void pv_rows_bf16(const float* P, int nq, size_t pstride, const uint1
       for (int a = 0; a < nqi; a++)
         for (int c = 0; c < nc; c++) _mm512_storeu_ps(O + (size_t)(i + a) * hd + d + 16 * c, o[a * 4 + c]);
     }
-  }
-}
-
-SVC_AVX512_BF16 void bf16_pairs(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst) {
-  for (int d = 0; d < n; d += 16) {
-    const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(r0 + d)));
-    const __m512i hi = r1 ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(r1 + d))), 16)
-                          : _mm512_setzero_si512();
-    _mm512_storeu_si512(dst + d, _mm512_or_si512(lo, hi));
   }
 }
 
@@ -1538,8 +1515,6 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .qk_tile = qk_tile,
       .pv_tile = pv_tile,
       .qk_tile_bf16 = qk_tile_bf16,
-      .pv_tile_bf16 = pv_tile_bf16,
-      .bf16_pairs = bf16_pairs,
       .pv_rows_bf16 = pv_rows_bf16,
       .fp8_to_bf16 = fp8_to_bf16,
       .f32_to_bf16 = f32_to_bf16,
