@@ -136,9 +136,10 @@ struct Call {
   float scale, softcap;
   const float* sinks;
   float* parts;
-  // bf16 mode (bf16 / fp8 K and V on a CPU with AVX512_BF16): queries and keys are bf16 and scored
-  // with vdpbf16ps; the f32 weights meet the values widened from bf16. fp8 rows decode exactly to
-  // bf16 without their layer scale: k_mult joins the queries' scale and v_mult the outputs'.
+  // bf16 mode (bf16 / fp8 K and V on a CPU with AVX512_BF16): queries, keys, softmax weights and
+  // values are bf16 and multiplied with vdpbf16ps (values in key pairs). fp8 rows decode exactly to
+  // bf16 without their layer scale: k_mult joins the queries' scale and v_mult the outputs'. Every
+  // row takes this path, so a row's bits do not depend on its chunking.
   bool bf16;
   float k_mult, v_mult;
 };
@@ -238,9 +239,12 @@ void run_task(const Call& c, const Task& tk, int ith) {
   const int nq = nqh * nkv;
   // Query qi = (kv head k - kvh0, row j - j0, head g within the group) at ((k - kvh0) * rows + j - j0) *
   // group + g: one KV head's queries are contiguous, so one tile call serves them all.
-  const size_t sstride = (size_t)bs, kv_vals = (size_t)bs * nkv * hd;
+  const size_t sstride = (size_t)(bs + 1) & ~size_t(1);  // even: bf16 weights go in key pairs
+  const size_t npairs_max = sstride / 2, kv_vals = (size_t)bs * nkv * hd;
   const size_t bytes = ((size_t)nq * hd * 4 + 64) * 2 + ((size_t)nq * 4 + 64) * 2 + ((size_t)nqh * sstride * 4 + 64) +
-                       (c.bf16 ? ((size_t)nq * hd * 2 + 64) + (kv_vals * 2 + 64) * 2 : (kv_vals * 4 + 64) * 2);
+                       (c.bf16 ? ((size_t)nq * hd * 2 + 64) + ((size_t)nqh * npairs_max * 4 + 64) + (kv_vals * 2 + 64) * 2 +
+                                     (npairs_max * nkv * hd * 4 + 64)
+                               : (kv_vals * 4 + 64) * 2);
   Carver cv{static_cast<uint8_t*>(ThreadPool::instance().thread_scratch(ith, bytes))};
   float* Q = cv.take<float>((size_t)nq * hd);  // pre-scaled
   float* O = cv.take<float>((size_t)nq * hd);
@@ -281,19 +285,32 @@ void run_task(const Call& c, const Task& tk, int ith) {
     }
   } else {
     uint16_t* Qb = cv.take<uint16_t>((size_t)nq * hd);
+    uint32_t* Pb = cv.take<uint32_t>((size_t)nqh * npairs_max);
     uint16_t* Kbuf = cv.take<uint16_t>(kv_vals);
     uint16_t* Vbuf = cv.take<uint16_t>(kv_vals);
+    uint32_t* Vp = cv.take<uint32_t>(npairs_max * nkv * hd);  // [key pair][KV head][column]
     K.f32_to_bf16(Q, Qb, (int64_t)nq * hd);
     for (int blk = blk0; blk < blk_end; blk++) {
-      const int t0 = blk * bs, nt = std::min(bs, last + 1 - t0);
+      const int t0 = blk * bs, nt = std::min(bs, last + 1 - t0), npairs = (nt + 1) / 2;
       size_t kstride, vstride;
       const uint16_t* Kr = block_rows_bf16(c, L.k, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
       const uint16_t* Vr = block_rows_bf16(c, L.v, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
+      // Values in key pairs for every KV head at once (an odd last key pairs with zeros).
+      for (int p = 0; p < npairs; p++) {
+        const uint16_t* r0 = Vr + (size_t)(2 * p) * vstride;
+        K.bf16_pairs(r0, 2 * p + 1 < nt ? r0 + vstride : nullptr, nkv * hd, Vp + (size_t)p * nkv * hd);
+      }
       for (int k = 0; k < nkv; k++) {
         const size_t q0 = (size_t)k * nqh;
         K.qk_tile_bf16(Qb + q0 * hd, nqh, Kr + (size_t)k * hd, kstride, nt, hd, S, sstride);
         softmax_block(c, S, sstride, rows, offset + tk.j0, t0, nt, q0, M, Ls, O);
-        K.pv_rows_bf16(S, nqh, sstride, Vr + (size_t)k * hd, vstride, nt, hd, O + q0 * hd);
+        // Weights to bf16 pairs; a key past nt weighs 0.
+        for (int i = 0; i < nqh; i++) {
+          float* Si = S + (size_t)i * sstride;
+          if (nt % 2) Si[nt] = 0.0f;
+          K.f32_to_bf16(Si, reinterpret_cast<uint16_t*>(Pb + (size_t)i * npairs_max), 2 * npairs);
+        }
+        K.pv_tile_bf16(Pb, nqh, npairs_max, Vp + (size_t)k * hd, (size_t)nkv * hd, npairs, hd, O + q0 * hd);
       }
     }
   }

@@ -124,9 +124,13 @@ struct Kernels {
   // S[i * sstride + t] = dot(Q row i, K row t), Q rows hd apart, K rows kstride apart.
   void (*qk_tile_bf16)(const uint16_t* Q, int nq, const uint16_t* K, size_t kstride, int nk, int hd, float* S,
                        size_t sstride);
-  // O row i += sum_t P[i * pstride + t] * V row t for bf16 V rows vstride apart (widened as read) and
-  // f32 weights. O rows are hd floats apart.
-  void (*pv_rows_bf16)(const float* P, int nq, size_t pstride, const uint16_t* V, size_t vstride, int nk, int hd, float* O);
+  // O row i += sum over key pairs p of P[i * pstride + p] . V[p * vpstride ..]: each P dword holds two
+  // keys' bf16 weights (low half the even key), each V dword the two keys' bf16 values of one column
+  // (bf16_pairs makes them). O rows are hd floats apart.
+  void (*pv_tile_bf16)(const uint32_t* P, int nq, size_t pstride, const uint32_t* V, size_t vpstride, int npairs, int hd,
+                       float* O);
+  // dst[d] = r0[d] | r1[d] << 16 for d < n (r1 null: zeros).
+  void (*bf16_pairs)(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst);
   // fp8 codes to bf16 without the layer scale: exact (value = code's e4m3 value / 256).
   void (*fp8_to_bf16)(const uint8_t* src, uint16_t* dst, int64_t n);
   // Round to nearest even.

@@ -1258,32 +1258,48 @@ SVC_AVX512_BF16 void qk_tile_bf16(const uint16_t* Q, int nq, const uint16_t* K, 
   }
 }
 
-// O row i += sum_t P[i * pstride + t] * V[t] with bf16 V rows (vstride apart) widened on the fly and
-// f32 weights: for few queries (decode), where pairing the values would cost more than it saves.
-// Up to 4 queries x 64 columns per pass.
-SVC_AVX512 void pv_rows_bf16(const float* P, int nq, size_t pstride, const uint16_t* V, size_t vstride, int nk, int hd,
-                             float* O) {
-  for (int i = 0; i < nq; i += 4) {
-    const int nqi = nq - i < 4 ? nq - i : 4;
-    for (int d = 0; d < hd; d += 64) {
-      const int nc = (hd - d) / 16 < 4 ? (hd - d) / 16 : 4;  // hd % 32 == 0: 2 or 4 vectors
-      __m512 o[16];
-      for (int a = 0; a < nqi; a++)
-        for (int c = 0; c < nc; c++) o[a * 4 + c] = _mm512_loadu_ps(O + (size_t)(i + a) * hd + d + 16 * c);
-      for (int t = 0; t < nk; t++) {
-        const uint16_t* vt = V + (size_t)t * vstride + d;
-        __m512 vv[4];
-        for (int c = 0; c < nc; c++) vv[c] = WBF16::widen(_mm256_loadu_si256((const __m256i*)(vt + 16 * c)));
-        for (int a = 0; a < nqi; a++) {
-          const __m512 p = _mm512_set1_ps(P[(size_t)(i + a) * pstride + t]);
-          for (int c = 0; c < nc; c++) o[a * 4 + c] = _mm512_fmadd_ps(p, vv[c], o[a * 4 + c]);
+// pv_tile with bf16 key pairs: 4 queries x 64 columns per pass, two keys per instruction.
+SVC_AVX512_BF16 void pv_tile_bf16(const uint32_t* P, int nq, size_t pstride, const uint32_t* V, size_t vpstride, int npairs,
+                                  int hd, float* O) {
+  int i = 0;
+  if (hd % 64 == 0)
+    for (; i + 4 <= nq; i += 4)
+      for (int d = 0; d < hd; d += 64) {
+        __m512 o[16];
+        for (int a = 0; a < 4; a++)
+          for (int c = 0; c < 4; c++) o[a * 4 + c] = _mm512_loadu_ps(O + (size_t)(i + a) * hd + d + 16 * c);
+        for (int p = 0; p < npairs; p++) {
+          const uint32_t* vp = V + (size_t)p * vpstride + d;
+          __m512i vv[4];
+          for (int c = 0; c < 4; c++) vv[c] = _mm512_loadu_si512(vp + 16 * c);
+          for (int a = 0; a < 4; a++) {
+            const __m512i w = _mm512_set1_epi32((int)P[(size_t)(i + a) * pstride + p]);
+            for (int c = 0; c < 4; c++) o[a * 4 + c] = dot_bf16(o[a * 4 + c], w, vv[c]);
+          }
         }
+        for (int a = 0; a < 4; a++)
+          for (int c = 0; c < 4; c++) _mm512_storeu_ps(O + (size_t)(i + a) * hd + d + 16 * c, o[a * 4 + c]);
       }
-      for (int a = 0; a < nqi; a++)
-        for (int c = 0; c < nc; c++) _mm512_storeu_ps(O + (size_t)(i + a) * hd + d + 16 * c, o[a * 4 + c]);
+  for (; i < nq; i++)
+    for (int d = 0; d < hd; d += 16) {
+      float* od = O + (size_t)i * hd + d;
+      __m512 acc = _mm512_loadu_ps(od);
+      for (int p = 0; p < npairs; p++)
+        acc = dot_bf16(acc, _mm512_set1_epi32((int)P[(size_t)i * pstride + p]), _mm512_loadu_si512(V + (size_t)p * vpstride + d));
+      _mm512_storeu_ps(od, acc);
     }
+}
+
+
+SVC_AVX512_BF16 void bf16_pairs(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst) {
+  for (int d = 0; d < n; d += 16) {
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(r0 + d)));
+    const __m512i hi = r1 ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(r1 + d))), 16)
+                          : _mm512_setzero_si512();
+    _mm512_storeu_si512(dst + d, _mm512_or_si512(lo, hi));
   }
 }
+
 
 // 32 codes per step in integer ops: a code with exponent field e > 0 is sign | (e + 112) << 7 | m << 4
 // (its e4m3 value / 256), and the eight magnitudes with e == 0 (zero and the subnormals m · 2^-17
@@ -1515,7 +1531,8 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .qk_tile = qk_tile,
       .pv_tile = pv_tile,
       .qk_tile_bf16 = qk_tile_bf16,
-      .pv_rows_bf16 = pv_rows_bf16,
+      .pv_tile_bf16 = pv_tile_bf16,
+      .bf16_pairs = bf16_pairs,
       .fp8_to_bf16 = fp8_to_bf16,
       .f32_to_bf16 = f32_to_bf16,
       .exp_sum = exp_sum,
