@@ -1,11 +1,13 @@
 // storeKv and attention over the paged KV cache ([numBlocks][blockSize][numKvHeads] rows, a row
 // being one head vector in its dtype's row_bytes(headDim) bytes). K and V each have their own dtype;
 // its traits row (dtypes.h) names the codec slots, resolved once per op. Attention is flash-style:
-// each task owns some query rows of one sequence and the query heads that share one KV head; it walks
-// the sequence's KV blocks once, decoding each block (f32 is read in place) into scratch, and keeps a
+// each task owns some query rows of one sequence, the query heads of one or all KV heads, and a range
+// of its KV blocks; it walks them once, decoding each block (f32 / bf16 are read in place) into
+// scratch, scores a KV head's queries against the block in one register-tiled call, and keeps a
 // running max, denominator and output per query (online softmax), so no [queries x keys] score
-// matrix is ever materialised. Rotated dtypes (turbo) decode to R·x: a task rotates its queries once
-// when K is rotated (q·k = Rq·Rk) and un-rotates its outputs once when V is.
+// matrix is ever materialised. Decode rows split their keys (split-K) and a reduction merges the
+// parts. Rotated dtypes (turbo) decode to R·x: a task rotates its queries once when K is rotated
+// (q·k = Rq·Rk) and un-rotates its outputs once when V is. docs/architecture.md has the details.
 #include <napi.h>
 
 #include <algorithm>
