@@ -8,6 +8,7 @@
         "native/cpu_features.cc",
         "native/threadpool.cc",
         "native/runtime.cc",
+        "native/bandwidth.cc",
         "native/dtypes.cc",
         "native/dequant.cc",
         "native/dequant_iq.cc",

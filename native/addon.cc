@@ -13,6 +13,7 @@ void InitGatedDelta(Napi::Env env, Napi::Object exports);
 void InitMlaAttention(Napi::Env env, Napi::Object exports);
 void InitSsdScan(Napi::Env env, Napi::Object exports);
 void InitRuntime(Napi::Env env, Napi::Object exports);
+void InitBandwidth(Napi::Env env, Napi::Object exports);
 }  // namespace svc
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -26,6 +27,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   svc::InitMlaAttention(env, exports);
   svc::InitSsdScan(env, exports);
   svc::InitRuntime(env, exports);
+  svc::InitBandwidth(env, exports);
   return exports;
 }
 

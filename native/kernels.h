@@ -156,6 +156,12 @@ struct Kernels {
   KvDecodeFn kv_decode_turbo3;
   KvDecodeFn kv_decode_turbo4;
   KvDecodeFn kv_decode_turbo8;
+
+  // ---- machine probe ----
+  // XOR of every 8-byte word of p[0, bytes) (bytes % 256 == 0, p 64-byte aligned): a pure streaming
+  // read, the bench's memory-bandwidth roofline (native/bandwidth.cc). The result only keeps the
+  // loads from being elided.
+  uint64_t (*read_sum)(const uint8_t* p, size_t bytes);
 };
 
 extern const Kernels kScalarKernels;

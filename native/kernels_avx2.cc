@@ -1059,6 +1059,19 @@ SVC_AVX2 void kv_decode_turbo(const uint8_t* src, float* dst, int n, double) {
   for (; i < n; i++) dst[i] = cb.c[turbo_index<B>(q, i)] * a;
 }
 
+SVC_AVX2 uint64_t read_sum(const uint8_t* p, size_t bytes) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i < bytes; i += 128) {
+    a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  const __m256i a = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  return (uint64_t)(_mm256_extract_epi64(a, 0) ^ _mm256_extract_epi64(a, 1) ^ _mm256_extract_epi64(a, 2) ^
+                    _mm256_extract_epi64(a, 3));
+}
+
 }  // namespace
 
 const Kernels kAvx2Kernels = {
@@ -1127,6 +1140,7 @@ const Kernels kAvx2Kernels = {
     .kv_decode_turbo3 = kv_decode_turbo<3>,
     .kv_decode_turbo4 = kv_decode_turbo<4>,
     .kv_decode_turbo8 = kv_decode_turbo<8>,
+    .read_sum = read_sum,
 };
 
 }  // namespace svc

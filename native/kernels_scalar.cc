@@ -243,6 +243,18 @@ void kv_encode_fp8(const float* src, uint8_t* dst, int n, double scale) {
   for (int i = 0; i < n; i++) dst[i] = f32_to_fp8((float)((double)src[i] / scale));
 }
 
+uint64_t read_sum(const uint8_t* p, size_t bytes) {
+  const uint64_t* w = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  for (size_t i = 0; i < bytes / 8; i += 4) {
+    a0 ^= w[i];
+    a1 ^= w[i + 1];
+    a2 ^= w[i + 2];
+    a3 ^= w[i + 3];
+  }
+  return a0 ^ a1 ^ a2 ^ a3;
+}
+
 }  // namespace
 
 const Kernels kScalarKernels = {
@@ -313,6 +325,7 @@ const Kernels kScalarKernels = {
     .kv_decode_turbo3 = kv_decode_turbo_row<3>,
     .kv_decode_turbo4 = kv_decode_turbo_row<4>,
     .kv_decode_turbo8 = kv_decode_turbo_row<8>,
+    .read_sum = read_sum,
 };
 
 }  // namespace svc

@@ -248,6 +248,8 @@ export interface NativeAddon {
   setSpinMicros(us: number): void;
   /** The C++ traits rows, each at its code (native/dtypes.cc). */
   dtypeTraits(): NativeDTypeTraits;
+  /** native/bandwidth.cc: the kernel threads stream a `bytes` buffer `passes` times; the best pass. */
+  measureReadBandwidth(bytes: number, passes: number): NativeReadBandwidth;
 }
 
 export interface NativeDTypeTraits {
@@ -318,6 +320,19 @@ export function nativeInfo(): NativeInfo {
 /** The addon's dtype traits rows (for the test that they agree with WEIGHT_DTYPES / KV_DTYPES). */
 export function nativeDTypeTraits(): NativeDTypeTraits {
   return loadAddon().dtypeTraits();
+}
+
+export interface NativeReadBandwidth {
+  gbPerS: number;
+  bytes: number;
+  passes: number;
+  threads: number;
+  path: string;
+}
+
+/** Memory read bandwidth as svc's kernel threads stream it (the benches' roofline). Blocks the caller. */
+export function measureNativeReadBandwidth(bytes: number, passes: number): NativeReadBandwidth {
+  return loadAddon().measureReadBandwidth(bytes, passes);
 }
 
 /** Force a kernel path (tests of the fallbacks); throws when the CPU lacks it. */
