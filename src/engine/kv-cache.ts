@@ -55,9 +55,15 @@ function latentRowDim(config: ModelConfig, k: KvDType): number | null {
  * One zeroed KvLayer per model layer (a recurrent layer's with empty k / v; an MLA layer's one latent
  * head in k, v empty), laid out [numBlocks][blockSize][numKvHeads] rows of
  * rowBytes(headDim) bytes, keys and values in the plan's dtypes. Each k/v gets its own ArrayBuffer so
- * typed views over it (Float32Array, Uint16Array) are aligned.
+ * typed views over it (Float32Array, Uint16Array) are aligned; `alloc` (Ops.allocateLarge) makes them.
  */
-export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSize: number, plan: KvDTypePlan): KvLayer[] {
+export function allocateKvCache(
+  config: ModelConfig,
+  numBlocks: number,
+  blockSize: number,
+  plan: KvDTypePlan,
+  alloc: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
+): KvLayer[] {
   if (!Number.isInteger(numBlocks) || numBlocks <= 0) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
   if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
   return kvLayerDTypes(plan, config.numLayers).map(({ k, v }, l) => {
@@ -71,7 +77,7 @@ export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSiz
         blockSize,
         numKvHeads: 1,
         headDim: latent,
-        k: new Uint8Array(numBlocks * blockSize * KV_DTYPES[k].rowBytes(latent)),
+        k: alloc(numBlocks * blockSize * KV_DTYPES[k].rowBytes(latent)),
         v: new Uint8Array(0),
         kScale: 1,
         vScale: 1,
@@ -84,8 +90,8 @@ export function allocateKvCache(config: ModelConfig, numBlocks: number, blockSiz
       blockSize,
       numKvHeads: config.numKvHeads,
       headDim: config.headDim,
-      k: new Uint8Array(rows * KV_DTYPES[k].rowBytes(config.headDim)),
-      v: new Uint8Array(rows * KV_DTYPES[v].rowBytes(config.headDim)),
+      k: alloc(rows * KV_DTYPES[k].rowBytes(config.headDim)),
+      v: alloc(rows * KV_DTYPES[v].rowBytes(config.headDim)),
       kScale: 1,
       vScale: 1,
     };

@@ -3,7 +3,8 @@
 // op's own wall time and no device synchronization is needed; the reference ops are plain
 // TypeScript. Three groups are kept, per name: calls, total and longest time.
 //   op      every Ops method (withProfile), prepareWeight included (model load);
-//   matmul  matmul again, by weight dtype and by the activation rows n (n = 1 is a lone decode);
+//   matmul  matmul again, by weight dtype and by the activation rows n (n = 1 is a lone decode),
+//           and attention again, split into calls whose rows all decode and calls with a prefill;
 //   step    the step loop's parts that are not ops (timeMethod, timed): schedule, forward (the
 //           whole pass: its ops and the JavaScript between them), sample, postprocess.
 import type { Ops } from '../kernels/ops.js';
@@ -106,10 +107,14 @@ export function timeMethod<K extends string, T extends Record<K, (...args: never
 export function withProfile(ops: Ops, profile: OpProfile): Ops {
   const t = <A extends unknown[], R>(name: string, fn: (...args: A) => R) => profile.timed('ops', name, fn);
   const matmul = profile.stat('ops', 'matmul');
+  const attention = profile.stat('ops', 'attention');
+  const attentionDecode = profile.stat('matmul', 'attention, decode rows only');
+  const attentionPrefill = profile.stat('matmul', 'attention, with prefill rows');
   return {
     name: ops.name,
     prepareWeight: t('prepareWeight', (w) => ops.prepareWeight(w)),
     ...(ops.packedLayout ? { packedLayout: ops.packedLayout } : {}),
+    ...(ops.allocateLarge ? { allocateLarge: ops.allocateLarge } : {}),
     matmul: (x, n, w, y, bias) => {
       const t0 = performance.now();
       ops.matmul(x, n, w, y, bias);
@@ -135,7 +140,13 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
       ops.bidirectionalAttention(q, nq, k, v, nk, numHeads, headDim, scale, out),
     ),
     storeKv: t('storeKv', (layer, k, v, n, slots) => ops.storeKv(layer, k, v, n, slots)),
-    attention: t('attention', (q, layer, seqs, params, out) => ops.attention(q, layer, seqs, params, out)),
+    attention: (q, layer, seqs, params, out) => {
+      const t0 = performance.now();
+      ops.attention(q, layer, seqs, params, out);
+      const ms = performance.now() - t0;
+      attention.add(ms);
+      (seqs.every((s) => s.qLen === 1) ? attentionDecode : attentionPrefill).add(ms);
+    },
     storeLatentKv: t('storeLatentKv', (layer, latent, n, slots) => ops.storeLatentKv(layer, latent, n, slots)),
     mlaAttention: t('mlaAttention', (q, layer, seqs, params, out) => ops.mlaAttention(q, layer, seqs, params, out)),
     moe: t('moe', (x, n, experts, ids, weights, k, out) => ops.moe(x, n, experts, ids, weights, k, out)),

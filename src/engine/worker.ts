@@ -370,7 +370,7 @@ function start(options: EngineOptions): void {
     // --world-size 2: the link to rank 1 listens from now on, while the rest loads.
     const ep = options.expertParallel ? startExpertParallel(checkpoint, options.expertParallel) : null;
     const model = createModel(checkpoint, ops, ep?.modelOptions);
-    const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes);
+    const kv = allocateKvCache(config, plan.numBlocks, options.blockSize, kvDtypes, ops.allocateLarge);
     const spec = options.speculative;
     const built = spec
       ? buildDrafter(spec, { checkpoint, ops, model, kv, numBlocks: plan.numBlocks, blockSize: options.blockSize, mtp })

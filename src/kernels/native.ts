@@ -42,6 +42,8 @@ export interface NativeInfo {
 /** The raw addon surface (argument order is the C++ binding's, see native/*.cc). */
 export interface NativeAddon {
   mapFile(path: string): ArrayBuffer;
+  /** native/mmap.cc: zeroed bytes, 2 MiB aligned, transparent huge pages asked for; freed when collected. */
+  allocHugePages(bytes: number): ArrayBuffer;
   matmul(
     x: Float32Array,
     n: number,
@@ -805,6 +807,8 @@ export const nativeOps: Ops = {
     packedData.set(data, packedCode);
     return { dtype: w.dtype, rows: w.rows, cols: w.cols, data };
   },
+
+  allocateLarge: (bytes) => new Uint8Array(loadAddon().allocHugePages(bytes)),
 
   packedLayout: {
     // The version, and which packed layout each dtype goes to (a renumbered or re-routed dtype is another format).

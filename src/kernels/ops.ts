@@ -195,6 +195,11 @@ export interface Ops {
   prepareWeight(w: WeightMatrix): WeightMatrix;
   /** Set when prepareWeight repacks into a layout of its own that can be cached (PackedLayout). */
   readonly packedLayout?: PackedLayout;
+  /**
+   * Zeroed bytes for a large buffer this backend's kernels read at random (the KV cache), in the
+   * memory it reads fastest (nativeOps: transparent huge pages); absent: a plain Uint8Array.
+   */
+  readonly allocateLarge?: (bytes: number) => Uint8Array;
   /** y[n, w.rows] = x[n, w.cols] · wᵀ (+ bias[w.rows]). */
   matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void;
   /** out[i, :] = row ids[i] of table, as f32. */

@@ -33,7 +33,7 @@ export function formatProfileTable(p: ProfileSnapshot): string {
   const stepSum = p.step.reduce((sum, r) => sum + r.totalMs, 0);
   const blocks = [
     section('op', p.ops, (r) => (LOAD_OPS.has(r.name) ? 0 : forward)),
-    section('matmul by weight dtype, rows', p.matmul, () => forward),
+    section('matmul by weight dtype, rows; attention by rows', p.matmul, () => forward),
     section('step part', p.step, () => stepSum),
   ];
   const lines = blocks.flat();

@@ -7,6 +7,7 @@ import { allocateKvCache, kvBytesPerToken, kvLayerDTypes } from '../../src/engin
 import { decodeE2m1, decodeFp8, encodeE2m1, encodeFp8, FP8_E4M3_MAX, FP8_E4M3_TABLE, NVFP4_E2M1 } from '../../src/kernels/kv-codec.js';
 import { ALL_KV_DTYPES, decodeKvRow, encodeKvRow, KV_DTYPES, kvRowBytes, type KvDType } from '../../src/kernels/dtypes.js';
 import { llamaConfig } from '../helpers/model-config.js';
+import { loadAddon, nativeOps } from '../../src/kernels/native.js';
 
 const config = llamaConfig();
 
@@ -62,6 +63,28 @@ test('allocateKvCache: one layer per model layer, sized [blocks][blockSize][kvHe
     assert.equal(kvBytesPerToken(config, dtype), 2 * 3 * 2 * rowBytes);
   }
   assert.throws(() => allocateKvCache(config, 0, 4, 'f32'), RangeError);
+});
+
+test('allocateKvCache on the backend allocator: native huge-page buffers, zeroed, aligned, each its own', () => {
+  const alloc = nativeOps.allocateLarge;
+  assert.ok(alloc, 'nativeOps allocates large buffers itself');
+  const layers = allocateKvCache(config, 7, 4, 'bf16', alloc);
+  const seen = new Set<ArrayBufferLike>();
+  for (const layer of layers) {
+    for (const side of [layer.k, layer.v]) {
+      assert.equal(side.byteLength, 7 * 4 * 2 * KV_DTYPES.bf16.rowBytes(16));
+      assert.equal(side.byteOffset, 0);
+      assert.ok(side.every((b) => b === 0));
+      assert.ok(!seen.has(side.buffer));
+      seen.add(side.buffer);
+      side.fill(0xab); // writable to its end
+    }
+  }
+  const addon = loadAddon();
+  assert.equal(addon.allocHugePages(0).byteLength, 0);
+  assert.equal(addon.allocHugePages(3 << 20).byteLength, 3 << 20);
+  assert.throws(() => addon.allocHugePages(-1), /whole number of bytes/);
+  assert.throws(() => addon.allocHugePages(1.5), /whole number of bytes/);
 });
 
 test('KV row sizes for common head dims (bytes per head vector)', () => {

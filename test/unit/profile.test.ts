@@ -94,3 +94,34 @@ test('the table: one aligned section per group, shares of forward time, load ops
   const table = lines.slice(1).filter((l) => l !== '');
   assert.equal(new Set(table.map((l) => l.length)).size, 1);
 });
+
+test('attention is timed once as an op and again as decode-only or with-prefill calls', () => {
+  const profile = new OpProfile();
+  const ops = withProfile(referenceOps, profile);
+  const headDim = 4;
+  const kv = {
+    kDtype: 'f32' as const,
+    vDtype: 'f32' as const,
+    numBlocks: 2,
+    blockSize: 4,
+    numKvHeads: 1,
+    headDim,
+    k: new Uint8Array(2 * 4 * headDim * 4),
+    v: new Uint8Array(2 * 4 * headDim * 4),
+    kScale: 1,
+    vScale: 1,
+  };
+  const q = Float32Array.from({ length: 3 * headDim }, (_, i) => Math.sin(i));
+  const out = new Float32Array(3 * headDim);
+  const params = { numHeads: 1, scale: 0.5, slidingWindow: null, softcap: null };
+  const decode = [{ qStart: 0, qLen: 1, kvLen: 3, blockTable: Int32Array.of(0) }];
+  ops.attention(q, kv, decode, params, out);
+  ops.attention(q, kv, decode, params, out);
+  ops.attention(q, kv, [...decode, { qStart: 1, qLen: 2, kvLen: 2, blockTable: Int32Array.of(1) }], params, out);
+  const snap = profile.snapshot();
+  assert.equal(snap.ops.find((r) => r.name === 'attention')?.calls, 3);
+  assert.deepStrictEqual(snap.matmul.map((r) => [r.name, r.calls]).sort(), [
+    ['attention, decode rows only', 2],
+    ['attention, with prefill rows', 1],
+  ]);
+});
