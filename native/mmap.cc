@@ -14,17 +14,17 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 // mapFile(path, sequential?) -> ArrayBuffer backed by a read-only private mapping; unmapped when
 // collected. sequential: the caller reads it front to back (MADV_SEQUENTIAL); otherwise the whole
 // file is asked for ahead (MADV_WILLNEED).
-// allocHugePages(bytes) -> zeroed ArrayBuffer, 2 MiB aligned, with MADV_HUGEPAGE asked for (where
-// THP is 'madvise', as here, nothing else gets huge pages); freed when collected. The KV cache lives
-// there: attention reads a sequence's blocks from anywhere in a pool of gigabytes, and with 4 KiB
-// pages nearly every 16 KiB block costs its own TLB misses.
+// allocHugePages(bytes) -> zeroed ArrayBuffer from an anonymous mapping, 2 MiB aligned, with
+// MADV_HUGEPAGE asked for (THP is 'madvise' on this machine: nothing else gets huge pages); unmapped
+// when collected. Nothing is touched here, so memory is only committed where it is written, as for a
+// plain ArrayBuffer (the KV pool is sized for the worst case). The KV cache lives there: attention
+// reads a sequence's blocks from anywhere in a pool of gigabytes, and with 4 KiB pages nearly every
+// 16 KiB block costs its own TLB misses.
 static Napi::Value AllocHugePages(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const double want = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
@@ -33,15 +33,21 @@ static Napi::Value AllocHugePages(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   constexpr size_t kHuge = 2 << 20;
-  const size_t bytes = (size_t)want, cap = std::max(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
-  void* p = nullptr;
-  if (posix_memalign(&p, kHuge, cap) != 0) {
+  const size_t bytes = (size_t)want;
+  if (bytes == 0) return Napi::ArrayBuffer::New(env, 0);
+  const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
+  // Map one huge page more than needed and trim both ends, so the buffer starts on a 2 MiB boundary.
+  uint8_t* raw = static_cast<uint8_t*>(mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (raw == MAP_FAILED) {
     Napi::Error::New(env, "allocHugePages: out of memory (" + std::to_string(bytes) + " bytes)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  madvise(p, cap, MADV_HUGEPAGE);  // advisory: without THP the pages are simply small
-  std::memset(p, 0, bytes);
-  return Napi::ArrayBuffer::New(env, p, bytes, [](Napi::Env, void* data) { std::free(data); });
+  uint8_t* p = reinterpret_cast<uint8_t*>(((uintptr_t)raw + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
+  if (p > raw) munmap(raw, (size_t)(p - raw));
+  if (p + len < raw + len + kHuge) munmap(p + len, (size_t)(raw + len + kHuge - (p + len)));
+  madvise(p, len, MADV_HUGEPAGE);  // advisory: without THP the pages are simply small
+  return Napi::ArrayBuffer::New(
+      env, p, bytes, [](Napi::Env, void* data, size_t* len) { munmap(data, *len); delete len; }, new size_t(len));
 }
 
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
