@@ -44,10 +44,17 @@ test('svc serve --profile: per-op timings at /debug/profile and printed at shutd
     assert.ok(step.forward!.totalMs >= op('matmul')!.totalMs, 'ops are inside the forward passes');
     // The matmul breakdown: decode steps have one activation row.
     assert.ok(profile.matmul.some((r) => / n=1$/.test(r.name)));
+    // The same group splits attention into decode-only calls and calls with prefill rows.
+    const isAttention = (r: { name: string }) => r.name.startsWith('attention');
     assert.equal(
-      profile.matmul.reduce((n, r) => n + r.calls, 0),
+      profile.matmul.filter((r) => !isAttention(r)).reduce((n, r) => n + r.calls, 0),
       op('matmul')!.calls,
     );
+    assert.equal(
+      profile.matmul.filter(isAttention).reduce((n, r) => n + r.calls, 0),
+      op('attention')!.calls,
+    );
+    assert.ok(profile.matmul.some((r) => r.name === 'attention, decode rows only' && r.calls > 0));
 
     const table = await fetch(`${base}/debug/profile?format=text`);
     assert.equal(table.status, 200);
