@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <vector>
 
 #include "dequant.h"
 #include "dtypes.h"
@@ -122,6 +123,99 @@ void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w,
   });
 }
 
+// One matrix of matmul_shared: y[n, rows] = x · wᵀ (+ bias).
+struct SharedMat {
+  int dt, rows;
+  const uint8_t* w;
+  float* y;
+  const float* bias;
+};
+
+// Several matrices over the same activations (q/k/v, gate/up): the activations are quantized once per
+// distinct format and every matrix's tasks go to the pool in one dispatch, so a decode step pays one
+// wake-up and one quantization where it paid three. Each matrix's blocks are computed exactly as
+// matmul() computes them (same plan, kernels and activation rounding): the outputs are bit-identical.
+void matmul_shared(const float* x, int n, int cols, const std::vector<SharedMat>& mats) {
+  if (n == 0 || mats.empty()) return;
+  const Kernels& K = kernels();
+  const int nth = ThreadPool::instance().size();
+  struct Item {
+    WeightGemm g;
+    Plan p;
+    int fmt;  // index into formats, -1: f32 activations
+    int ntasks;
+  };
+  std::vector<Item> items;
+  std::vector<ActFormat> formats;
+  double macs = 0;
+  int64_t ntasks = 0;
+  for (const SharedMat& m : mats) {
+    Item it;
+    it.g = weight_gemm(K, m.dt);
+    it.fmt = -1;
+    if (it.g.int8()) {
+      auto f = std::find(formats.begin(), formats.end(), it.g.act);
+      it.fmt = (int)(f - formats.begin());
+      if (f == formats.end()) formats.push_back(it.g.act);
+    }
+    it.p = it.g.kind == GemmKind::Packed ? plan_packed(n, pack_groups(m.rows), cols, nth)
+                                         : plan(n, m.rows, it.g.kind == GemmKind::Quant ? (size_t)cols : (size_t)cols * 4, nth);
+    it.ntasks = m.rows == 0 ? 0 : it.p.nx * it.p.nr;
+    ntasks += it.ntasks;
+    macs += (double)n * m.rows * cols;
+    items.push_back(it);
+  }
+  // Each format's rows in its own region of the shared scratch.
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const ActFormat& f : formats) {
+    offsets.push_back(total);
+    total += round_up(QuantRows::bytes((size_t)n, cols, f), 64);
+  }
+  uint8_t* scratch = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(total));
+  std::vector<QuantRows> acts;
+  for (size_t i = 0; i < formats.size(); i++) {
+    acts.push_back(QuantRows::carve(scratch + offsets[i], (size_t)n, cols, formats[i]));
+    const QuantRows& q = acts.back();
+    const ActFormat& f = formats[i];
+    auto quant = [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; r++) q.quantize(K, x + (size_t)r * cols, (size_t)r, 0, cols, f);
+    };
+    if (n >= 16) parallel_for(n, 8, quant);
+    else quant(0, n, 0);
+  }
+  auto task = [&](int64_t b, int64_t e, int ith) {
+    size_t m = 0;
+    int64_t first = 0;  // first task of matrix m
+    for (int64_t t = b; t < e; t++) {
+      while (t >= first + items[m].ntasks) first += items[m++].ntasks;
+      const Item& it = items[m];
+      const SharedMat& sm = mats[m];
+      const int64_t local = t - first;
+      const int xi = (int)(local / it.p.nr), ri = (int)(local % it.p.nr);
+      const int i0 = xi * it.p.xchunk, i1 = std::min(n, i0 + it.p.xchunk);
+      GemmActs a;
+      if (it.fmt >= 0) a.q = acts[(size_t)it.fmt].at((size_t)i0);
+      else {
+        a.x = x + (size_t)i0 * cols;
+        a.ldx = (size_t)cols;
+      }
+      int r0, r1;
+      if (it.g.kind == GemmKind::Packed) {
+        r0 = kPackRows * ri * it.p.rchunk;
+        r1 = std::min(sm.rows, kPackRows * std::min(pack_groups(sm.rows), (ri + 1) * it.p.rchunk));
+      } else {
+        r0 = ri * it.p.rchunk;
+        r1 = std::min(sm.rows, r0 + it.p.rchunk);
+      }
+      gemm_block(K, it.g, i1 - i0, a, sm.w, sm.rows, cols, r0, r1, sm.y + (size_t)i0 * sm.rows + r0, (size_t)sm.rows, ith);
+      if (sm.bias) add_bias(sm.y, sm.rows, i0, i1, r0, r1, sm.bias);
+    }
+  };
+  if (macs < kSerialMacs) task(0, ntasks, 0);
+  else parallel_for(ntasks, 1, task);
+}
+
 // ---- bindings ----
 
 namespace {
@@ -200,6 +294,45 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// matmulShared(x, n, cols, dtype0, rows0, w0, y0, bias0, dtype1, ...): matmul_shared over the
+// matrices given five arguments each.
+Napi::Value MatmulShared(const Napi::CallbackInfo& info) {
+  Args a(info, "matmulShared");
+  const int n = (int)a.integer(1, "n", 0, INT32_MAX);
+  const int cols = (int)a.integer(2, "cols", 1, INT32_MAX);
+  if (!a.ok()) return info.Env().Undefined();
+  if (info.Length() < 8 || (info.Length() - 3) % 5 != 0) {
+    a.fail("expected (x, n, cols) and then (dtype, rows, w, y, bias) per matrix");
+    return info.Env().Undefined();
+  }
+  const float* x = a.f32(0, "x", (size_t)n * cols);
+  std::vector<SharedMat> mats;
+  for (size_t first = 3; first < info.Length(); first += 5) {
+    // weight_arg reads (dtype, rows, cols, data); cols is shared, so check it here.
+    WeightArg wa;
+    wa.dt = (int)a.integer(first, "dtype code", 0, kDTypeCount - 1);
+    wa.rows = (int)a.integer(first + 1, "rows", 0, INT32_MAX);
+    if (!a.ok()) return info.Env().Undefined();
+    wa.cols = cols;
+    wa.stride = row_bytes(wa.dt, cols);
+    if (wa.stride == 0) {
+      a.fail(std::string(dtype_traits(wa.dt).name) + " rows must be a multiple of " +
+             std::to_string(dtype_traits(wa.dt).block_elements) + " elements, got " + std::to_string(cols));
+      return info.Env().Undefined();
+    }
+    const size_t need = is_packed(wa.dt) ? packed_bytes(wa.dt, wa.rows, cols) : wa.stride * (size_t)wa.rows;
+    const uint8_t* w = a.u8(first + 2, "weight data", need);
+    float* y = a.f32(first + 3, "y", (size_t)n * wa.rows);
+    const float* bias = a.f32_or_null(first + 4, "bias", (size_t)wa.rows);
+    if (!a.ok()) return info.Env().Undefined();
+    mats.push_back({wa.dt, wa.rows, w, y, bias});
+  }
+  if (!a.ok()) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lk(op_mutex());
+  matmul_shared(x, n, cols, mats);
+  return info.Env().Undefined();
+}
+
 // embed(ids, dtype, rows, cols, wdata, out)
 Napi::Value Embed(const Napi::CallbackInfo& info) {
   Args a(info, "embed");
@@ -227,6 +360,7 @@ Napi::Value Embed(const Napi::CallbackInfo& info) {
 
 void InitMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul));
+  exports.Set("matmulShared", Napi::Function::New(env, MatmulShared));
   exports.Set("embed", Napi::Function::New(env, Embed));
   exports.Set("packWeight", Napi::Function::New(env, PackWeight));
   exports.Set("packedBytes", Napi::Function::New(env, PackedBytes));

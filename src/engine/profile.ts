@@ -3,11 +3,12 @@
 // op's own wall time and no device synchronization is needed; the reference ops are plain
 // TypeScript. Three groups are kept, per name: calls, total and longest time.
 //   op      every Ops method (withProfile), prepareWeight included (model load);
-//   matmul  matmul again, by weight dtype and by the activation rows n (n = 1 is a lone decode),
+//   matmul  matmul again, by weight dtype and by the activation rows n (n = 1 is a lone decode);
+//           matmulShared likewise, named 'shared ' and its dtypes;
 //           and attention again, split into calls whose rows all decode and calls with a prefill;
 //   step    the step loop's parts that are not ops (timeMethod, timed): schedule, forward (the
 //           whole pass: its ops and the JavaScript between them), sample, postprocess.
-import type { Ops } from '../kernels/ops.js';
+import type { MatmulPart, Ops } from '../kernels/ops.js';
 
 export interface ProfileRow {
   name: string;
@@ -107,6 +108,7 @@ export function timeMethod<K extends string, T extends Record<K, (...args: never
 export function withProfile(ops: Ops, profile: OpProfile): Ops {
   const t = <A extends unknown[], R>(name: string, fn: (...args: A) => R) => profile.timed('ops', name, fn);
   const matmul = profile.stat('ops', 'matmul');
+  const shared = profile.stat('ops', 'matmulShared');
   const attention = profile.stat('ops', 'attention');
   const attentionDecode = profile.stat('matmul', 'attention, decode rows only');
   const attentionPrefill = profile.stat('matmul', 'attention, with prefill rows');
@@ -122,6 +124,17 @@ export function withProfile(ops: Ops, profile: OpProfile): Ops {
       matmul.add(ms);
       profile.matmulStat(w.dtype, n).add(ms);
     },
+    ...(ops.matmulShared
+      ? {
+          matmulShared: (x: Float32Array, n: number, parts: readonly MatmulPart[]) => {
+            const t0 = performance.now();
+            ops.matmulShared!(x, n, parts);
+            const ms = performance.now() - t0;
+            shared.add(ms);
+            profile.matmulStat(`shared ${parts.map((p) => p.w.dtype).join('+')}`, n).add(ms);
+          },
+        }
+      : {}),
     embed: t('embed', (ids, table, out) => ops.embed(ids, table, out)),
     rmsnorm: t('rmsnorm', (x, rows, dim, weight, eps, out) => ops.rmsnorm(x, rows, dim, weight, eps, out)),
     rope: t('rope', (x, n, numHeads, headDim, positions, theta, style, freqs) =>

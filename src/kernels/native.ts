@@ -54,6 +54,8 @@ export interface NativeAddon {
     y: Float32Array,
     bias: Float32Array | undefined,
   ): void;
+  /** After (x, n, cols): (dtype, rows, w, y, bias) per matrix (native/matmul.cc matmul_shared). */
+  matmulShared(x: Float32Array, n: number, cols: number, ...parts: (number | Uint8Array | Float32Array | undefined)[]): void;
   embed(ids: Int32Array, dtype: number, rows: number, cols: number, w: Uint8Array, out: Float32Array): void;
   /** A dtype with a `packedCode` (Q8_0, Q4_0, the 32-element fallbacks, Q4_K-Q6_K) -> the packed layout of native/packed.h; undefined for other dtypes. */
   packWeight(dtype: number, rows: number, cols: number, w: Uint8Array): ArrayBuffer | undefined;
@@ -848,6 +850,30 @@ export const nativeOps: Ops = {
       checkLength('matmul', 'bias', bias, w.rows);
     }
     loadAddon().matmul(x, n, code, w.rows, w.cols, w.data, y, bias);
+  },
+
+  matmulShared(x, n, parts) {
+    checkCount('matmulShared', 'n', n);
+    checkKind('matmulShared', 'x', x, Float32Array);
+    if (parts.length === 0) return;
+    const cols = parts[0]!.w.cols;
+    checkLength('matmulShared', 'x', x, n * cols);
+    const args: (number | Uint8Array | Float32Array | undefined)[] = [];
+    for (const { w, y, bias } of parts) {
+      const code = checkWeight('matmulShared', w);
+      if (w.cols !== cols) fail('matmulShared', `every weight must have x's width ${cols}, got ${w.cols}`);
+      checkKind('matmulShared', 'y', y, Float32Array);
+      checkLength('matmulShared', 'y', y, n * w.rows);
+      if (overlaps(x, y)) fail('matmulShared', 'y must not overlap x');
+      if (bias !== undefined) {
+        checkKind('matmulShared', 'bias', bias, Float32Array);
+        checkLength('matmulShared', 'bias', bias, w.rows);
+      }
+      args.push(code, w.rows, w.data, y, bias);
+    }
+    for (let i = 0; i < parts.length; i++)
+      for (let j = 0; j < i; j++) if (overlaps(parts[i]!.y, parts[j]!.y)) fail('matmulShared', 'outputs must not overlap each other');
+    loadAddon().matmulShared(x, n, cols, ...args);
   },
 
   embed(ids, table, out) {

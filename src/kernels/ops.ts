@@ -189,6 +189,19 @@ export interface PackedLayout {
   adopt(dtype: DType, rows: number, cols: number, data: Uint8Array): WeightMatrix;
 }
 
+/** One matrix of a shared-input matmul: y[n, w.rows] = x · wᵀ (+ bias). */
+export interface MatmulPart {
+  w: WeightMatrix;
+  y: Float32Array;
+  bias?: Float32Array | undefined;
+}
+
+/** Each part's matmul over x: one ops.matmulShared call where the backend has it. */
+export function matmulParts(ops: Ops, x: Float32Array, n: number, parts: readonly MatmulPart[]): void {
+  if (ops.matmulShared) ops.matmulShared(x, n, parts);
+  else for (const p of parts) ops.matmul(x, n, p.w, p.y, p.bias);
+}
+
 export interface Ops {
   readonly name: string;
   /** Turn a loaded weight into whatever layout this backend multiplies fastest (may return it unchanged). */
@@ -202,6 +215,12 @@ export interface Ops {
   readonly allocateLarge?: (bytes: number) => Uint8Array;
   /** y[n, w.rows] = x[n, w.cols] · wᵀ (+ bias[w.rows]). */
   matmul(x: Float32Array, n: number, w: WeightMatrix, y: Float32Array, bias?: Float32Array): void;
+  /**
+   * matmul of each part over the same x (every w with x's width): the same results as the separate
+   * calls, in one call (nativeOps: the activations quantized once, one pool dispatch). Absent: call
+   * matmulParts, which falls back to separate matmuls.
+   */
+  matmulShared?(x: Float32Array, n: number, parts: readonly MatmulPart[]): void;
   /** out[i, :] = row ids[i] of table, as f32. */
   embed(ids: Int32Array, table: WeightMatrix, out: Float32Array): void;
   /** RMSNorm over each of `rows` rows of length dim: out = x / rms(x) * weight. out may alias x. */

@@ -44,11 +44,18 @@ test('svc serve --profile: per-op timings at /debug/profile and printed at shutd
     assert.ok(step.forward!.totalMs >= op('matmul')!.totalMs, 'ops are inside the forward passes');
     // The matmul breakdown: decode steps have one activation row.
     assert.ok(profile.matmul.some((r) => / n=1$/.test(r.name)));
-    // The same group splits attention into decode-only calls and calls with prefill rows.
+    // The same group has the shared-input matmuls (q/k/v, gate/up) and splits attention into
+    // decode-only calls and calls with prefill rows.
     const isAttention = (r: { name: string }) => r.name.startsWith('attention');
+    const isShared = (r: { name: string }) => r.name.startsWith('shared ');
     assert.equal(
-      profile.matmul.filter((r) => !isAttention(r)).reduce((n, r) => n + r.calls, 0),
+      profile.matmul.filter((r) => !isAttention(r) && !isShared(r)).reduce((n, r) => n + r.calls, 0),
       op('matmul')!.calls,
+    );
+    assert.ok((op('matmulShared')?.calls ?? 0) > 0, 'matmulShared was timed');
+    assert.equal(
+      profile.matmul.filter(isShared).reduce((n, r) => n + r.calls, 0),
+      op('matmulShared')!.calls,
     );
     assert.equal(
       profile.matmul.filter(isAttention).reduce((n, r) => n + r.calls, 0),

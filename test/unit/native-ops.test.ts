@@ -30,7 +30,7 @@ import {
 import { referenceOps } from '../../src/kernels/reference.js';
 import { f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
 import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type KvDType } from '../../src/kernels/dtypes.js';
-import type { AttentionSeq, KvLayer, WeightMatrix } from '../../src/kernels/ops.js';
+import { matmulParts, type AttentionSeq, type KvLayer, type WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
 import { FIXTURES } from '../helpers/paths.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
@@ -270,6 +270,62 @@ for (const path of PATHS) {
     const K_DTYPES: DType[] = ['q2_k', 'q4_k', 'q5_k', 'q6_k', 'q3_k', 'iq4_xs', 'iq3_xxs', 'iq3_s', 'tq2_0'];
     // The other 32-element block types: int8 kernels on the SIMD paths, decoded to f32 on scalar.
     const B32_DTYPES: DType[] = ['q4_1', 'q5_0', 'q5_1', 'iq4_nl'];
+
+    it('matmulShared gives each part the bits of its own matmul (mixed dtypes and activation formats, n = 1 … 40, bias)', () => {
+      const rand = rng(91);
+      const groups: DType[][] = [
+        ['q8_0', 'q8_0', 'q8_0'],
+        ['q4_k', 'q4_k', 'q6_k'],
+        ['q5_k', 'q8_0', 'q4_0', 'f32'],
+        ['bf16', 'iq4_xs'],
+        ['q5_0', 'q4_1', 'iq4_nl'],
+      ];
+      for (const dtypes of groups) {
+        const cols = 512;
+        const ws = dtypes.map((dt, i) => nativeOps.prepareWeight(makeWeight(rand, dt, [48, 16, 200, 33][i]!, cols)));
+        for (const n of [1, 2, 5, 17, 40]) {
+          const x = randomF32(rand, n * cols);
+          const parts = ws.map((w, i) => ({
+            w,
+            y: new Float32Array(n * w.rows),
+            bias: i === 1 ? randomF32(rand, w.rows) : undefined,
+          }));
+          nativeOps.matmulShared!(x, n, parts);
+          for (const p of parts) {
+            const want = new Float32Array(n * p.w.rows);
+            nativeOps.matmul(x, n, p.w, want, p.bias);
+            assert.deepStrictEqual(p.y, want, `${dtypes.join('+')} ${p.w.dtype} n=${n}`);
+          }
+        }
+      }
+      // matmulParts without matmulShared (the reference ops) runs the separate matmuls.
+      const w = makeWeight(rand, 'f32', 8, 64);
+      const x = randomF32(rand, 2 * 64);
+      const y = new Float32Array(16);
+      const want = new Float32Array(16);
+      matmulParts(referenceOps, x, 2, [{ w, y }]);
+      referenceOps.matmul(x, 2, w, want);
+      assert.deepStrictEqual(y, want);
+      const q = nativeOps.prepareWeight(makeWeight(rand, 'q8_0', 16, 64));
+      assert.throws(
+        () =>
+          nativeOps.matmulShared!(x, 2, [
+            { w: q, y: new Float32Array(32) },
+            { w: makeWeight(rand, 'f32', 4, 32), y },
+          ]),
+        /x's width/,
+      );
+      assert.throws(() => nativeOps.matmulShared!(x, 2, [{ w: q, y: x.subarray(0, 32) }]), /overlap/);
+      const shared = new Float32Array(32);
+      assert.throws(
+        () =>
+          nativeOps.matmulShared!(x, 2, [
+            { w: q, y: shared },
+            { w: q, y: shared },
+          ]),
+        /overlap each other/,
+      );
+    });
 
     it('matmul with f32 / f16 / bf16 weights matches the reference (odd shapes, n = 1, 3, 17, bias)', () => {
       const rand = rng(1);

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpProfile, timeMethod, withProfile } from '../../src/engine/profile.js';
 import { referenceOps } from '../../src/kernels/reference.js';
+import { nativeOps } from '../../src/kernels/native.js';
 import type { WeightMatrix } from '../../src/kernels/ops.js';
 import { formatProfileTable } from '../../src/ops/profile-table.js';
 
@@ -124,4 +125,28 @@ test('attention is timed once as an op and again as decode-only or with-prefill 
     ['attention, decode rows only', 2],
     ['attention, with prefill rows', 1],
   ]);
+});
+
+test('matmulShared is kept and timed when the backend has it, and absent when it does not', () => {
+  assert.equal(withProfile(referenceOps, new OpProfile()).matmulShared, undefined);
+  const profile = new OpProfile();
+  const ops = withProfile(nativeOps, profile);
+  const a = ops.prepareWeight(f32Weight(8, 32));
+  const b = ops.prepareWeight(f32Weight(4, 32));
+  const x = Float32Array.from({ length: 32 }, (_, i) => Math.cos(i));
+  const ya = new Float32Array(8);
+  const yb = new Float32Array(4);
+  ops.matmulShared!(x, 1, [
+    { w: a, y: ya },
+    { w: b, y: yb },
+  ]);
+  const want = new Float32Array(8);
+  nativeOps.matmul(x, 1, a, want);
+  assert.deepStrictEqual(ya, want);
+  const snap = profile.snapshot();
+  assert.equal(snap.ops.find((r) => r.name === 'matmulShared')?.calls, 1);
+  assert.deepStrictEqual(
+    snap.matmul.map((r) => [r.name, r.calls]),
+    [['shared f32+f32 n=1', 1]],
+  );
 });

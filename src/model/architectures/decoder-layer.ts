@@ -6,7 +6,15 @@
 // Options the Llama family leaves at their defaults give Gemma 2 / 3 (norms on both sides of each
 // sublayer, (1 + w) norm weights, a GELU-gated MLP, soft-capped attention, per-layer sliding window and
 // RoPE base) and OLMo 2 (norms on the sublayer outputs only, q/k norms over whole projections).
-import type { AttentionSeq, GeluKind, KvLayer, Ops, RopeFrequencies, WeightMatrix } from '../../kernels/ops.js';
+import {
+  matmulParts,
+  type AttentionSeq,
+  type GeluKind,
+  type KvLayer,
+  type Ops,
+  type RopeFrequencies,
+  type WeightMatrix,
+} from '../../kernels/ops.js';
 import type { ModelConfig } from '../types.js';
 import { MoeScratch, type MoeBlock } from './moe.js';
 import { applyRotary, linearRopeInvFreq, type RotaryOptions } from './rotary.js';
@@ -288,9 +296,11 @@ export function runDecoderLayer(
     ops.rmsnorm(hidden, n, c.hiddenSize, w.inputNorm, c.rmsNormEps, s.normed);
     x = s.normed;
   }
-  ops.matmul(x, n, w.q, s.q, w.qBias);
-  ops.matmul(x, n, w.k, s.k, w.kBias);
-  ops.matmul(x, n, w.v, s.v, w.vBias);
+  matmulParts(ops, x, n, [
+    { w: w.q, y: s.q, bias: w.qBias },
+    { w: w.k, y: s.k, bias: w.kBias },
+    { w: w.v, y: s.v, bias: w.vBias },
+  ]);
   if (w.qNorm && w.kNorm) {
     // Per head (rows of headDim), or over each token's whole projection (OLMo 2).
     const qDim = w.qNorm.length,
@@ -329,8 +339,10 @@ export function runDecoderLayer(
   }
   const mlp = w.mlp;
   if (mlp.kind === 'dense') {
-    ops.matmul(x, n, mlp.gate, s.gate);
-    ops.matmul(x, n, mlp.up, s.up);
+    matmulParts(ops, x, n, [
+      { w: mlp.gate, y: s.gate },
+      { w: mlp.up, y: s.up },
+    ]);
     const act = options.mlpActivation ?? 'silu';
     if (act === 'silu') ops.siluMul(s.gate, s.up, s.gate, n * c.intermediateSize);
     else ops.geluMul(s.gate, s.up, s.gate, n * c.intermediateSize, act);
