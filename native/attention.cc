@@ -399,16 +399,24 @@ void attention(const KvLayerView& L, const std::vector<Seq>& seqs, const float* 
     const int blocks = (s.kv_len + bs - 1) / bs;
     return std::min(blocks, std::max(1, (s.kv_len + kSplitKeys - 1) / kSplitKeys));
   };
-  // A task takes as many KV heads as still gives every thread a task: every head (whole blocks, read
-  // in address order) when there are enough (rows, key part) units, else the largest divisor of the
-  // head count that does. A token's rows are contiguous across heads, so fewer heads per task means
-  // shorter runs between strides (one head of fp8: 128 bytes per KiB), which the prefetchers follow
-  // badly; measured on a lone decode, whole blocks in one task per thread beat twice the tasks.
+  // A task takes as many KV heads as still gives the threads enough tasks: every head (whole blocks,
+  // read in address order) when there are enough (rows, key part) units, else the largest divisor of
+  // the head count that does. A token's rows are contiguous across heads, so fewer heads per task
+  // means shorter runs between strides (one head of fp8: 128 bytes per KiB), which the prefetchers
+  // follow badly; measured on a lone decode, whole blocks in one task per thread beat twice the
+  // tasks. Decode key parts are near equal, so one per thread balances; prefill row chunks are not
+  // (a partial last chunk, later rows seeing more keys), so a call with prefill rows asks for two.
   // Either way each query is computed alike.
   int64_t units = 0;
-  for (const Seq& s : seqs) units += s.q_len < kDecodeRows ? key_parts(s) : (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
+  bool prefill = false;
+  for (const Seq& s : seqs) {
+    const bool decode = s.q_len < kDecodeRows;
+    units += decode ? key_parts(s) : (s.q_len + kRowsPerTask - 1) / kRowsPerTask;
+    prefill = prefill || !decode;
+  }
+  const int64_t want = prefill ? 2 * nth : nth;
   int heads_per = L.kv_heads;
-  while (heads_per > 1 && units * (L.kv_heads / heads_per) < nth)
+  while (heads_per > 1 && units * (L.kv_heads / heads_per) < want)
     do heads_per--;
     while (L.kv_heads % heads_per != 0);
 
