@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <vector>
 
 #include "dequant.h"
 #include "dtypes.h"
@@ -61,24 +60,9 @@ void add_bias(float* y, int rows, int i0, int i1, int r0, int r1, const float* b
     for (int r = r0; r < r1; r++) y[(size_t)i * rows + r] += bias[r];
 }
 
-// Runs body(i0, i1, r0, r1, ith) over the task grid, serially when the whole product is tiny.
-template <class F>
-void for_tasks(const Plan& p, int n, int rows, double macs, F&& body) {
-  auto task = [&](int64_t b, int64_t e, int ith) {
-    for (int64_t t = b; t < e; t++) {
-      const int xi = (int)(t / p.nr), ri = (int)(t % p.nr);
-      const int i0 = xi * p.xchunk, r0 = ri * p.rchunk;
-      body(i0, std::min(n, i0 + p.xchunk), r0, std::min(rows, r0 + p.rchunk), ith);
-    }
-  };
-  const int64_t ntasks = (int64_t)p.nx * p.nr;
-  if (macs < kSerialMacs) task(0, ntasks, 0);
-  else parallel_for(ntasks, 1, task);
-}
-
-// Quantizes the n activation rows to int8 blocks in the pool's shared scratch (QuantRows).
-QuantRows quantize_acts(const Kernels& K, const float* x, int n, int cols, const ActFormat& f) {
-  const QuantRows q = QuantRows::carve(ThreadPool::instance().shared_scratch(QuantRows::bytes((size_t)n, cols, f)), (size_t)n, cols, f);
+// Quantizes the n activation rows to int8 blocks in buf (QuantRows::bytes of them).
+QuantRows quantize_acts(const Kernels& K, const float* x, int n, int cols, const ActFormat& f, void* buf) {
+  const QuantRows q = QuantRows::carve(buf, (size_t)n, cols, f);
   auto quant = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; i++) q.quantize(K, x + (size_t)i * cols, (size_t)i, 0, cols, f);
   };
@@ -89,40 +73,6 @@ QuantRows quantize_acts(const Kernels& K, const float* x, int n, int cols, const
 
 }  // namespace
 
-void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w, float* y, const float* bias) {
-  if (n == 0 || rows == 0) return;
-  const Kernels& K = kernels();
-  ThreadPool& pool = ThreadPool::instance();
-  const double macs = (double)n * rows * cols;
-  const WeightGemm G = weight_gemm(K, dt);
-
-  if (G.kind == GemmKind::Packed) {
-    const QuantRows xa = quantize_acts(K, x, n, cols, G.act);
-    const Plan p = plan_packed(n, pack_groups(rows), cols, pool.size());
-    for_tasks(p, n, pack_groups(rows), macs, [&](int i0, int i1, int g0, int g1, int ith) {
-      const int r0 = kPackRows * g0, r1 = std::min(rows, kPackRows * g1);
-      GemmActs a;
-      a.q = xa.at((size_t)i0);
-      gemm_block(K, G, i1 - i0, a, w, rows, cols, r0, r1, y + (size_t)i0 * rows + r0, (size_t)rows, ith);
-      if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
-    });
-    return;
-  }
-
-  GemmActs a;
-  QuantRows xa;
-  if (G.kind == GemmKind::Quant) xa = quantize_acts(K, x, n, cols, G.act);
-  else a.ldx = (size_t)cols;
-  const Plan p = plan(n, rows, G.kind == GemmKind::Quant ? (size_t)cols : (size_t)cols * 4, pool.size());
-  for_tasks(p, n, rows, macs, [&](int i0, int i1, int r0, int r1, int ith) {
-    GemmActs ai = a;
-    if (G.kind == GemmKind::Quant) ai.q = xa.at((size_t)i0);
-    else ai.x = x + (size_t)i0 * cols;
-    gemm_block(K, G, i1 - i0, ai, w, rows, cols, r0, r1, y + (size_t)i0 * rows + r0, (size_t)rows, ith);
-    if (bias) add_bias(y, rows, i0, i1, r0, r1, bias);
-  });
-}
-
 // One matrix of matmul_shared: y[n, rows] = x · wᵀ (+ bias).
 struct SharedMat {
   int dt, rows;
@@ -130,62 +80,56 @@ struct SharedMat {
   float* y;
   const float* bias;
 };
+constexpr int kMaxShared = 8;  // matrices per matmul_shared call
 
-// Several matrices over the same activations (q/k/v, gate/up): the activations are quantized once per
-// distinct format and every matrix's tasks go to the pool in one dispatch, so a decode step pays one
-// wake-up and one quantization where it paid three. Each matrix's blocks are computed exactly as
-// matmul() computes them (same plan, kernels and activation rounding): the outputs are bit-identical.
-void matmul_shared(const float* x, int n, int cols, const std::vector<SharedMat>& mats) {
-  if (n == 0 || mats.empty()) return;
+// Several matrices over the same activations (q/k/v, gate/up; matmul() is the case of one): the
+// activations are quantized once per distinct format and every matrix's tasks go to the pool in one
+// dispatch, so a decode step pays one wake-up and one quantization where it paid three. Each matrix's
+// blocks are planned and computed as they would be alone, so the outputs are the bits of separate
+// matmuls. Fixed-size bookkeeping: nothing is allocated per call.
+void matmul_shared(const float* x, int n, int cols, const SharedMat* mats, int count) {
+  if (n == 0 || count <= 0) return;
   const Kernels& K = kernels();
   const int nth = ThreadPool::instance().size();
   struct Item {
     WeightGemm g;
     Plan p;
     int fmt;  // index into formats, -1: f32 activations
-    int ntasks;
+    int64_t ntasks;
   };
-  std::vector<Item> items;
-  std::vector<ActFormat> formats;
+  Item items[kMaxShared];
+  ActFormat formats[kMaxShared];
+  QuantRows acts[kMaxShared];
+  int nformats = 0;
   double macs = 0;
   int64_t ntasks = 0;
-  for (const SharedMat& m : mats) {
-    Item it;
-    it.g = weight_gemm(K, m.dt);
+  size_t scratch_bytes = 0;
+  for (int m = 0; m < count; m++) {
+    Item& it = items[m];
+    it.g = weight_gemm(K, mats[m].dt);
     it.fmt = -1;
     if (it.g.int8()) {
-      auto f = std::find(formats.begin(), formats.end(), it.g.act);
-      it.fmt = (int)(f - formats.begin());
-      if (f == formats.end()) formats.push_back(it.g.act);
+      it.fmt = (int)(std::find(formats, formats + nformats, it.g.act) - formats);
+      if (it.fmt == nformats) {
+        formats[nformats++] = it.g.act;
+        scratch_bytes += round_up(QuantRows::bytes((size_t)n, cols, it.g.act), 64);
+      }
     }
-    it.p = it.g.kind == GemmKind::Packed ? plan_packed(n, pack_groups(m.rows), cols, nth)
-                                         : plan(n, m.rows, it.g.kind == GemmKind::Quant ? (size_t)cols : (size_t)cols * 4, nth);
-    it.ntasks = m.rows == 0 ? 0 : it.p.nx * it.p.nr;
+    const int rows = mats[m].rows;
+    it.p = it.g.kind == GemmKind::Packed ? plan_packed(n, pack_groups(rows), cols, nth)
+                                         : plan(n, rows, it.g.kind == GemmKind::Quant ? (size_t)cols : (size_t)cols * 4, nth);
+    it.ntasks = rows == 0 ? 0 : (int64_t)it.p.nx * it.p.nr;
     ntasks += it.ntasks;
-    macs += (double)n * m.rows * cols;
-    items.push_back(it);
+    macs += (double)n * rows * cols;
   }
   // Each format's rows in its own region of the shared scratch.
-  std::vector<size_t> offsets;
-  size_t total = 0;
-  for (const ActFormat& f : formats) {
-    offsets.push_back(total);
-    total += round_up(QuantRows::bytes((size_t)n, cols, f), 64);
-  }
-  uint8_t* scratch = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(total));
-  std::vector<QuantRows> acts;
-  for (size_t i = 0; i < formats.size(); i++) {
-    acts.push_back(QuantRows::carve(scratch + offsets[i], (size_t)n, cols, formats[i]));
-    const QuantRows& q = acts.back();
-    const ActFormat& f = formats[i];
-    auto quant = [&](int64_t b, int64_t e, int) {
-      for (int64_t r = b; r < e; r++) q.quantize(K, x + (size_t)r * cols, (size_t)r, 0, cols, f);
-    };
-    if (n >= 16) parallel_for(n, 8, quant);
-    else quant(0, n, 0);
+  uint8_t* scratch = static_cast<uint8_t*>(ThreadPool::instance().shared_scratch(scratch_bytes));
+  for (int f = 0; f < nformats; f++) {
+    acts[f] = quantize_acts(K, x, n, cols, formats[f], scratch);
+    scratch += round_up(QuantRows::bytes((size_t)n, cols, formats[f]), 64);
   }
   auto task = [&](int64_t b, int64_t e, int ith) {
-    size_t m = 0;
+    int m = 0;
     int64_t first = 0;  // first task of matrix m
     for (int64_t t = b; t < e; t++) {
       while (t >= first + items[m].ntasks) first += items[m++].ntasks;
@@ -195,25 +139,25 @@ void matmul_shared(const float* x, int n, int cols, const std::vector<SharedMat>
       const int xi = (int)(local / it.p.nr), ri = (int)(local % it.p.nr);
       const int i0 = xi * it.p.xchunk, i1 = std::min(n, i0 + it.p.xchunk);
       GemmActs a;
-      if (it.fmt >= 0) a.q = acts[(size_t)it.fmt].at((size_t)i0);
+      if (it.fmt >= 0) a.q = acts[it.fmt].at((size_t)i0);
       else {
         a.x = x + (size_t)i0 * cols;
         a.ldx = (size_t)cols;
       }
-      int r0, r1;
-      if (it.g.kind == GemmKind::Packed) {
-        r0 = kPackRows * ri * it.p.rchunk;
-        r1 = std::min(sm.rows, kPackRows * std::min(pack_groups(sm.rows), (ri + 1) * it.p.rchunk));
-      } else {
-        r0 = ri * it.p.rchunk;
-        r1 = std::min(sm.rows, r0 + it.p.rchunk);
-      }
+      // Packed weights plan in 16-row groups, the others in rows.
+      const int unit = it.g.kind == GemmKind::Packed ? kPackRows : 1;
+      const int r0 = unit * ri * it.p.rchunk, r1 = std::min(sm.rows, unit * (ri + 1) * it.p.rchunk);
       gemm_block(K, it.g, i1 - i0, a, sm.w, sm.rows, cols, r0, r1, sm.y + (size_t)i0 * sm.rows + r0, (size_t)sm.rows, ith);
       if (sm.bias) add_bias(sm.y, sm.rows, i0, i1, r0, r1, sm.bias);
     }
   };
   if (macs < kSerialMacs) task(0, ntasks, 0);
   else parallel_for(ntasks, 1, task);
+}
+
+void matmul(const float* x, int n, int dt, int rows, int cols, const uint8_t* w, float* y, const float* bias) {
+  const SharedMat m{dt, rows, w, y, bias};
+  matmul_shared(x, n, cols, &m, 1);
 }
 
 // ---- bindings ----
@@ -228,11 +172,9 @@ struct WeightArg {
   size_t stride = 0;
 };
 
-bool weight_arg(Args& a, size_t first, WeightArg* wa) {
-  wa->dt = (int)a.integer(first, "dtype code", 0, kDTypeCount - 1);
-  wa->rows = (int)a.integer(first + 1, "rows", 0, INT32_MAX);
-  wa->cols = (int)a.integer(first + 2, "cols", 1, INT32_MAX);
-  if (!a.ok()) return false;
+// The data check of a weight whose dtype, rows and cols are already read: its stride, and `data`
+// (argument `at`) long enough for the matrix, packed or not.
+bool weight_data(Args& a, size_t at, WeightArg* wa) {
   wa->stride = row_bytes(wa->dt, wa->cols);
   if (wa->stride == 0) {
     a.fail(std::string(dtype_traits(wa->dt).name) + " rows must be a multiple of " +
@@ -240,8 +182,15 @@ bool weight_arg(Args& a, size_t first, WeightArg* wa) {
     return false;
   }
   const size_t need = is_packed(wa->dt) ? packed_bytes(wa->dt, wa->rows, wa->cols) : wa->stride * (size_t)wa->rows;
-  wa->data = a.u8(first + 3, "weight data", need);
+  wa->data = a.u8(at, "weight data", need);
   return a.ok();
+}
+
+bool weight_arg(Args& a, size_t first, WeightArg* wa) {
+  wa->dt = (int)a.integer(first, "dtype code", 0, kDTypeCount - 1);
+  wa->rows = (int)a.integer(first + 1, "rows", 0, INT32_MAX);
+  wa->cols = (int)a.integer(first + 2, "cols", 1, INT32_MAX);
+  return a.ok() && weight_data(a, first + 3, wa);
 }
 
 // packWeight(dtype, rows, cols, data) -> ArrayBuffer holding the packed matrix (packed.h), or
@@ -294,42 +243,35 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// matmulShared(x, n, cols, dtype0, rows0, w0, y0, bias0, dtype1, ...): matmul_shared over the
-// matrices given five arguments each.
+// matmulShared(x, n, cols, dtype0, rows0, w0, y0, bias0, dtype1, ...): matmul_shared over up to
+// kMaxShared matrices given five arguments each.
 Napi::Value MatmulShared(const Napi::CallbackInfo& info) {
   Args a(info, "matmulShared");
   const int n = (int)a.integer(1, "n", 0, INT32_MAX);
   const int cols = (int)a.integer(2, "cols", 1, INT32_MAX);
   if (!a.ok()) return info.Env().Undefined();
-  if (info.Length() < 8 || (info.Length() - 3) % 5 != 0) {
-    a.fail("expected (x, n, cols) and then (dtype, rows, w, y, bias) per matrix");
+  const size_t count = info.Length() < 3 ? 0 : (info.Length() - 3) / 5;
+  if (count == 0 || count > (size_t)kMaxShared || info.Length() != 3 + 5 * count) {
+    a.fail("expected (x, n, cols) and then (dtype, rows, w, y, bias) for 1 to " + std::to_string(kMaxShared) + " matrices");
     return info.Env().Undefined();
   }
   const float* x = a.f32(0, "x", (size_t)n * cols);
-  std::vector<SharedMat> mats;
-  for (size_t first = 3; first < info.Length(); first += 5) {
-    // weight_arg reads (dtype, rows, cols, data); cols is shared, so check it here.
+  SharedMat mats[kMaxShared];
+  for (size_t m = 0; m < count; m++) {
+    const size_t first = 3 + 5 * m;
     WeightArg wa;
     wa.dt = (int)a.integer(first, "dtype code", 0, kDTypeCount - 1);
     wa.rows = (int)a.integer(first + 1, "rows", 0, INT32_MAX);
-    if (!a.ok()) return info.Env().Undefined();
     wa.cols = cols;
-    wa.stride = row_bytes(wa.dt, cols);
-    if (wa.stride == 0) {
-      a.fail(std::string(dtype_traits(wa.dt).name) + " rows must be a multiple of " +
-             std::to_string(dtype_traits(wa.dt).block_elements) + " elements, got " + std::to_string(cols));
-      return info.Env().Undefined();
-    }
-    const size_t need = is_packed(wa.dt) ? packed_bytes(wa.dt, wa.rows, cols) : wa.stride * (size_t)wa.rows;
-    const uint8_t* w = a.u8(first + 2, "weight data", need);
+    if (!a.ok() || !weight_data(a, first + 2, &wa)) return info.Env().Undefined();
     float* y = a.f32(first + 3, "y", (size_t)n * wa.rows);
     const float* bias = a.f32_or_null(first + 4, "bias", (size_t)wa.rows);
     if (!a.ok()) return info.Env().Undefined();
-    mats.push_back({wa.dt, wa.rows, w, y, bias});
+    mats[m] = {wa.dt, wa.rows, wa.data, y, bias};
   }
   if (!a.ok()) return info.Env().Undefined();
   std::lock_guard<std::mutex> lk(op_mutex());
-  matmul_shared(x, n, cols, mats);
+  matmul_shared(x, n, cols, mats, (int)count);
   return info.Env().Undefined();
 }
 

@@ -16,9 +16,6 @@
 #include <cstdint>
 #include <string>
 
-// mapFile(path, sequential?) -> ArrayBuffer backed by a read-only private mapping; unmapped when
-// collected. sequential: the caller reads it front to back (MADV_SEQUENTIAL); otherwise the whole
-// file is asked for ahead (MADV_WILLNEED).
 // allocHugePages(bytes) -> zeroed ArrayBuffer from an anonymous mapping, 2 MiB aligned, with
 // MADV_HUGEPAGE asked for (THP is 'madvise' on this machine: nothing else gets huge pages); unmapped
 // when collected. Nothing is touched here, so memory is only committed where it is written, as for a
@@ -50,6 +47,9 @@ static Napi::Value AllocHugePages(const Napi::CallbackInfo& info) {
       env, p, bytes, [](Napi::Env, void* data, size_t* len) { munmap(data, *len); delete len; }, new size_t(len));
 }
 
+// mapFile(path, sequential?) -> ArrayBuffer backed by a read-only private mapping; unmapped when
+// collected. sequential: the caller reads it front to back (MADV_SEQUENTIAL); otherwise the whole
+// file is asked for ahead (MADV_WILLNEED).
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) {
