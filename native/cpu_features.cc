@@ -44,6 +44,7 @@ static CpuFeatures detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.avx512vbmi = __builtin_cpu_supports("avx512vbmi");
 #endif
   f.amx_int8 = f.avx512f && detect_amx();
   return f;

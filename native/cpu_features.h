@@ -9,6 +9,7 @@ enum class CpuPath : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
+  bool avx512vbmi = false;  // byte permutes (vpermb, vpermi2b): the table-lookup fp8 decode
   // AMX-TILE + AMX-INT8 on the CPU, and the kernel granted this process the tile data state.
   bool amx_int8 = false;
 };

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cpu_features.h"
 #include "kernels.h"
 #include "kv_codec.h"
 #include "kv_turbo.h"
@@ -1304,17 +1305,76 @@ SVC_AVX512_BF16 void bf16_pairs(const uint16_t* r0, const uint16_t* r1, int n, u
 // 32 codes per step in integer ops: a code with exponent field e > 0 is sign | (e + 112) << 7 | m << 4
 // (its e4m3 value / 256), and the eight magnitudes with e == 0 (zero and the subnormals m · 2^-17
 // after the / 256) come from a table.
-SVC_AVX512_BF16 void fp8_to_bf16(const uint8_t* src, uint16_t* dst, int64_t n) {
+SVC_AVX512_INLINE __m512i fp8x32_to_bf16(__m512i c) {
   const __m512i sub = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3860,
                                        0x3840, 0x3820, 0x3800, 0x37c0, 0x3780, 0x3700, 0);
-  for (int64_t i = 0; i < n; i += 32) {
-    const __mmask32 m = n - i < 32 ? (__mmask32)((1u << (n - i)) - 1u) : ~__mmask32(0);
-    const __m512i c = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, src + i));
-    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi16(0x7f));
-    __m512i v = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), _mm512_set1_epi16(112 << 7));
-    v = _mm512_mask_permutexvar_epi16(v, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag, sub);
-    v = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(c, _mm512_set1_epi16(0x80)), 8));
-    _mm512_mask_storeu_epi16(dst + i, m, v);
+  const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi16(0x7f));
+  __m512i v = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), _mm512_set1_epi16(112 << 7));
+  v = _mm512_mask_permutexvar_epi16(v, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag, sub);
+  return _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(c, _mm512_set1_epi16(0x80)), 8));
+}
+
+#define SVC_AVX512_VBMI __attribute__((target(SVC_AVX512_TARGET ",avx512vbmi")))
+
+// fp8_to_bf16 by table lookup, 64 codes per step (CPUs with AVX512_VBMI): the 128 magnitudes' bf16
+// high and low bytes are two 128-byte tables (vpermi2b indexes 128 bytes with the code's low seven
+// bits), the sign ORed into the high byte, and the bytes interleaved into 16-bit lanes. The unpacks
+// pair bytes within 128-bit lanes, so the codes are first permuted to come out in order. The tables
+// hold fp8x32_to_bf16's values, so both give the same bits (test/unit/native-ops.test.ts).
+SVC_AVX512_VBMI void fp8_to_bf16_vbmi(const uint8_t* src, uint16_t* dst, int64_t n) {
+  alignas(64) static const struct Tables {
+    uint8_t hi[128], lo[128], order[64];
+    Tables() {
+      // fp8x32_to_bf16's arithmetic for magnitude c (subnormals from its table).
+      static const uint16_t sub[8] = {0, 0x3700, 0x3780, 0x37c0, 0x3800, 0x3820, 0x3840, 0x3860};
+      for (int c = 0; c < 128; c++) {
+        const uint16_t v = c < 8 ? sub[c] : (uint16_t)((c << 4) + (112 << 7));
+        hi[c] = (uint8_t)(v >> 8);
+        lo[c] = (uint8_t)v;
+      }
+      // Byte 16 l + j of the permuted codes (lane l): code 8 l + j for j < 8, code 32 + 8 l + j - 8 above.
+      for (int l = 0; l < 4; l++)
+        for (int j = 0; j < 16; j++) order[16 * l + j] = (uint8_t)(j < 8 ? 8 * l + j : 32 + 8 * l + j - 8);
+    }
+  } t;
+  const __m512i hi0 = _mm512_load_si512(t.hi), hi1 = _mm512_load_si512(t.hi + 64);
+  const __m512i lo0 = _mm512_load_si512(t.lo), lo1 = _mm512_load_si512(t.lo + 64);
+  const __m512i order = _mm512_load_si512(t.order), sign = _mm512_set1_epi8((char)0x80);
+  for (int64_t i = 0; i < n; i += 64) {
+    const int64_t left = n - i;
+    const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+    const __m512i raw = left >= 64 ? _mm512_loadu_si512(src + i) : _mm512_maskz_loadu_epi8(m, src + i);
+    const __m512i c = _mm512_permutexvar_epi8(order, raw);
+    // hi | (c & 0x80)
+    const __m512i h = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c, sign, 0xF8);
+    const __m512i l = _mm512_permutex2var_epi8(lo0, c, lo1);
+    const __m512i a = _mm512_unpacklo_epi8(l, h), b = _mm512_unpackhi_epi8(l, h);
+    if (left >= 64) {
+      _mm512_storeu_si512(dst + i, a);
+      _mm512_storeu_si512(dst + i + 32, b);
+    } else {
+      const int64_t nb = left > 32 ? left - 32 : 0;
+      _mm512_mask_storeu_epi16(dst + i, (__mmask32)(left >= 32 ? ~0u : (1u << left) - 1u), a);
+      if (nb > 0) _mm512_mask_storeu_epi16(dst + i + 32, (__mmask32)((1u << nb) - 1u), b);
+    }
+  }
+}
+
+// The table-lookup version where the CPU has it (chosen once at load).
+const bool kFp8ByTable = cpu_features().avx512vbmi;
+
+SVC_AVX512 void fp8_to_bf16(const uint8_t* src, uint16_t* dst, int64_t n) {
+  if (kFp8ByTable) {
+    fp8_to_bf16_vbmi(src, dst, n);
+    return;
+  }
+  int64_t i = 0;
+  // Whole vectors unmasked: masked stores are slow on some cores (Zen 4).
+  for (; i + 32 <= n; i += 32)
+    _mm512_storeu_si512(dst + i, fp8x32_to_bf16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i*)(src + i)))));
+  if (i < n) {
+    const __mmask32 m = (__mmask32)((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_epi16(dst + i, m, fp8x32_to_bf16(_mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, src + i))));
   }
 }
 

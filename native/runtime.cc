@@ -14,7 +14,7 @@
 namespace svc {
 namespace {
 
-// info() -> { cpuPath, bestCpuPath, threads, spinUs, features: { avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, amxInt8 } }
+// info() -> { cpuPath, bestCpuPath, threads, spinUs, features: { avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avx512vbmi, amxInt8 } }
 Napi::Value Info(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const CpuFeatures& f = cpu_features();
@@ -27,6 +27,7 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   feats.Set("avx512vl", f.avx512vl);
   feats.Set("avx512vnni", f.avx512vnni);
   feats.Set("avx512bf16", f.avx512bf16);
+  feats.Set("avx512vbmi", f.avx512vbmi);
   feats.Set("amxInt8", f.amx_int8);
   Napi::Object o = Napi::Object::New(env);
   o.Set("cpuPath", cpu_path_name(current_cpu_path()));

@@ -29,6 +29,7 @@ import {
 } from '../../src/kernels/native.js';
 import { referenceOps } from '../../src/kernels/reference.js';
 import { f32ToBf16, f32ToF16, quantizeRowQ4_0, quantizeRowQ8_0 } from '../../src/kernels/dequant.js';
+import { decodeFp8 } from '../../src/kernels/kv-codec.js';
 import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type KvDType } from '../../src/kernels/dtypes.js';
 import { matmulParts, type AttentionSeq, type KvLayer, type WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
@@ -1001,6 +1002,51 @@ for (const path of PATHS) {
             );
           }
         }
+      }
+    });
+
+    it('fp8 K / V give the bits of a bf16 cache holding the same values (every code, decode and prefill rows)', () => {
+      // Every e4m3 value is a bf16 value, so the fp8 path's decode (table lookup or arithmetic,
+      // native/kernels_avx512.cc fp8_to_bf16) must feed the dot products exactly what bf16 rows do.
+      const rand = rng(33);
+      for (const headDim of [32, 64]) {
+        const blockSize = 16,
+          numKvHeads = 2,
+          numHeads = 8;
+        const lens = [
+          [1, 37],
+          [1, 700],
+          [19, 61],
+        ];
+        const numBlocks = lens.reduce((a, [, kv]) => a + Math.ceil(kv / blockSize), 0) + 1;
+        const fp8 = makeLayer('fp8', numBlocks, blockSize, numKvHeads, headDim);
+        const bf16 = makeLayer('bf16', numBlocks, blockSize, numKvHeads, headDim);
+        for (const side of ['k', 'v'] as const) {
+          const codes = fp8[side];
+          const wide = new DataView(bf16[side].buffer);
+          for (let i = 0; i < codes.length; i++) {
+            // Every code but the two NaNs, the first 254 in order.
+            let c = i < 254 ? i : Math.floor(rand() * 256);
+            if ((c & 0x7f) === 0x7f) c ^= 1;
+            codes[i] = c;
+            wide.setUint16(2 * i, f32ToBf16(decodeFp8(c)), true);
+          }
+        }
+        const free = Array.from({ length: numBlocks }, (_, i) => i).sort(() => rand() - 0.5);
+        let qStart = 0;
+        const seqs: AttentionSeq[] = lens.map(([qLen, kvLen]) => {
+          const seq = { qStart, qLen, kvLen, blockTable: Int32Array.from(free.splice(0, Math.ceil(kvLen / blockSize))) };
+          qStart += qLen;
+          return seq;
+        });
+        const q = randomF32(rand, qStart * numHeads * headDim, 0.05);
+        const params = { numHeads, scale: 1 / Math.sqrt(headDim), slidingWindow: null };
+        const fromFp8 = new Float32Array(q.length),
+          fromBf16 = new Float32Array(q.length);
+        nativeOps.attention(q, fp8, seqs, params, fromFp8);
+        nativeOps.attention(q, bf16, seqs, params, fromBf16);
+        assert.ok(fromFp8.every(Number.isFinite), `finite outputs hd=${headDim}`);
+        assert.deepEqual(fromFp8, fromBf16, `fp8 vs bf16 rows hd=${headDim}`);
       }
     });
 
