@@ -571,14 +571,18 @@ SVC_AVX512_INLINE __m512 kp_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm
 SVC_AVX512_INLINE __m512 kp_i8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p))); }
 
 // RG groups (16 * RG weight rows from row r, `valid` of them real) x RX activation rows from i0.
+// Decode's software prefetch distance on the K-quants. Measured on Zen 4 (2 threads, weights far
+// past L3; bench/matmul-op.ts): 4-6 KiB ahead beat a super-block ahead (2.4-3.4 KiB) by 10-20%,
+// and 8 KiB fell back.
+constexpr int kKPrefetch = 6144;
+
 template <int DT, int RG, int RX>
 SVC_AVX512_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* grp, size_t gb, int r, int valid, float* y,
                                     size_t ldy) {
   constexpr bool q6 = DT == kQ6_Kx16;
   constexpr int NA = q6 ? 2 : 1, SB = kpack_sb_bytes(DT), HB = kpack_high_bytes(DT), SC = kpack_scales(DT);
-  // Decode prefetches the next super-block of each group, one chunk per sub-block, into L2: four
-  // groups' worth of it ahead in L1 evicted lines before use, and the scales and d at a super-block's
-  // end are read first, so a distance shorter than a super-block fetched them too late.
+  // Decode prefetches into L2, one chunk per sub-block, kKPrefetch bytes ahead in the group's
+  // stream (past its end: the next group's, which decode reads next).
   constexpr int kPfChunk = (SB / 8 + 63) / 64 * 64;
   const int k = x.k, nb = k / 32, ng = k / 16, nsb = k / QK_K;
   __m512 acc[RG][RX];
@@ -603,7 +607,7 @@ SVC_AVX512_INLINE void tile_kpacked(const QuantActs& x, int i0, const uint8_t* g
         if constexpr (q6) h1[g] = _mm512_loadu_si512(base[g] + 2048 + HB * s + 64);
         else h1[g] = h0[g];
         if (RX == 1)
-          for (int l = 0; l < kPfChunk; l += 64) _mm_prefetch((const char*)base[g] + SB + s * kPfChunk + l, _MM_HINT_T1);
+          for (int l = 0; l < kPfChunk; l += 64) _mm_prefetch((const char*)base[g] + kKPrefetch + s * kPfChunk + l, _MM_HINT_T1);
       }
       const int8_t* xq[RX];
       __m512i ia[RG][RX][NA];
@@ -663,7 +667,11 @@ SVC_AVX512 void gemm_kpacked(int n, const QuantActs& x, const uint8_t* w, int g0
   const size_t gb = group_bytes(DT, x.k / 32);
   int g = g0;
   if (n == 1) {
-    for (; g + 4 <= g1; g += 4) tile_kpacked<DT, 4, 1>(x, 0, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+    // Decode: one group at a time, so each thread reads one sequential stream (groups lie back to
+    // back). Tiles of four groups, four streams a thread, streamed 10-25% slower from DRAM on Zen 4;
+    // the sub-blocks' independent integer sums keep enough dot products in flight without them.
+    for (; g < g1; g++) tile_kpacked<DT, 1, 1>(x, 0, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
+    return;
   }
   for (; g + 2 <= g1; g += 2) groups_kpacked<DT, 2, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
   for (; g < g1; g++) groups_kpacked<DT, 1, 4>(n, x, w + (size_t)g * gb, gb, 16 * g, rows - 16 * g, y, ldy);
