@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openLlamaCpp, type LlamaCppInfo } from './llamacpp.js';
 import { openLlamaServer } from './llama-server.js';
-import { measureEngine, type BenchEngine, type BenchSettings } from './measure.js';
+import { measureEngine, measureEngines, type BenchEngine, type BenchSettings } from './measure.js';
 import type { EngineOutcome } from './report.js';
 
 /** The repository root (this file runs as dist/bench/harness.js). */
@@ -82,6 +82,53 @@ export function executable(raw: string | undefined, flag: string): string | null
 export function threadCount(raw: string | undefined): number {
   if (raw) return positiveInt(raw, '--threads');
   return process.env.SVC_THREADS ? positiveInt(process.env.SVC_THREADS, 'SVC_THREADS') : availableParallelism();
+}
+
+/**
+ * Opens the engines one after another (each load measured while the others, already open, sit
+ * idle) and measures them together, alternating rep by rep (measureEngines). A failure becomes that
+ * engine's outcome instead of ending the run: one that fails to open is left out, and when the joint
+ * measurement fails each engine is measured alone, so the error lands on the one that failed.
+ */
+export async function runEngines(opens: (() => Promise<BenchEngine>)[], settings: BenchSettings): Promise<EngineOutcome[]> {
+  const engines: (BenchEngine | null)[] = [];
+  const outcomes: EngineOutcome[] = [];
+  try {
+    for (const open of opens) {
+      try {
+        engines.push(await open());
+        outcomes.push({ error: 'not measured' });
+      } catch (err) {
+        const message = (err as Error).message;
+        log(`    failed: ${message}`);
+        engines.push(null);
+        outcomes.push({ error: message });
+      }
+    }
+    const open = engines.flatMap((e, i) => (e ? [{ e, i }] : []));
+    try {
+      const results = await measureEngines(
+        open.map((o) => o.e),
+        settings,
+        log,
+      );
+      open.forEach((o, j) => (outcomes[o.i] = results[j]!));
+    } catch (err) {
+      log(`    joint measurement failed (${(err as Error).message}); measuring each engine alone`);
+      for (const o of open) {
+        try {
+          outcomes[o.i] = await measureEngine(o.e, settings, log);
+        } catch (err2) {
+          const message = (err2 as Error).message;
+          log(`    failed: ${message}`);
+          outcomes[o.i] = { error: message };
+        }
+      }
+    }
+    return outcomes;
+  } finally {
+    for (const e of engines) await e?.close().catch((err: Error) => log(`    close failed: ${err.message}`));
+  }
 }
 
 /** Runs the measurements on one engine; a failure becomes the outcome instead of ending the run. */

@@ -108,66 +108,81 @@ async function timed(engine: BenchEngine, prompts: number[][], maxTokens: number
   return Math.max(...timings.map((t) => t.endMs));
 }
 
-export async function measureEngine(engine: BenchEngine, s: BenchSettings, log: (line: string) => void): Promise<EngineResult> {
-  const prompts = new PromptStream('svc-bench');
+/** One engine's measurements in progress: its prompt stream and the latencies gathered so far. */
+interface Lane {
+  engine: BenchEngine;
+  prompts: PromptStream;
+  first: number[];
+  full: number[];
+  one: Map<number, number[]>;
+  many: Map<number, number[]>;
+}
+
+/**
+ * Measures several engines rep by rep, alternating them (the first engine of a rep goes last in the
+ * next), so a machine whose speed drifts over minutes (shared hosts) skews them alike instead of
+ * whichever ran while it was slow. Each engine gets the same prompts in the same order. One
+ * engine alone is measured exactly as before.
+ */
+export async function measureEngines(engines: BenchEngine[], s: BenchSettings, log: (line: string) => void): Promise<EngineResult[]> {
   const N = s.decodeTokens;
-  // Warm-up: first-touch of weights, thread pools, allocator, JIT; both request shapes.
-  await timed(engine, [prompts.take(s.shortPromptTokens)], 4);
-  await timed(engine, [prompts.take(s.promptTokens)], 2);
-  // No concurrency levels (bench/moe.ts: single-stream decode only): nothing concurrent to warm.
-  if (s.concurrency.length)
-    await timed(
-      engine,
-      Array.from({ length: Math.max(...s.concurrency) }, () => prompts.take(s.shortPromptTokens)),
-      2,
-    );
-
-  const first: number[] = [];
-  const full: number[] = [];
-  for (let r = 0; r < s.reps; r++) {
-    first.push(await timed(engine, [prompts.take(s.promptTokens)], 1));
-    full.push(await timed(engine, [prompts.take(s.promptTokens)], N));
+  const lanes: Lane[] = engines.map((engine) => ({
+    engine,
+    prompts: new PromptStream('svc-bench'),
+    first: [],
+    full: [],
+    one: new Map(s.concurrency.map((k) => [k, []])),
+    many: new Map(s.concurrency.map((k) => [k, []])),
+  }));
+  const short = (l: Lane, k: number) => Array.from({ length: k }, () => l.prompts.take(s.shortPromptTokens));
+  // The engines of rep r, in alternating order.
+  const order = (r: number) => (r % 2 ? [...lanes].reverse() : lanes);
+  for (const l of lanes) {
+    // Warm-up: first-touch of weights, thread pools, allocator, JIT; both request shapes.
+    await timed(l.engine, [l.prompts.take(s.shortPromptTokens)], 4);
+    await timed(l.engine, [l.prompts.take(s.promptTokens)], 2);
+    // No concurrency levels (bench/moe.ts: single-stream decode only): nothing concurrent to warm.
+    if (s.concurrency.length) await timed(l.engine, short(l, Math.max(...s.concurrency)), 2);
   }
-  const ttftMs = median(first);
-  const fullMs = median(full);
-  log(`    ${engine.name}: TTFT(${s.promptTokens}) ${ttftMs.toFixed(1)} ms, ${N} tokens ${fullMs.toFixed(1)} ms`);
-  const latenciesMs: Record<string, number> = { ttft: ttftMs, [`single_${N}`]: fullMs };
+  for (let r = 0; r < s.reps; r++)
+    for (const l of order(r)) {
+      l.first.push(await timed(l.engine, [l.prompts.take(s.promptTokens)], 1));
+      l.full.push(await timed(l.engine, [l.prompts.take(s.promptTokens)], N));
+    }
+  for (const k of s.concurrency)
+    for (let r = 0; r < s.reps; r++)
+      for (const l of order(r)) {
+        l.one.get(k)!.push(await timed(l.engine, short(l, k), 1));
+        l.many.get(k)!.push(await timed(l.engine, short(l, k), N));
+      }
 
-  const aggregateTokS: Record<string, number> = {};
-  for (const k of s.concurrency) {
-    const one: number[] = [];
-    const many: number[] = [];
-    for (let r = 0; r < s.reps; r++) {
-      one.push(
-        await timed(
-          engine,
-          Array.from({ length: k }, () => prompts.take(s.shortPromptTokens)),
-          1,
-        ),
-      );
-      many.push(
-        await timed(
-          engine,
-          Array.from({ length: k }, () => prompts.take(s.shortPromptTokens)),
-          N,
-        ),
+  return lanes.map((l) => {
+    const name = l.engine.name;
+    const ttftMs = median(l.first);
+    const fullMs = median(l.full);
+    log(`    ${name}: TTFT(${s.promptTokens}) ${ttftMs.toFixed(1)} ms, ${N} tokens ${fullMs.toFixed(1)} ms`);
+    const latenciesMs: Record<string, number> = { ttft: ttftMs, [`single_${N}`]: fullMs };
+    const aggregateTokS: Record<string, number> = {};
+    for (const k of s.concurrency) {
+      latenciesMs[`x${k}_1`] = median(l.one.get(k)!);
+      latenciesMs[`x${k}_${N}`] = median(l.many.get(k)!);
+      aggregateTokS[String(k)] = rate(k * (N - 1), latenciesMs[`x${k}_${N}`] - latenciesMs[`x${k}_1`]);
+      log(
+        `    ${name}: @${k} ${latenciesMs[`x${k}_1`].toFixed(1)} ms → ${latenciesMs[`x${k}_${N}`].toFixed(1)} ms, ${aggregateTokS[String(k)].toFixed(1)} tok/s`,
       );
     }
-    latenciesMs[`x${k}_1`] = median(one);
-    latenciesMs[`x${k}_${N}`] = median(many);
-    aggregateTokS[String(k)] = rate(k * (N - 1), median(many) - median(one));
-    log(
-      `    ${engine.name}: @${k} ${latenciesMs[`x${k}_1`].toFixed(1)} ms → ${latenciesMs[`x${k}_${N}`].toFixed(1)} ms, ${aggregateTokS[String(k)].toFixed(1)} tok/s`,
-    );
-  }
+    return {
+      prefillTokS: rate(s.promptTokens, ttftMs),
+      decodeTokS: rate(N - 1, fullMs - ttftMs),
+      ttftMs,
+      aggregateTokS,
+      latenciesMs,
+      loadMs: l.engine.load?.ms ?? NaN,
+      peakLoadRssBytes: l.engine.load?.peakRssBytes ?? NaN,
+    };
+  });
+}
 
-  return {
-    prefillTokS: rate(s.promptTokens, ttftMs),
-    decodeTokS: rate(N - 1, fullMs - ttftMs),
-    ttftMs,
-    aggregateTokS,
-    latenciesMs,
-    loadMs: engine.load?.ms ?? NaN,
-    peakLoadRssBytes: engine.load?.peakRssBytes ?? NaN,
-  };
+export async function measureEngine(engine: BenchEngine, s: BenchSettings, log: (line: string) => void): Promise<EngineResult> {
+  return (await measureEngines([engine], s, log))[0]!;
 }

@@ -24,11 +24,11 @@ import {
   parseFlags,
   positiveInt,
   REPO_ROOT,
-  runEngine,
+  runEngines,
   threadCount,
 } from './harness.js';
 import type { LlamaCppInfo } from './llamacpp.js';
-import type { BenchSettings } from './measure.js';
+import type { BenchEngine, BenchSettings } from './measure.js';
 import { formatRun, type CheckpointRun } from './report.js';
 import { DEFAULT_SHAPE_IDS, SHAPE_IDS } from './shapes.js';
 import { openSvc } from './svc.js';
@@ -147,35 +147,36 @@ async function main(): Promise<void> {
       const svcArtifact = ensureCheckpoint(`${model}-${format}`, gen);
       const llamaArtifact = format === 'bf16' ? ensureCheckpoint(`${model}-bf16-gguf`, gen) : svcArtifact;
       log(`${model} ${format}:`);
-      const svc = opts.engines.includes('svc')
-        ? await runEngine(
-            () =>
-              openSvc(svcArtifact.path, {
-                repoRoot: REPO_ROOT,
-                threads: opts.threads,
-                maxSeqLen: contextTokens,
-                maxBatchSize: maxConcurrency,
-                extraArgs: opts.svcArgs,
-                extraBody: opts.svcBody,
-                startupTimeoutMs: 10 * 60_000,
-                log,
-              }),
-            s,
-          )
-        : null;
-      const llamacpp = opts.engines.includes('llamacpp')
-        ? await runEngine(async () => {
-            const engine = await openLlamaEngine(llamaArtifact.path, {
-              llamaServer: opts.llamaServer,
-              threads: opts.threads,
-              contextTokens,
-              parallel: maxConcurrency,
-              batchTokens: s.promptTokens,
-            });
-            llamaInfo = engine.info;
-            return engine;
-          }, s)
-        : null;
+      const opens: (() => Promise<BenchEngine>)[] = [];
+      if (opts.engines.includes('svc'))
+        opens.push(() =>
+          openSvc(svcArtifact.path, {
+            repoRoot: REPO_ROOT,
+            threads: opts.threads,
+            maxSeqLen: contextTokens,
+            maxBatchSize: maxConcurrency,
+            extraArgs: opts.svcArgs,
+            extraBody: opts.svcBody,
+            startupTimeoutMs: 10 * 60_000,
+            log,
+          }),
+        );
+      if (opts.engines.includes('llamacpp'))
+        opens.push(async () => {
+          const engine = await openLlamaEngine(llamaArtifact.path, {
+            llamaServer: opts.llamaServer,
+            threads: opts.threads,
+            contextTokens,
+            parallel: maxConcurrency,
+            batchTokens: s.promptTokens,
+          });
+          llamaInfo = engine.info;
+          return engine;
+        });
+      // Both engines up, measured alternately (harness.ts runEngines).
+      const outcomes = await runEngines(opens, s);
+      const svc = opts.engines.includes('svc') ? outcomes.shift()! : null;
+      const llamacpp = opts.engines.includes('llamacpp') ? outcomes.shift()! : null;
       const run: CheckpointRun = {
         model,
         format,

@@ -316,11 +316,21 @@ void run_task(const Call& c, const Task& tk, int ith) {
       prefetch_next(blk);
       size_t kstride, vstride;
       const uint16_t* Kr = block_rows_bf16(c, L.k, s.table[blk], tk.kvh0, nkv, nt, Kbuf, &kstride);
-      const uint16_t* Vr = block_rows_bf16(c, L.v, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
-      // Values in key pairs for every KV head at once (an odd last key pairs with zeros).
-      for (int p = 0; p < npairs; p++) {
-        const uint16_t* r0 = Vr + (size_t)(2 * p) * vstride;
-        K.bf16_pairs(r0, 2 * p + 1 < nt ? r0 + vstride : nullptr, nkv * hd, Vp + (size_t)p * nkv * hd);
+      // Values in key pairs for every KV head at once (an odd last key pairs with zeros); fp8 codes
+      // go to pairs in one step, without bf16 rows in between.
+      if (L.v.dtype == kKvFP8 && K.fp8_pairs) {
+        const size_t tstride = (size_t)L.kv_heads * L.v.row;
+        const uint8_t* src = L.v.data + ((size_t)s.table[blk] * bs * L.kv_heads + tk.kvh0) * L.v.row;
+        for (int p = 0; p < npairs; p++) {
+          const uint8_t* r0 = src + (size_t)(2 * p) * tstride;
+          K.fp8_pairs(r0, 2 * p + 1 < nt ? r0 + tstride : nullptr, nkv * hd, Vp + (size_t)p * nkv * hd);
+        }
+      } else {
+        const uint16_t* Vr = block_rows_bf16(c, L.v, s.table[blk], tk.kvh0, nkv, nt, Vbuf, &vstride);
+        for (int p = 0; p < npairs; p++) {
+          const uint16_t* r0 = Vr + (size_t)(2 * p) * vstride;
+          K.bf16_pairs(r0, 2 * p + 1 < nt ? r0 + vstride : nullptr, nkv * hd, Vp + (size_t)p * nkv * hd);
+        }
       }
       for (int k = 0; k < nkv; k++) {
         const size_t q0 = (size_t)k * nqh;

@@ -133,6 +133,8 @@ struct Kernels {
   void (*bf16_pairs)(const uint16_t* r0, const uint16_t* r1, int n, uint32_t* dst);
   // fp8 codes to bf16 without the layer scale: exact (value = code's e4m3 value / 256).
   void (*fp8_to_bf16)(const uint8_t* src, uint16_t* dst, int64_t n);
+  // bf16_pairs of two rows of fp8 codes, decoded as fp8_to_bf16 does (r1 null: zeros); n % 32 == 0.
+  void (*fp8_pairs)(const uint8_t* r0, const uint8_t* r1, int n, uint32_t* dst);
   // Round to nearest even.
   void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
   // s[t] = exp(s[t] - m); returns the sum.

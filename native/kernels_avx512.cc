@@ -1329,34 +1329,50 @@ SVC_AVX512_INLINE __m512i fp8x32_to_bf16(__m512i c) {
 // bits), the sign ORed into the high byte, and the bytes interleaved into 16-bit lanes. The unpacks
 // pair bytes within 128-bit lanes, so the codes are first permuted to come out in order. The tables
 // hold fp8x32_to_bf16's values, so both give the same bits (test/unit/native-ops.test.ts).
-SVC_AVX512_VBMI void fp8_to_bf16_vbmi(const uint8_t* src, uint16_t* dst, int64_t n) {
-  alignas(64) static const struct Tables {
-    uint8_t hi[128], lo[128], order[64];
-    Tables() {
-      // fp8x32_to_bf16's arithmetic for magnitude c (subnormals from its table).
-      static const uint16_t sub[8] = {0, 0x3700, 0x3780, 0x37c0, 0x3800, 0x3820, 0x3840, 0x3860};
-      for (int c = 0; c < 128; c++) {
-        const uint16_t v = c < 8 ? sub[c] : (uint16_t)((c << 4) + (112 << 7));
-        hi[c] = (uint8_t)(v >> 8);
-        lo[c] = (uint8_t)v;
-      }
-      // Byte 16 l + j of the permuted codes (lane l): code 8 l + j for j < 8, code 32 + 8 l + j - 8 above.
-      for (int l = 0; l < 4; l++)
-        for (int j = 0; j < 16; j++) order[16 * l + j] = (uint8_t)(j < 8 ? 8 * l + j : 32 + 8 * l + j - 8);
+// The 128 magnitudes' bf16 high and low bytes (fp8x32_to_bf16's arithmetic, subnormals from its
+// table), and the byte orders that make the unpacks' 128-bit-lane pairing come out in order: `order`
+// for one row of codes, `pair_order` for two rows interleaved (vpermt2b indexes both at once).
+struct Fp8Tables {
+  alignas(64) uint8_t hi[128];
+  alignas(64) uint8_t lo[128];
+  alignas(64) uint8_t order[64];
+  alignas(64) uint8_t pair_order[64];
+  Fp8Tables() {
+    static const uint16_t sub[8] = {0, 0x3700, 0x3780, 0x37c0, 0x3800, 0x3820, 0x3840, 0x3860};
+    for (int c = 0; c < 128; c++) {
+      const uint16_t v = c < 8 ? sub[c] : (uint16_t)((c << 4) + (112 << 7));
+      hi[c] = (uint8_t)(v >> 8);
+      lo[c] = (uint8_t)v;
     }
-  } t;
+    // Byte 16 l + j of the permuted codes (lane l): code 8 l + j for j < 8, code 32 + 8 l + j - 8 above.
+    for (int l = 0; l < 4; l++)
+      for (int j = 0; j < 16; j++) order[16 * l + j] = (uint8_t)(j < 8 ? 8 * l + j : 32 + 8 * l + j - 8);
+    // Interleaved code e is row e % 2's code e / 2: byte e / 2 of the first operand or (bit 6) the second.
+    for (int k = 0; k < 64; k++) pair_order[k] = (uint8_t)(order[k] / 2 + (order[k] % 2 ? 64 : 0));
+  }
+};
+const Fp8Tables kFp8Tables;
+
+// bf16 of 64 codes in the order `c` was permuted into: two vectors of 32 16-bit lanes.
+SVC_AVX512_VBMI inline __attribute__((always_inline)) void fp8x64_lookup(__m512i c, __m512i* a, __m512i* b) {
+  const Fp8Tables& t = kFp8Tables;
   const __m512i hi0 = _mm512_load_si512(t.hi), hi1 = _mm512_load_si512(t.hi + 64);
   const __m512i lo0 = _mm512_load_si512(t.lo), lo1 = _mm512_load_si512(t.lo + 64);
-  const __m512i order = _mm512_load_si512(t.order), sign = _mm512_set1_epi8((char)0x80);
+  // hi | (c & 0x80)
+  const __m512i h = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c, _mm512_set1_epi8((char)0x80), 0xF8);
+  const __m512i l = _mm512_permutex2var_epi8(lo0, c, lo1);
+  *a = _mm512_unpacklo_epi8(l, h);
+  *b = _mm512_unpackhi_epi8(l, h);
+}
+
+SVC_AVX512_VBMI void fp8_to_bf16_vbmi(const uint8_t* src, uint16_t* dst, int64_t n) {
+  const __m512i order = _mm512_load_si512(kFp8Tables.order);
   for (int64_t i = 0; i < n; i += 64) {
     const int64_t left = n - i;
     const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
     const __m512i raw = left >= 64 ? _mm512_loadu_si512(src + i) : _mm512_maskz_loadu_epi8(m, src + i);
-    const __m512i c = _mm512_permutexvar_epi8(order, raw);
-    // hi | (c & 0x80)
-    const __m512i h = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c, sign, 0xF8);
-    const __m512i l = _mm512_permutex2var_epi8(lo0, c, lo1);
-    const __m512i a = _mm512_unpacklo_epi8(l, h), b = _mm512_unpackhi_epi8(l, h);
+    __m512i a, b;
+    fp8x64_lookup(_mm512_permutexvar_epi8(order, raw), &a, &b);
     if (left >= 64) {
       _mm512_storeu_si512(dst + i, a);
       _mm512_storeu_si512(dst + i + 32, b);
@@ -1365,6 +1381,19 @@ SVC_AVX512_VBMI void fp8_to_bf16_vbmi(const uint8_t* src, uint16_t* dst, int64_t
       _mm512_mask_storeu_epi16(dst + i, (__mmask32)(left >= 32 ? ~0u : (1u << left) - 1u), a);
       if (nb > 0) _mm512_mask_storeu_epi16(dst + i + 32, (__mmask32)((1u << nb) - 1u), b);
     }
+  }
+}
+
+// fp8_pairs with the tables: 32 codes of each row per step, interleaved and put in order by one vpermt2b.
+SVC_AVX512_VBMI void fp8_pairs_vbmi(const uint8_t* r0, const uint8_t* r1, int n, uint32_t* dst) {
+  const __m512i idx = _mm512_load_si512(kFp8Tables.pair_order);
+  for (int i = 0; i < n; i += 32) {
+    const __m512i a0 = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(r0 + i)));
+    const __m512i a1 = r1 ? _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(r1 + i))) : _mm512_setzero_si512();
+    __m512i a, b;
+    fp8x64_lookup(_mm512_permutex2var_epi8(a0, idx, a1), &a, &b);
+    _mm512_storeu_si512(dst + i, a);
+    _mm512_storeu_si512(dst + i + 16, b);
   }
 }
 
@@ -1383,6 +1412,22 @@ SVC_AVX512 void fp8_to_bf16(const uint8_t* src, uint16_t* dst, int64_t n) {
   if (i < n) {
     const __mmask32 m = (__mmask32)((1u << (n - i)) - 1u);
     _mm512_mask_storeu_epi16(dst + i, m, fp8x32_to_bf16(_mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, src + i))));
+  }
+}
+
+// dst[d] = bf16(r0[d]) | bf16(r1[d]) << 16 for fp8 codes (r1 null: zeros), n % 32 == 0. Without
+// VBMI: bf16_pairs of the two rows' fp8_to_bf16, 256 columns at a time.
+SVC_AVX512_BF16 void fp8_pairs(const uint8_t* r0, const uint8_t* r1, int n, uint32_t* dst) {
+  if (kFp8ByTable) {
+    fp8_pairs_vbmi(r0, r1, n, dst);
+    return;
+  }
+  alignas(64) uint16_t a[256], b[256];
+  for (int d = 0; d < n; d += 256) {
+    const int m = std::min(256, n - d);
+    fp8_to_bf16(r0 + d, a, m);
+    if (r1) fp8_to_bf16(r1 + d, b, m);
+    bf16_pairs(a, r1 ? b : nullptr, m, dst + d);
   }
 }
 
@@ -1619,6 +1664,7 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .pv_tile_bf16 = pv_tile_bf16,
       .bf16_pairs = bf16_pairs,
       .fp8_to_bf16 = fp8_to_bf16,
+      .fp8_pairs = fp8_pairs,
       .f32_to_bf16 = f32_to_bf16,
       .exp_sum = exp_sum,
       .scale = scale,

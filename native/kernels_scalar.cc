@@ -307,6 +307,7 @@ const Kernels kScalarKernels = {
     .pv_tile_bf16 = nullptr,
     .bf16_pairs = nullptr,
     .fp8_to_bf16 = nullptr,
+    .fp8_pairs = nullptr,
     .f32_to_bf16 = nullptr,
     .exp_sum = exp_sum,
     .scale = scale,

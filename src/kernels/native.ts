@@ -36,7 +36,10 @@ export interface NativeInfo {
   threads: number;
   /** Microseconds idle kernel threads spin before they sleep (SVC_SPIN_US). */
   spinUs: number;
-  features: Record<'avx2' | 'fma' | 'f16c' | 'avx512f' | 'avx512bw' | 'avx512vl' | 'avx512vnni' | 'avx512bf16' | 'avx512vbmi' | 'amxInt8', boolean>;
+  features: Record<
+    'avx2' | 'fma' | 'f16c' | 'avx512f' | 'avx512bw' | 'avx512vl' | 'avx512vnni' | 'avx512bf16' | 'avx512vbmi' | 'amxInt8',
+    boolean
+  >;
 }
 
 /** The raw addon surface (argument order is the C++ binding's, see native/*.cc). */
