@@ -261,11 +261,12 @@ async function main(): Promise<void> {
       fileBytes: run.fileBytes,
       quantizer: artifact.quantizer,
       llamaCppBuild: (llamaInfo as LlamaCppInfo | null)?.release ?? null,
+      bandwidthGbS: bandwidth.gbPerS,
       rooflineTokS: run.rooflineTokS,
       svc,
       llamacpp,
     };
-    const parts = [formatRun(checkpointRun, s, bandwidth.gbPerS), describe(run, artifact)];
+    const parts = [formatRun(checkpointRun, s), describe(run, artifact)];
     if (o.worldSize > 1 && o.engines.includes('svc')) parts.push(formatRanks(run, o));
     const table = parts.join('\n\n');
     tables.push(table);

@@ -19,6 +19,8 @@ export interface CheckpointRun {
   quantizer: string;
   /** Which llama.cpp was measured (native llama-server build, or node-llama-cpp's prebuilt). */
   llamaCppBuild: string | null;
+  /** The read-bandwidth probe for this checkpoint: the mean of one just before and one just after its measurements. */
+  bandwidthGbS: number;
   /** Memory bandwidth / weightBytes: the single-stream decode ceiling. */
   rooflineTokS: number;
   svc: EngineOutcome;
@@ -113,7 +115,7 @@ function gib(bytes: number): string {
 }
 
 /** One checkpoint's table, with a heading line and any engine errors underneath. */
-export function formatRun(run: CheckpointRun, s: BenchSettings, bandwidthGbS: number): string {
+export function formatRun(run: CheckpointRun, s: BenchSettings): string {
   const header = ['', 'svc', 'llama.cpp', 'svc / llama.cpp', 'target'];
   const body = rows(s, run.format).map((row) => [
     row.label,
@@ -128,17 +130,23 @@ export function formatRun(run: CheckpointRun, s: BenchSettings, bandwidthGbS: nu
           ? 'lower is better'
           : '',
   ]);
-  const roof = (o: EngineOutcome) => {
+  const roof = (o: EngineOutcome, tokS: (r: EngineResult) => number) => {
     if (!isResult(o)) return '—';
-    const pct = (100 * o.decodeTokS) / run.rooflineTokS;
+    const pct = (100 * tokS(o)) / run.rooflineTokS;
     return Number.isFinite(pct) ? `${pct.toFixed(0)}%` : 'n/a';
   };
-  body.push(['decode / memory roofline', roof(run.svc), roof(run.llamacpp), '', '']);
+  const decode = (r: EngineResult) => r.decodeTokS;
+  body.push([`decode / memory roofline (${s.promptTokens}-token prompt)`, roof(run.svc, decode), roof(run.llamacpp, decode), '', '']);
+  // Short context: the 1-stream aggregate (short prompts), where attention costs next to nothing.
+  if (s.concurrency.includes(1)) {
+    const short = (r: EngineResult) => r.aggregateTokS['1'] ?? NaN;
+    body.push([`decode / memory roofline (${s.shortPromptTokens}-token prompt)`, roof(run.svc, short), roof(run.llamacpp, short), '', '']);
+  }
   const widths = header.map((_, i) => Math.max(...[header, ...body].map((r) => r[i].length)));
   const lines = [
     `### ${run.model} ${run.format.toUpperCase()}`,
     '',
-    `${gib(run.weightBytes)} of weights read per token (file ${gib(run.fileBytes)}${run.format.includes('_k_') ? `, ${run.quantizer}` : ''}); roofline ${run.rooflineTokS.toFixed(1)} tok/s at ${bandwidthGbS.toFixed(1)} GB/s.`,
+    `${gib(run.weightBytes)} of weights read per token (file ${gib(run.fileBytes)}${run.format.includes('_k_') ? `, ${run.quantizer}` : ''}); roofline ${run.rooflineTokS.toFixed(1)} tok/s at ${run.bandwidthGbS.toFixed(1)} GB/s.`,
     ...(run.llamaCppBuild ? [`llama.cpp: ${run.llamaCppBuild}.`] : []),
     '',
     pad(header, widths),

@@ -173,8 +173,13 @@ async function main(): Promise<void> {
           llamaInfo = engine.info;
           return engine;
         });
-      // Both engines up, measured alternately (harness.ts runEngines).
+      // Both engines up, measured alternately (harness.ts runEngines); the bandwidth probe on either
+      // side of them, since this machine's bandwidth drifts over minutes.
+      const bwBefore = await measureReadBandwidth(opts.threads, opts.small ? 256 << 20 : 1 << 30);
       const outcomes = await runEngines(opens, s);
+      const bwAfter = await measureReadBandwidth(opts.threads, opts.small ? 256 << 20 : 1 << 30);
+      const bandwidthGbS = (bwBefore.gbPerS + bwAfter.gbPerS) / 2;
+      log(`    read bandwidth ${bwBefore.gbPerS.toFixed(1)} GB/s before, ${bwAfter.gbPerS.toFixed(1)} GB/s after`);
       const svc = opts.engines.includes('svc') ? outcomes.shift()! : null;
       const llamacpp = opts.engines.includes('llamacpp') ? outcomes.shift()! : null;
       const run: CheckpointRun = {
@@ -187,12 +192,13 @@ async function main(): Promise<void> {
         fileBytes: statSync(svcArtifact.path).isDirectory() ? svcArtifact.weightBytes : statSync(svcArtifact.path).size,
         quantizer: svcArtifact.quantizer,
         llamaCppBuild: (llamaInfo as LlamaCppInfo | null)?.release ?? null,
-        rooflineTokS: (bandwidth.gbPerS * 1e9) / svcArtifact.activeBytes,
+        bandwidthGbS,
+        rooflineTokS: (bandwidthGbS * 1e9) / svcArtifact.activeBytes,
         svc,
         llamacpp,
       };
       runs.push(run);
-      const table = formatRun(run, s, bandwidth.gbPerS);
+      const table = formatRun(run, s);
       tables.push(table);
       process.stdout.write(`\n${table}\n`);
     }

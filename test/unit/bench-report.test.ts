@@ -1,6 +1,7 @@
 // The benchmark's tables (bench/report.ts): per-format targets (the K-quant mixes are held to
 // prefill ≥ 1.5×, Q8_0's load time to ≤ 2.0× llama.cpp's), ✓/✗ marks, the load rows, n/a where an
-// engine has no figure (node-llama-cpp's in-process load), and which llama.cpp was measured.
+// engine has no figure (node-llama-cpp's in-process load), which llama.cpp was measured, and the two
+// roofline rows (decode after the long prompt, the 1-stream aggregate on short ones).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BenchSettings, EngineResult } from '../../bench/measure.js';
@@ -30,6 +31,7 @@ function run(format: string, svc: EngineResult, llamacpp: EngineResult, llamaCpp
     fileBytes: 2 ** 30,
     quantizer: 'built-in quantizer',
     llamaCppBuild,
+    bandwidthGbS: 40 * 1.073741824,
     rooflineTokS: 40,
     svc,
     llamacpp,
@@ -58,7 +60,6 @@ test('a K-quant table: 1.2× prefill misses the 1.5× target, load rows compare 
   const table = formatRun(
     run('q4_k_m', result(1.2, { ms: 3000, rss: 1.5 * 2 ** 30 }), result(1, { ms: 1000, rss: 2 ** 30 }), native),
     settings,
-    40,
   );
   assert.match(table, /^### qwen3 Q4_K_M/);
   assert.ok(table.includes(`llama.cpp: ${native}.`));
@@ -68,11 +69,15 @@ test('a K-quant table: 1.2× prefill misses the 1.5× target, load rows compare 
   assert.deepEqual(row(table, 'aggregate decode tok/s @8').slice(3), ['1.20×', '']);
   assert.deepEqual(row(table, 'load s'), ['load s (spawn → serving)', '3.00', '1.00', '3.00×', 'lower is better']);
   assert.deepEqual(row(table, 'peak RSS'), ['peak RSS while loading, GiB', '1.50', '1.00', '1.50×', 'lower is better']);
+  // Against the roofline: decode after the long prompt, and the 1-stream aggregate on short prompts.
+  assert.ok(table.includes('roofline 40.0 tok/s at 42.9 GB/s'));
+  assert.deepEqual(row(table, 'decode / memory roofline (512'), ['decode / memory roofline (512-token prompt)', '60%', '50%', '', '']);
+  assert.deepEqual(row(table, 'decode / memory roofline (16'), ['decode / memory roofline (16-token prompt)', '60%', '50%', '', '']);
 });
 
 test('Q8_0 against node-llama-cpp: load figures n/a, targets as before', () => {
   const inProcess = result(1, { ms: NaN, rss: NaN });
-  const table = formatRun(run('q8_0', result(2, { ms: 3000, rss: 2 ** 30 }), inProcess, 'node-llama-cpp 3.22.1 prebuilt'), settings, 40);
+  const table = formatRun(run('q8_0', result(2, { ms: 3000, rss: 2 ** 30 }), inProcess, 'node-llama-cpp 3.22.1 prebuilt'), settings);
   assert.deepEqual(row(table, 'prefill').slice(3), ['2.00× ✓', '≥ 0.8×']);
   assert.deepEqual(row(table, 'aggregate decode tok/s @8').slice(3), ['2.00× ✓', '≥ 1.5×']);
   assert.deepEqual(row(table, 'load s'), ['load s (spawn → serving)', '3.00', 'n/a', 'n/a', '≤ 2.0×']);
