@@ -93,6 +93,9 @@ struct Kernels {
 
   // ---- element-wise ----
   double (*sum_squares)(const float* x, int n);
+  // Index of the first largest of x[0, n) (greedy sampling); NaN never wins, and 0 when no value is
+  // above -inf (the JS sampler's argmax, bit for bit).
+  int64_t (*argmax)(const float* x, int64_t n);
   // out[i] = x[i] * s * w[i]
   void (*scale_mul)(const float* x, float s, const float* w, float* out, int n);
   // out[i] = silu(g[i]) * u[i]

@@ -705,6 +705,29 @@ SVC_AVX2 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float
 
 // ---- element-wise ----
 
+// Two passes: the largest value (vmaxps keeps the running max when x is NaN), then the first index
+// holding it.
+SVC_AVX2 int64_t argmax(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+  m = _mm256_max_ps(m, _mm256_permute2f128_ps(m, m, 1));
+  m = _mm256_max_ps(m, _mm256_permute_ps(m, 0x4e));
+  m = _mm256_max_ps(m, _mm256_permute_ps(m, 0xb1));
+  float best = _mm256_cvtss_f32(m);
+  for (int64_t j = i; j < n; j++)
+    if (x[j] > best) best = x[j];
+  if (!(best > -INFINITY)) return 0;
+  const __m256 bv = _mm256_set1_ps(best);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), bv, _CMP_EQ_OQ));
+    if (mask) return i + __builtin_ctz((unsigned)mask);
+  }
+  for (; i < n; i++)
+    if (x[i] == best) return i;
+  return 0;
+}
+
 SVC_AVX2 double sum_squares(const float* x, int n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
   int i = 0;
@@ -1105,6 +1128,7 @@ const Kernels kAvx2Kernels = {
     .gemm_iq4_nlx16 = gemm_pb32<kIQ4_NLx16>,
     .quantize_row_q8 = quantize_row_q8,
     .sum_squares = sum_squares,
+    .argmax = argmax,
     .scale_mul = scale_mul,
     .silu_mul = silu_mul,
     .add = add,

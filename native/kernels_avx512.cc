@@ -939,6 +939,32 @@ SVC_AVX512 void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, flo
 
 // ---- element-wise ----
 
+// Two passes, as the AVX2 path's: the largest value (vmaxps keeps the running max when x is NaN),
+// then the first index holding it. Four running maxima hide vmaxps' latency.
+SVC_AVX512 int64_t argmax(const float* x, int64_t n) {
+  __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+    m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+    m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), m2);
+    m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), m3);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = tail16(n - i < 16 ? (int)(n - i) : 16);
+    m0 = _mm512_mask_max_ps(m0, k, _mm512_maskz_loadu_ps(k, x + i), m0);
+  }
+  const float best = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+  if (!(best > -INFINITY)) return 0;
+  const __m512 bv = _mm512_set1_ps(best);
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 k = tail16(n - i < 16 ? (int)(n - i) : 16);
+    const __mmask16 eq = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, x + i), bv, _CMP_EQ_OQ);
+    if (eq) return i + __builtin_ctz((unsigned)eq);
+  }
+  return 0;
+}
+
 SVC_AVX512 double sum_squares(const float* x, int n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
   int i = 0;
@@ -1647,6 +1673,7 @@ constexpr Kernels avx512_kernels(const char* name, GemmPackedFn q8_0x16, GemmPac
       .gemm_iq4_nlx16 = gemm_pb32<kIQ4_NLx16>,
       .quantize_row_q8 = quantize_row_q8,
       .sum_squares = sum_squares,
+      .argmax = argmax,
       .scale_mul = scale_mul,
       .silu_mul = silu_mul,
       .add = add,

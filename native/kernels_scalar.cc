@@ -136,6 +136,17 @@ void quantize_row_q8(const float* x, int k, int8_t* qs, float* d, float* s16, in
   }
 }
 
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  float v = -INFINITY;
+  for (int64_t i = 0; i < n; i++)
+    if (x[i] > v) {
+      v = x[i];
+      best = i;
+    }
+  return best;
+}
+
 double sum_squares(const float* x, int n) {
   double s = 0.0;
   for (int i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
@@ -290,6 +301,7 @@ const Kernels kScalarKernels = {
     .gemm_iq4_nlx16 = nullptr,
     .quantize_row_q8 = quantize_row_q8,
     .sum_squares = sum_squares,
+    .argmax = argmax,
     .scale_mul = scale_mul,
     .silu_mul = silu_mul,
     .add = add,

@@ -1,5 +1,5 @@
 // The small per-token ops: rmsnorm, LayerNorm, rotary embedding, silu(gate) * up, GELU (and gelu(gate) * up),
-// tanh soft-capping, residual add. They are
+// tanh soft-capping, residual add, and the argmax of a row of logits (greedy sampling). They are
 // memory-bound, so they only fan out to the pool when the tensor is large (prefill).
 #include <napi.h>
 
@@ -350,9 +350,20 @@ Napi::Value Add(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// argmax(x, len) -> index of the first largest of x[0, len); NaN never wins, 0 when none is above -inf.
+// One thread: a vocabulary-sized row is microseconds, less than the pool's wake-up.
+Napi::Value Argmax(const Napi::CallbackInfo& info) {
+  Args a(info, "argmax");
+  const int64_t len = a.integer(1, "len", 0, INT64_C(1) << 40);
+  const float* x = a.f32(0, "x", (size_t)len);
+  if (!a.ok()) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), (double)kernels().argmax(x, len));
+}
+
 }  // namespace
 
 void InitNormRopeAct(Napi::Env env, Napi::Object exports) {
+  exports.Set("argmax", Napi::Function::New(env, Argmax));
   exports.Set("rmsnorm", Napi::Function::New(env, Rmsnorm));
   exports.Set("layerNorm", Napi::Function::New(env, LayerNorm));
   exports.Set("rope", Napi::Function::New(env, Rope));

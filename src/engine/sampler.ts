@@ -14,6 +14,7 @@
 // only on its own seed and logits — never on what else is in the batch.
 import { randomInt } from 'node:crypto';
 import type { SamplingParams, TokenLogprob } from './types.js';
+import { defaultOps, nativeArgmax, nativeOps } from '../kernels/index.js';
 
 // ---------------------------------------------------------------------------------------------
 // RNG: xoshiro128** seeded through splitmix32, so any integer seed gives a well-mixed state.
@@ -77,8 +78,20 @@ export function createRng(seed: number | null): Rng {
 // ---------------------------------------------------------------------------------------------
 // Sampling
 
-/** Index of the largest logit; ties go to the lowest id. NaN never wins. */
+let nativeKernels: boolean | null = null;
+
+/**
+ * Index of the largest logit; ties go to the lowest id. NaN never wins. Native (nativeArgmax: a few
+ * µs over a 150k vocabulary, where this loop takes ~0.2 ms of every greedy step) unless
+ * SVC_KERNELS=reference.
+ */
 export function argmax(logits: Float32Array): number {
+  nativeKernels ??= defaultOps() === nativeOps;
+  return nativeKernels ? nativeArgmax(logits) : argmaxLoop(logits);
+}
+
+/** argmax() in plain TypeScript: the reference the native kernel is tested against. */
+export function argmaxLoop(logits: Float32Array): number {
   let best = 0;
   let bestVal = -Infinity;
   for (let i = 0; i < logits.length; i++) {

@@ -5,7 +5,7 @@ import type { Ops } from './ops.js';
 import { nativeOps } from './native.js';
 import { referenceOps } from './reference.js';
 
-export { nativeOps, nativeInfo, setCpuPath, setNumThreads } from './native.js';
+export { nativeArgmax, nativeOps, nativeInfo, setCpuPath, setNumThreads } from './native.js';
 export type { CpuPath, NativeInfo } from './native.js';
 export { referenceOps } from './reference.js';
 

@@ -20,6 +20,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import {
   isPackedWeight,
+  nativeArgmax,
   nativeDTypeTraits,
   nativeOps,
   nativeInfo,
@@ -33,6 +34,7 @@ import { decodeFp8 } from '../../src/kernels/kv-codec.js';
 import { ALL_DTYPES, ALL_KV_DTYPES, KV_DTYPES, WEIGHT_DTYPES, type DType, type KvDType } from '../../src/kernels/dtypes.js';
 import { matmulParts, type AttentionSeq, type KvLayer, type WeightMatrix } from '../../src/kernels/ops.js';
 import { readGgufHeader } from '../../src/model/loaders/gguf-header.js';
+import { argmaxLoop } from '../../src/engine/sampler.js';
 import { FIXTURES } from '../helpers/paths.js';
 import { maxAbs, randomF32, rng } from '../helpers/random-arrays.js';
 import { relL2, roundActivations } from '../helpers/int8-activations.js';
@@ -271,6 +273,31 @@ for (const path of PATHS) {
     const K_DTYPES: DType[] = ['q2_k', 'q4_k', 'q5_k', 'q6_k', 'q3_k', 'iq4_xs', 'iq3_xxs', 'iq3_s', 'tq2_0'];
     // The other 32-element block types: int8 kernels on the SIMD paths, decoded to f32 on scalar.
     const B32_DTYPES: DType[] = ['q4_1', 'q5_0', 'q5_1', 'iq4_nl'];
+
+    it('argmax picks what the sampler loop picks: first of ties, NaN never, 0 when nothing beats -Infinity', () => {
+      const rand = rng(17);
+      const cases: Float32Array[] = [new Float32Array(0), Float32Array.of(NaN), Float32Array.of(-Infinity, -Infinity)];
+      for (const n of [1, 7, 15, 16, 17, 63, 64, 65, 130, 1000, 151936]) {
+        const x = randomF32(rand, n, 10);
+        cases.push(x);
+        // The largest value repeated later (the first must win), NaN and -0 / +0 ties sprinkled in.
+        const y = x.slice();
+        const at = Math.floor(rand() * n);
+        y[at] = 1e6;
+        y[Math.min(n - 1, at + 1 + Math.floor(rand() * n))] = 1e6;
+        for (let i = 0; i < n; i += 5) if (i !== at) y[i] = NaN;
+        cases.push(y);
+        cases.push(new Float32Array(n).fill(NaN));
+        const z = new Float32Array(n).fill(-Infinity);
+        z[n - 1] = -0;
+        if (n > 2) z[n - 2] = 0;
+        cases.push(z);
+        const w = x.slice();
+        w[n - 1] = Infinity;
+        cases.push(w);
+      }
+      for (const c of cases) assert.equal(nativeArgmax(c), argmaxLoop(c), `length ${c.length}`);
+    });
 
     it('matmulShared gives each part the bits of its own matmul (mixed dtypes and activation formats, n = 1 … 40, bias)', () => {
       const rand = rng(91);
