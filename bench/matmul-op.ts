@@ -9,25 +9,9 @@
 // every pass streams from memory as decode does. A pass multiplies the same activation row by every
 // copy in turn; reported: the best pass's GB/s of weight bytes and µs per matrix, next to the
 // measured read bandwidth (native/bandwidth.cc).
-import { randomFillSync } from 'node:crypto';
 import { measureNativeReadBandwidth, nativeInfo, nativeOps } from '../src/kernels/native.js';
-import { f32ToF16 } from '../src/kernels/dequant.js';
-import { WEIGHT_DTYPES, type DType } from '../src/kernels/dtypes.js';
-import type { WeightMatrix } from '../src/kernels/ops.js';
-
-/** Where each block's f16 scales sit (kept small and finite; any other bytes are valid). */
-const SCALES: Partial<Record<DType, number[]>> = {
-  q8_0: [0],
-  q4_0: [0],
-  q4_1: [0, 2],
-  q5_0: [0],
-  q5_1: [0, 2],
-  iq4_nl: [0],
-  q4_k: [0, 2],
-  q5_k: [0, 2],
-  q6_k: [208],
-  iq4_xs: [0],
-};
+import type { DType } from '../src/kernels/dtypes.js';
+import { randomWeight } from './random-weights.js';
 
 /** The matrices of one decoder layer plus the tied LM head, as [rows, cols]. */
 const SHAPES: Record<string, [number, number][]> = {
@@ -68,20 +52,6 @@ function args() {
     reps: Number(get('--reps') ?? 5),
     n: Number(get('--n') ?? 1),
   };
-}
-
-function randomWeight(dtype: DType, rows: number, cols: number): WeightMatrix {
-  const { blockElements, blockBytes } = WEIGHT_DTYPES[dtype];
-  const at = SCALES[dtype];
-  if (at === undefined) throw new Error(`matmul-op bench: no random-block recipe for ${dtype}`);
-  const data = randomFillSync(new Uint8Array(rows * (cols / blockElements) * blockBytes));
-  for (let p = 0; p < data.length; p += blockBytes)
-    for (const o of at) {
-      const h = f32ToF16(0.001 + (data[p + o]! * 0.004) / 255);
-      data[p + o] = h & 0xff;
-      data[p + o + 1] = h >> 8;
-    }
-  return nativeOps.prepareWeight({ dtype, rows, cols, data });
 }
 
 function main(): void {

@@ -10,11 +10,10 @@
 // on the same routing, alternating which goes first, so a busy machine skews both alike. Reported:
 // the median time per call of each, the speed-up, and for n = 1 the active experts' weight bytes
 // (k experts x gate + up + down, as prepared) per second of the new op.
-import { randomFillSync } from 'node:crypto';
 import { nativeInfo, nativeOps } from '../src/kernels/native.js';
-import { f32ToF16 } from '../src/kernels/dequant.js';
-import { WEIGHT_DTYPES, type DType } from '../src/kernels/dtypes.js';
+import type { DType } from '../src/kernels/dtypes.js';
 import type { MoeExperts, Ops, WeightMatrix } from '../src/kernels/ops.js';
+import { randomWeight } from './random-weights.js';
 
 const HIDDEN = 2048;
 const INTER = 768;
@@ -33,24 +32,6 @@ function args(): { dtypes: DType[]; ns: number[]; experts: number; k: number; re
     k: Number(get('--k') ?? 8),
     reps: reps === undefined ? null : Number(reps),
   };
-}
-
-/** Where each block's f16 scales sit (kept small and finite; any other bytes are valid). */
-const SCALES: Partial<Record<DType, number[]>> = { q8_0: [0], q4_0: [0], q4_k: [0, 2], q5_k: [0, 2], q6_k: [208] };
-
-/** A [rows, cols] matrix of random blocks, prepared (packed) for the native ops. */
-function randomWeight(dtype: DType, rows: number, cols: number): WeightMatrix {
-  const { blockElements, blockBytes } = WEIGHT_DTYPES[dtype];
-  const at = SCALES[dtype];
-  if (at === undefined) throw new Error(`moe-op bench: no random-block recipe for ${dtype}`);
-  const data = randomFillSync(new Uint8Array(rows * (cols / blockElements) * blockBytes));
-  for (let p = 0; p < data.length; p += blockBytes)
-    for (const o of at) {
-      const h = f32ToF16(0.001 + (data[p + o]! * 0.004) / 255);
-      data[p + o] = h & 0xff;
-      data[p + o + 1] = h >> 8;
-    }
-  return nativeOps.prepareWeight({ dtype, rows, cols, data });
 }
 
 // ---- the composition the native op replaced (src/kernels/native.ts before moe.cc) ----
