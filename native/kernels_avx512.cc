@@ -1249,72 +1249,45 @@ SVC_AVX512_BF16 float dot_row_bf16(const uint16_t* q, const uint16_t* k, int hd)
   return hsum16_tree(acc);
 }
 
-// qk_tile with bf16 rows: 4 queries x 4 keys per step, 32 dimensions per instruction.
+// NQ consecutive queries of qk_tile_bf16 against every key, NQ x NK keys per step (NQ * NK = 16
+// accumulators over the head dimension, each Q and K vector loaded once per step), then one hsum16x16
+// for the 16 scores; keys past the last whole step one at a time with the same tree (dot_row_bf16).
+// Each score's bits are the same whatever NQ and NK are.
+template <int NQ, int NK>
+SVC_AVX512_BF16 inline __attribute__((always_inline)) void qk_rows_bf16(const uint16_t* Q, const uint16_t* K,
+                                                                        size_t kstride, int nk, int hd, float* S,
+                                                                        size_t sstride) {
+  static_assert(NQ * NK == 16, "one hsum16x16 per step");
+  int t = 0;
+  for (; t + NK <= nk; t += NK) {
+    __m512 acc[16];
+    for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
+    const uint16_t* k0 = K + (size_t)t * kstride;
+    for (int d = 0; d < hd; d += 32) {
+      __m512i qv[NQ];
+      for (int a = 0; a < NQ; a++) qv[a] = _mm512_loadu_si512(Q + (size_t)a * hd + d);
+      for (int b = 0; b < NK; b++) {
+        const __m512i kv = _mm512_loadu_si512(k0 + (size_t)b * kstride + d);
+        for (int a = 0; a < NQ; a++) acc[a * NK + b] = dot_bf16(acc[a * NK + b], qv[a], kv);
+      }
+    }
+    alignas(64) float r[16];  // lane a * NK + b: query a, key t + b
+    _mm512_store_ps(r, hsum16x16(acc));
+    for (int a = 0; a < NQ; a++) std::memcpy(S + (size_t)a * sstride + t, r + NK * a, NK * sizeof(float));
+  }
+  for (int a = 0; a < NQ; a++)
+    for (int u = t; u < nk; u++) S[(size_t)a * sstride + u] = dot_row_bf16(Q + (size_t)a * hd, K + (size_t)u * kstride, hd);
+}
+
+// qk_tile with bf16 rows, 32 dimensions per instruction: 4 queries x 4 keys per step; then two
+// remaining queries (decode with a GQA group of two) x 8 keys, so each key is loaded once for both
+// (1 x 16 loaded every key twice and was bound by the loads); a last one x 16 keys.
 SVC_AVX512_BF16 void qk_tile_bf16(const uint16_t* Q, int nq, const uint16_t* K, size_t kstride, int nk, int hd,
                                   float* S, size_t sstride) {
   int i = 0;
-  for (; i + 4 <= nq; i += 4) {
-    const uint16_t* q0 = Q + (size_t)i * hd;
-    int t = 0;
-    for (; t + 4 <= nk; t += 4) {
-      __m512 acc[16];
-      for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
-      const uint16_t* k0 = K + (size_t)t * kstride;
-      for (int d = 0; d < hd; d += 32) {
-        __m512i kv[4];
-        for (int b = 0; b < 4; b++) kv[b] = _mm512_loadu_si512(k0 + (size_t)b * kstride + d);
-        for (int a = 0; a < 4; a++) {
-          const __m512i qv = _mm512_loadu_si512(q0 + (size_t)a * hd + d);
-          for (int b = 0; b < 4; b++) acc[a * 4 + b] = dot_bf16(acc[a * 4 + b], qv, kv[b]);
-        }
-      }
-      alignas(64) float r[16];  // lane a * 4 + b: query i + a, key t + b
-      _mm512_store_ps(r, hsum16x16(acc));
-      for (int a = 0; a < 4; a++) std::memcpy(S + (size_t)(i + a) * sstride + t, r + 4 * a, 4 * sizeof(float));
-    }
-    for (int a = 0; a < 4; a++)
-      for (int u = t; u < nk; u++) S[(size_t)(i + a) * sstride + u] = dot_row_bf16(q0 + (size_t)a * hd, K + (size_t)u * kstride, hd);
-  }
-  // Two remaining queries (decode with a GQA group of two): 2 queries x 8 keys per step, each K vector
-  // loaded once for both (1 x 16 loaded every key twice and was bound by the loads).
-  for (; i + 2 <= nq; i += 2) {
-    const uint16_t* q0 = Q + (size_t)i * hd;
-    int t = 0;
-    for (; t + 8 <= nk; t += 8) {
-      __m512 acc[16];
-      for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
-      const uint16_t* k0 = K + (size_t)t * kstride;
-      for (int d = 0; d < hd; d += 32) {
-        const __m512i qa = _mm512_loadu_si512(q0 + d), qb = _mm512_loadu_si512(q0 + hd + d);
-        for (int b = 0; b < 8; b++) {
-          const __m512i kv = _mm512_loadu_si512(k0 + (size_t)b * kstride + d);
-          acc[b] = dot_bf16(acc[b], qa, kv);
-          acc[8 + b] = dot_bf16(acc[8 + b], qb, kv);
-        }
-      }
-      alignas(64) float r[16];  // lane a * 8 + b: query i + a, key t + b
-      _mm512_store_ps(r, hsum16x16(acc));
-      for (int a = 0; a < 2; a++) std::memcpy(S + (size_t)(i + a) * sstride + t, r + 8 * a, 8 * sizeof(float));
-    }
-    for (int a = 0; a < 2; a++)
-      for (int u = t; u < nk; u++) S[(size_t)(i + a) * sstride + u] = dot_row_bf16(q0 + (size_t)a * hd, K + (size_t)u * kstride, hd);
-  }
-  // A last query: 1 query x 16 keys per step.
-  for (; i < nq; i++) {
-    const uint16_t* q = Q + (size_t)i * hd;
-    float* Si = S + (size_t)i * sstride;
-    int t = 0;
-    for (; t + 16 <= nk; t += 16) {
-      __m512 acc[16];
-      for (int b = 0; b < 16; b++) acc[b] = _mm512_setzero_ps();
-      for (int d = 0; d < hd; d += 32) {
-        const __m512i qv = _mm512_loadu_si512(q + d);
-        for (int b = 0; b < 16; b++) acc[b] = dot_bf16(acc[b], qv, _mm512_loadu_si512(K + (size_t)(t + b) * kstride + d));
-      }
-      _mm512_storeu_ps(Si + t, hsum16x16(acc));
-    }
-    for (; t < nk; t++) Si[t] = dot_row_bf16(q, K + (size_t)t * kstride, hd);
-  }
+  for (; i + 4 <= nq; i += 4) qk_rows_bf16<4, 4>(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride, sstride);
+  for (; i + 2 <= nq; i += 2) qk_rows_bf16<2, 8>(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride, sstride);
+  for (; i < nq; i++) qk_rows_bf16<1, 16>(Q + (size_t)i * hd, K, kstride, nk, hd, S + (size_t)i * sstride, sstride);
 }
 
 // pv_tile with bf16 key pairs: 4 queries x 64 columns per pass, two keys per instruction.
