@@ -91,6 +91,24 @@ const FULL: Record<string, ModelShape> = {
     rmsNormEps: 1e-5,
     maxPositionEmbeddings: 131072,
   },
+  // Llama-3.1-8B's layout (with the Qwen2.5 vocabulary every shape embeds): the size people run on a
+  // machine like this one. Not in the default set (a Q4_K_M file is 4.6 GiB); it measures load time and
+  // peak load RSS where the fixed overhead of the process is a small part of the file.
+  llama8b: {
+    id: 'llama8b',
+    name: 'svc-bench Llama-3.1-8B shape (random weights)',
+    family: 'llama',
+    hiddenSize: 4096,
+    numLayers: 32,
+    numHeads: 32,
+    numKvHeads: 8,
+    headDim: 128,
+    intermediateSize: 14336,
+    vocabSize: QWEN_VOCAB,
+    ropeTheta: 5e5,
+    rmsNormEps: 1e-5,
+    maxPositionEmbeddings: 131072,
+  },
   // A small Qwen3-MoE (Qwen3-30B-A3B's layout at a fraction of its size) that fits this 24 GiB,
   // 2-core machine: 2.7 B parameters, 0.58 B active per token. In Q8_0 the file is 2.7 GiB and a
   // decode step reads 0.58 GiB (attention 0.12, embedding as LM head 0.15, 8 of 64 experts 0.30,
@@ -170,6 +188,16 @@ const SMALL: Record<string, ModelShape> = {
     numHeads: 4,
     numKvHeads: 2,
     headDim: 64,
+    intermediateSize: 512,
+  },
+  llama8b: {
+    ...FULL.llama8b,
+    name: 'svc-bench tiny Llama-3.1-8B shape (random weights)',
+    hiddenSize: 256,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 128,
     intermediateSize: 512,
   },
   // 16 experts, not 8: llama-quantize treats n_expert == 8 as Mixtral (attn_v/attn_k Q8_0), and the

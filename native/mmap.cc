@@ -7,6 +7,7 @@
 // later read of the range, should one come, faults the same bytes back in from the file. munmap of
 // the range would free the address space too, but turn any stray later read into a crash.
 #include <napi.h>
+#include <v8.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,7 +15,28 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
+
+// An ArrayBuffer over a mapping this file made, unmapped by V8 when it is collected (`length` rounded
+// up to `unit`, the granule it was mapped in). N-API's external ArrayBuffers are Node Buffers
+// underneath on Node 20 and stop at 4 GiB (buffer.constants.MAX_LENGTH; past it the call fails and
+// frees twice), while an 8B model's file or a KV pool is larger; V8's own API has no such limit.
+// N-API's napi_value is a v8::Local<v8::Value> (node's js_native_api_v8.h converts them by a plain
+// cast both ways), so the V8 handle is handed back as one. V8 may run the deleter on any thread:
+// munmap is safe there.
+template <size_t unit>
+static Napi::Value mapping_array_buffer(Napi::Env env, void* data, size_t length) {
+  std::unique_ptr<v8::BackingStore> store = v8::ArrayBuffer::NewBackingStore(
+      data, length, [](void* p, size_t len, void*) { munmap(p, (len + unit - 1) / unit * unit); }, nullptr);
+  v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(v8::Isolate::GetCurrent(), std::move(store));
+  v8::Local<v8::Value> value = buffer;
+  napi_value out;
+  static_assert(sizeof(out) == sizeof(value), "napi_value is a v8::Local<v8::Value>");
+  std::memcpy(&out, &value, sizeof out);
+  return Napi::Value(env, out);
+}
 
 // allocHugePages(bytes) -> zeroed ArrayBuffer from an anonymous mapping, 2 MiB aligned, with
 // MADV_HUGEPAGE asked for (THP is 'madvise' on this machine: nothing else gets huge pages); unmapped
@@ -43,8 +65,7 @@ static Napi::Value AllocHugePages(const Napi::CallbackInfo& info) {
   if (p > raw) munmap(raw, (size_t)(p - raw));
   if (p + len < raw + len + kHuge) munmap(p + len, (size_t)(raw + len + kHuge - (p + len)));
   madvise(p, len, MADV_HUGEPAGE);  // advisory: without THP the pages are simply small
-  return Napi::ArrayBuffer::New(
-      env, p, bytes, [](Napi::Env, void* data, size_t* len) { munmap(data, *len); delete len; }, new size_t(len));
+  return mapping_array_buffer<kHuge>(env, p, bytes);
 }
 
 // mapFile(path, sequential?) -> ArrayBuffer backed by a read-only private mapping; unmapped when
@@ -82,10 +103,7 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   // The fast loader reads front to back and gives the kernel its own hints (adviseRange).
   const bool sequential = info.Length() > 1 && info[1].ToBoolean().Value();
   madvise(p, size, sequential ? MADV_SEQUENTIAL : MADV_WILLNEED);
-  return Napi::ArrayBuffer::New(env, p, size, [](Napi::Env, void* data, size_t* len) {
-    munmap(data, *len);
-    delete len;
-  }, new size_t(size));
+  return mapping_array_buffer<1>(env, p, size);
 }
 
 #ifndef MADV_POPULATE_READ

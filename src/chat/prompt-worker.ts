@@ -3,6 +3,7 @@
 import { deserialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ApiError } from '../common/api-error.js';
+import { collectGarbage } from '../common/collect-garbage.js';
 import { tokenizerFromDefinition, type TokenizerDefinition } from '../model/tokenizer.js';
 import { chatPromptFromText, encodeTextPrompt, renderChatText, type PromptModel } from './prompt.js';
 import type { PromptTask, PromptReply, PromptWorkerData } from './prompt-workers.js';
@@ -41,7 +42,8 @@ function run(task: PromptTask): PromptReply {
   }
 }
 
-// The tokenizer is built: the pool may count this worker ready.
+// The tokenizer is built: its build's garbage goes back to the OS, and the pool may count this worker ready.
+collectGarbage();
 parentPort!.postMessage({ ready: true });
 
 parentPort!.on('message', (task: PromptTask) => {

@@ -8,6 +8,7 @@ import { PromptWorkers } from '../chat/prompt-workers.js';
 import { isToolCallParserName, TOOL_CALL_PARSER_NAMES } from '../chat/tool-formats/registry.js';
 import type { RunningEngine } from '../engine/engine-client.js';
 import { findModelToml, SAMPLING_KEYS, type ModelToml } from '../model/model-toml.js';
+import { collectGarbage } from '../common/collect-garbage.js';
 import { loadTokenizerDefinition, tokenizerFromDefinition, type Tokenizer, type TokenizerDefinition } from '../model/tokenizer.js';
 import type { ModelRuntime, ModelSamplingDefaults } from '../chat/model-runtime.js';
 import { imageTokenLayout, readPreprocessorConfig } from '../model/vision/index.js';
@@ -65,7 +66,11 @@ export function startPromptSide(source: string): StartedPromptSide {
 /** Builds this thread's tokenizer from the definition the workers got. */
 export function finishPromptSide(started: StartedPromptSide): PromptSide {
   try {
-    return { tokenizer: tokenizerFromDefinition(started.definition), chatTemplate: started.chatTemplate, prompts: started.prompts };
+    const tokenizer = tokenizerFromDefinition(started.definition);
+    // The build's garbage (and the definition's, read from the model) goes back to the OS now,
+    // before the server takes requests: peak RSS while loading is one of the start-up figures.
+    collectGarbage();
+    return { tokenizer, chatTemplate: started.chatTemplate, prompts: started.prompts };
   } catch (err) {
     void started.prompts.close();
     throw err;

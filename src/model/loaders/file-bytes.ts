@@ -3,6 +3,8 @@
 //  - mmap: a read-only memory mapping through the native addon, paged in lazily (GGUF always;
 //    safetensors with --no-fast-load), with page advice on ranges of it (mapped-residency.ts).
 // Tensors are zero-copy views into the result, so the bytes must be treated as read-only either way.
+// Both are one ArrayBuffer viewed a range at a time (FileView): on Node 20 a typed array stops at
+// 4 GiB, and model files (an 8B Q4_K_M, a 5 GB safetensors shard) do not.
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -11,10 +13,33 @@ import { fileURLToPath } from 'node:url';
 /** Size of each sequential read: large enough to keep the disk streaming, small enough to stay interruptible. */
 const READ_CHUNK = 64 * 1024 * 1024;
 
-export interface FileBytes {
+/** A file's bytes, a range at a time. */
+export interface FileView {
+  /** Bytes in the file. */
+  readonly size: number;
+  /** Bytes [offset, offset + length) as a view (RangeError outside the file). Read-only: with mmap, writing to it crashes the process. */
+  view(offset: number, length: number): Uint8Array;
+}
+
+/** The FileView of bytes already in memory. */
+export function bytesView(bytes: Uint8Array): FileView {
+  return bufferView(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The FileView of `size` bytes of an ArrayBuffer from `base` (the whole buffer by default). */
+function bufferView(buffer: ArrayBuffer, base = 0, size = buffer.byteLength): FileView {
+  return {
+    size,
+    view(offset, length) {
+      if (!(offset >= 0 && length >= 0 && offset + length <= size))
+        throw new RangeError(`bytes [${offset}, ${offset + length}) lie outside the file`);
+      return new Uint8Array(buffer, base + offset, length);
+    },
+  };
+}
+
+export interface FileBytes extends FileView {
   path: string;
-  /** The whole file. Read-only: with mmap, writing to it crashes the process. */
-  bytes: Uint8Array;
   /** How the bytes were obtained. */
   mode: 'read' | 'mmap';
 }
@@ -33,16 +58,16 @@ function readWholeFile(path: string): FileBytes {
   }
   try {
     const size = fstatSync(fd).size;
-    // An ArrayBuffer rather than a Buffer: Buffers stop at 4 GiB, model files do not.
-    const bytes = new Uint8Array(new ArrayBuffer(size));
+    // An ArrayBuffer rather than a Buffer, read and viewed in ranges: Buffers and typed arrays stop at 4 GiB.
+    const buffer = new ArrayBuffer(size);
     let pos = 0;
     while (pos < size) {
       const len = Math.min(READ_CHUNK, size - pos);
-      const n = readSync(fd, bytes.subarray(pos, pos + len), 0, len, pos);
+      const n = readSync(fd, new Uint8Array(buffer, pos, len), 0, len, pos);
       if (n === 0) throw new Error(`${path}: file shrank while reading (got ${pos} of ${size} bytes)`);
       pos += n;
     }
-    return { path, bytes, mode: 'read' };
+    return { path, ...bufferView(buffer), mode: 'read' };
   } finally {
     closeSync(fd);
   }
@@ -51,10 +76,8 @@ function readWholeFile(path: string): FileBytes {
 /** Page advice on a range of a mapping (native/mmap.cc's codes). */
 export const ADVICE = { release: 0, willneed: 1, populate: 2 } as const;
 
-export interface MappedFile {
+export interface MappedFile extends FileView {
   path: string;
-  /** The whole file, read-only (writing to it crashes the process). */
-  bytes: Uint8Array;
   /** Gives the kernel `advice` for bytes [offset, offset + length); returns the bytes advised. */
   advise(offset: number, length: number, advice: keyof typeof ADVICE): number;
 }
@@ -71,7 +94,7 @@ export function mapFile(path: string, sequential: boolean): MappedFile {
   const buffer = native.mapFile(path, sequential);
   return {
     path,
-    bytes: new Uint8Array(buffer),
+    ...bufferView(buffer),
     advise: (offset, length, advice) => native.adviseRange(buffer, offset, length, ADVICE[advice]),
   };
 }
@@ -79,7 +102,8 @@ export function mapFile(path: string, sequential: boolean): MappedFile {
 let nativeMmap: NativeMmap | null = null;
 
 function mapWholeFile(path: string): FileBytes {
-  return { path, bytes: mapFile(path, false).bytes, mode: 'mmap' };
+  const { size, view } = mapFile(path, false);
+  return { path, size, view, mode: 'mmap' };
 }
 
 /** The addon lives at <repo>/build/Release; find it by walking up from this (compiled or source) file. */

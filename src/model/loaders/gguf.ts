@@ -59,7 +59,7 @@ export function loadGgufCheckpoint(
 
   const cache = fastLoad && packedCache ? PackedWeightCache.open(path, packedCache.settings, packedCache.log) : undefined;
   const file = mapFile(path, fastLoad);
-  const viewOf = (info: GgufTensorInfo): Uint8Array => file.bytes.subarray(info.offset, info.offset + storedBytes(info, path));
+  const viewOf = (info: GgufTensorInfo): Uint8Array => file.view(info.offset, storedBytes(info, path));
   const config = configFromGguf(metadata, {
     hasOutputWeight: infos.has('output.weight'),
     embeddingRows: infos.get('token_embd.weight')?.dims[1],
@@ -108,7 +108,7 @@ export function loadGgufCheckpoint(
     const dtype = dtypeOf(info, path);
     const stored = [...info.dims].reverse();
     const length = tensorBytes(info, dtype, path);
-    const view = file.bytes.subarray(info.offset, info.offset + length);
+    const view = file.view(info.offset, length);
     first = Math.min(first, info.offset);
     // What the converter did to the tensor beyond renaming it, undone (gguf-names.ts).
     const fix = ggufTensorFix(arch, name, stored, config);

@@ -100,7 +100,7 @@ export class MappedResidency implements WeightResidency {
 
   private readAhead(from: number): void {
     if (!this.readAheadOn) return;
-    const to = Math.min(this.file.bytes.byteLength, from + READ_AHEAD);
+    const to = Math.min(this.file.size, from + READ_AHEAD);
     // Inside the current window: extend it; elsewhere (the model jumped, e.g. to lm_head): a new one.
     const inWindow = from >= this.aheadFrom && from <= this.aheadTo;
     const start = inWindow ? this.aheadTo : from;

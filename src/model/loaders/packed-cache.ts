@@ -29,7 +29,7 @@ import { readEnv } from '../../common/env.js';
 import type { DType } from '../../kernels/dtypes.js';
 import type { PackedLayout, WeightMatrix } from '../../kernels/ops.js';
 import type { PackedWeightStore } from '../types.js';
-import { mapFile, type MappedFile } from './file-bytes.js';
+import { mapFile, type FileView, type MappedFile } from './file-bytes.js';
 
 const MAGIC = 'SVCPACK\n';
 /** The container's version (the packed bytes' own version is in the format string). */
@@ -107,21 +107,21 @@ export function packedCacheFile(dir: string, ggufPath: string): string {
 class CacheFileError extends Error {}
 
 /** The header of a cache file's bytes, checked against its own length; throws CacheFileError saying what is wrong. */
-function readHeader(bytes: Uint8Array): CacheHeader {
-  if (bytes.byteLength < PREFIX_BYTES || Buffer.from(bytes.subarray(0, 8)).toString('latin1') !== MAGIC)
-    throw new CacheFileError('not a packed-weights cache file');
-  const view = new DataView(bytes.buffer, bytes.byteOffset, PREFIX_BYTES);
+function readHeader(file: FileView): CacheHeader {
+  if (file.size < PREFIX_BYTES) throw new CacheFileError('not a packed-weights cache file');
+  const prefix = file.view(0, PREFIX_BYTES);
+  if (Buffer.from(prefix.subarray(0, 8)).toString('latin1') !== MAGIC) throw new CacheFileError('not a packed-weights cache file');
+  const view = new DataView(prefix.buffer, prefix.byteOffset, PREFIX_BYTES);
   const version = view.getUint32(8, true);
   if (version !== FILE_VERSION) throw new CacheFileError(`file version ${version}, this svc writes ${FILE_VERSION}`);
   const length = view.getUint32(12, true);
-  if (PREFIX_BYTES + length > bytes.byteLength)
-    throw new CacheFileError(`truncated: ${bytes.byteLength} bytes, its header alone is longer`);
-  const json = bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + length);
+  if (PREFIX_BYTES + length > file.size) throw new CacheFileError(`truncated: ${file.size} bytes, its header alone is longer`);
+  const json = file.view(PREFIX_BYTES, length);
   const digest = createHash('sha256').update(json).digest();
-  if (!digest.equals(bytes.subarray(16, 48))) throw new CacheFileError('header checksum mismatch');
+  if (!digest.equals(prefix.subarray(16, 48))) throw new CacheFileError('header checksum mismatch');
   const header = JSON.parse(Buffer.from(json).toString('utf8')) as CacheHeader;
-  if (header.fileBytes !== bytes.byteLength)
-    throw new CacheFileError(`truncated or overwritten: ${bytes.byteLength} bytes, its header says ${header.fileBytes}`);
+  if (header.fileBytes !== file.size)
+    throw new CacheFileError(`truncated or overwritten: ${file.size} bytes, its header says ${header.fileBytes}`);
   for (const e of header.entries)
     if (!(e.offset % 64 === 0 && e.offset >= PREFIX_BYTES + length && e.length > 0 && e.offset + e.length <= header.fileBytes))
       throw new CacheFileError(`matrix ${e.key} lies outside the file`);
@@ -194,7 +194,7 @@ export class PackedWeightCache implements PackedWeightStore {
     }
     let header: CacheHeader;
     try {
-      header = readHeader(mapping.bytes);
+      header = readHeader(mapping);
     } catch (err) {
       if (err instanceof CacheFileError || err instanceof SyntaxError) return ignore((err as Error).message);
       throw err;
@@ -219,7 +219,7 @@ export class PackedWeightCache implements PackedWeightStore {
   take(key: string, dtype: DType, rows: number, cols: number, layout: PackedLayout): WeightMatrix | null {
     const e = this.mapped?.entries.get(key);
     if (!e || e.dtype !== dtype || e.rows !== rows || e.cols !== cols || layout.packedLength(dtype, rows, cols) !== e.length) return null;
-    const data = this.mapped!.file.bytes.subarray(e.offset, e.offset + e.length);
+    const data = this.mapped!.file.view(e.offset, e.length);
     if (edgeHash(data) !== e.edges) {
       if (this.badEntry === null) {
         this.badEntry = key;

@@ -5,7 +5,7 @@ import { basename, dirname, resolve } from 'node:path';
 import type { Checkpoint, DType, Tensor } from '../types.js';
 import { configFromHf } from '../model-config.js';
 import { ALL_DTYPES, WEIGHT_DTYPES } from '../../kernels/dtypes.js';
-import { loadFileBytes } from './file-bytes.js';
+import { bytesView, loadFileBytes, type FileView } from './file-bytes.js';
 import { normalizeMultimodalNames } from './multimodal-names.js';
 import { addMxfp4Tensors, type RawU8Tensor } from './mxfp4.js';
 import { normalizeStateSpaceNames } from './state-space-names.js';
@@ -28,16 +28,17 @@ export interface SafetensorsFile {
 }
 
 /** Parse a safetensors file held in memory; `path` is only for error messages. */
-export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFile {
-  if (bytes.length < 8) throw new Error(`${path}: truncated safetensors header (file has ${bytes.length} bytes, needs at least 8)`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const headerLen = Number(view.getBigUint64(0, true));
-  if (8 + headerLen > bytes.length) {
-    throw new Error(`${path}: truncated safetensors header (header claims ${headerLen} bytes, file has ${bytes.length})`);
+export function parseSafetensors(bytes: Uint8Array | FileView, path: string): SafetensorsFile {
+  const file = bytes instanceof Uint8Array ? bytesView(bytes) : bytes;
+  if (file.size < 8) throw new Error(`${path}: truncated safetensors header (file has ${file.size} bytes, needs at least 8)`);
+  const lead = file.view(0, 8);
+  const headerLen = Number(new DataView(lead.buffer, lead.byteOffset, 8).getBigUint64(0, true));
+  if (8 + headerLen > file.size) {
+    throw new Error(`${path}: truncated safetensors header (header claims ${headerLen} bytes, file has ${file.size})`);
   }
   let header: Record<string, unknown>;
   try {
-    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLen)));
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(file.view(8, headerLen)));
   } catch (err) {
     throw new Error(`${path}: bad safetensors JSON header (${(err as Error).message})`, { cause: err });
   }
@@ -67,10 +68,10 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
         `${path}: tensor ${name} data_offsets [${begin}, ${end}] do not match shape [${shape}] of ${e.dtype} (${expected} bytes)`,
       );
     }
-    if (dataStart + end > bytes.length) {
-      throw new Error(`${path}: tensor ${name} data lies beyond end of file (ends at byte ${dataStart + end}, file has ${bytes.length})`);
+    if (dataStart + end > file.size) {
+      throw new Error(`${path}: tensor ${name} data lies beyond end of file (ends at byte ${dataStart + end}, file has ${file.size})`);
     }
-    const data = alignedView(bytes, dataStart + begin, dataStart + end, kind.size);
+    const data = alignedView(file, dataStart + begin, dataStart + end, kind.size);
     if (kind.dtype === null) u8.set(name, { name, shape, data });
     else tensors.set(name, { name, dtype: kind.dtype, shape, data });
   }
@@ -81,8 +82,8 @@ export function parseSafetensors(bytes: Uint8Array, path: string): SafetensorsFi
  * The bytes [begin, end) as a view, copied to a fresh buffer when not aligned to the element size,
  * so kernels can always overlay a Float32Array / Uint16Array on a tensor's data.
  */
-function alignedView(bytes: Uint8Array, begin: number, end: number, elementSize: number): Uint8Array {
-  const view = bytes.subarray(begin, end);
+function alignedView(file: FileView, begin: number, end: number, elementSize: number): Uint8Array {
+  const view = file.view(begin, end - begin);
   return view.byteOffset % elementSize === 0 ? view : view.slice();
 }
 
@@ -107,7 +108,7 @@ export function loadSafetensorsCheckpoint(spec: SafetensorsCheckpointSpec): Chec
   const aliases: Record<string, string> = {};
   const u8 = new Map<string, RawU8Tensor>();
   for (const file of expandShards(spec.files)) {
-    const parsed = parseSafetensors(loadFileBytes(file, spec.fastLoad).bytes, file);
+    const parsed = parseSafetensors(loadFileBytes(file, spec.fastLoad), file);
     for (const [name, t] of parsed.tensors) {
       if (tensors.has(name)) throw new Error(`${file}: tensor ${name} appears in more than one shard`);
       tensors.set(name, t);
