@@ -167,39 +167,15 @@ export const HF_ONLY_SHAPE_IDS = ['qwen35'];
 /** Shapes the dense benchmark (run.js) and a plain gen-checkpoints run cover by default. */
 export const DEFAULT_SHAPE_IDS = ['qwen3', 'llama'];
 
+/** The tiny dense layout: two layers of 256, 4 heads over 2 KV heads. */
+const TINY_DENSE = { hiddenSize: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 512 };
+
 // Tiny versions for tests: same families and quirks (Qwen3's heads·head_dim ≠ hidden, GQA),
 // every row a whole number of 256-element K-quant blocks. The vocabulary stays full size.
 const SMALL: Record<string, ModelShape> = {
-  qwen3: {
-    ...FULL.qwen3,
-    name: 'svc-bench tiny Qwen3 shape (random weights)',
-    hiddenSize: 256,
-    numLayers: 2,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 128,
-    intermediateSize: 512,
-  },
-  llama: {
-    ...FULL.llama,
-    name: 'svc-bench tiny Llama shape (random weights)',
-    hiddenSize: 256,
-    numLayers: 2,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 64,
-    intermediateSize: 512,
-  },
-  llama8b: {
-    ...FULL.llama8b,
-    name: 'svc-bench tiny Llama-3.1-8B shape (random weights)',
-    hiddenSize: 256,
-    numLayers: 2,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 128,
-    intermediateSize: 512,
-  },
+  qwen3: { ...FULL.qwen3, name: 'svc-bench tiny Qwen3 shape (random weights)', ...TINY_DENSE, headDim: 128 },
+  llama: { ...FULL.llama, name: 'svc-bench tiny Llama shape (random weights)', ...TINY_DENSE, headDim: 64 },
+  llama8b: { ...FULL.llama8b, name: 'svc-bench tiny Llama-3.1-8B shape (random weights)', ...TINY_DENSE, headDim: 128 },
   // 16 experts, not 8: llama-quantize treats n_expert == 8 as Mixtral (attn_v/attn_k Q8_0), and the
   // tiny shape should take the full shape's recipe.
   qwen3moe: {
