@@ -38,6 +38,13 @@ static Napi::Value mapping_array_buffer(Napi::Env env, void* data, size_t length
   return Napi::Value(env, out);
 }
 
+// releaseHeapMemory(): V8's LowMemoryNotification on the calling thread's isolate: full collections that
+// compact old space and shrink the young generation (src/kernels/release-heap.ts says when it runs).
+static Napi::Value ReleaseHeapMemory(const Napi::CallbackInfo& info) {
+  v8::Isolate::GetCurrent()->LowMemoryNotification();
+  return info.Env().Undefined();
+}
+
 // allocHugePages(bytes) -> zeroed ArrayBuffer from an anonymous mapping, 2 MiB aligned, with
 // MADV_HUGEPAGE asked for (THP is 'madvise' on this machine: nothing else gets huge pages); unmapped
 // when collected. Nothing is touched here, so memory is only committed where it is written, as for a
@@ -160,4 +167,5 @@ void InitMmap(Napi::Env env, Napi::Object exports) {
   exports.Set("mapFile", Napi::Function::New(env, MapFile));
   exports.Set("adviseRange", Napi::Function::New(env, AdviseRange));
   exports.Set("allocHugePages", Napi::Function::New(env, AllocHugePages));
+  exports.Set("releaseHeapMemory", Napi::Function::New(env, ReleaseHeapMemory));
 }

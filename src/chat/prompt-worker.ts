@@ -1,16 +1,15 @@
 // A prompt worker thread (see prompt-workers.ts): rebuilds the model's tokenizer from its packed
 // definition, holds the chat template, and renders and encodes prompts on request.
-import { deserialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ApiError } from '../common/api-error.js';
-import { collectGarbage } from '../common/collect-garbage.js';
-import { tokenizerFromDefinition, type TokenizerDefinition } from '../model/tokenizer.js';
+import { releaseHeapMemory } from '../kernels/release-heap.js';
+import { tokenizerFromPacked } from '../model/tokenizer.js';
 import { chatPromptFromText, encodeTextPrompt, renderChatText, type PromptModel } from './prompt.js';
 import type { PromptTask, PromptReply, PromptWorkerData } from './prompt-workers.js';
 import { tokenizeHere } from './tokenize.js';
 
 const data = workerData as PromptWorkerData;
-const tokenizer = tokenizerFromDefinition(deserialize(Buffer.from(data.tokenizer)) as TokenizerDefinition);
+const tokenizer = tokenizerFromPacked(data.tokenizer);
 
 function run(task: PromptTask): PromptReply {
   const model: PromptModel = { tokenizer, chatTemplate: data.chatTemplate, maxSeqLen: task.maxSeqLen };
@@ -43,7 +42,7 @@ function run(task: PromptTask): PromptReply {
 }
 
 // The tokenizer is built: its build's garbage goes back to the OS, and the pool may count this worker ready.
-collectGarbage();
+releaseHeapMemory();
 parentPort!.postMessage({ ready: true });
 
 parentPort!.on('message', (task: PromptTask) => {

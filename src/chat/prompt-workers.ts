@@ -10,10 +10,8 @@
 //   as the same ApiError (status, message, code, param); anything else as an Error (a 500).
 // - Memory returns: a worker that handled an input of RECYCLE_CHARS or more is retired once its
 //   tasks are done (terminated: its whole heap goes back) and a fresh one takes its place.
-import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../common/api-error.js';
-import type { TokenizerDefinition } from '../model/tokenizer.js';
 import type { ChatPrompt, ChatTemplateInput } from './prompt.js';
 import type { TokenizeInput } from './tokenize.js';
 
@@ -24,7 +22,7 @@ export const PROMPT_WORKERS = 2;
 export const RECYCLE_CHARS = 1 << 20;
 
 export interface PromptWorkerData {
-  /** The tokenizer's definition, v8-serialized into shared memory (every worker reads the same bytes). */
+  /** The tokenizer's packed definition (Tokenizer.packed: every worker reads the same bytes). */
   tokenizer: SharedArrayBuffer;
   chatTemplate: string | null;
 }
@@ -88,16 +86,13 @@ export class PromptWorkers {
   recycled = 0;
 
   /**
-   * The workers build their tokenizers from `tokenizer` (a definition: the main thread need not have
+   * The workers build their tokenizers from `tokenizer` (a packed definition: the main thread need not have
    * built its own yet). While `maxSeqLen` is null (start-up: the engine is still loading the weights and
    * has not settled the context length) only one worker starts, since tokenizer builds are CPU-bound
    * and would compete with the load; setMaxSeqLen starts the rest.
    */
-  constructor(tokenizer: TokenizerDefinition, chatTemplate: string | null, maxSeqLen: number | null, size = PROMPT_WORKERS) {
-    const bytes = serialize(tokenizer);
-    const shared = new SharedArrayBuffer(bytes.byteLength);
-    new Uint8Array(shared).set(bytes);
-    this.data = { tokenizer: shared, chatTemplate };
+  constructor(tokenizer: SharedArrayBuffer, chatTemplate: string | null, maxSeqLen: number | null, size = PROMPT_WORKERS) {
+    this.data = { tokenizer, chatTemplate };
     this.size = size;
     this.maxSeqLen = null;
     const first = this.spawn();

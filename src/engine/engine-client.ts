@@ -4,7 +4,6 @@ import { rmSync } from 'node:fs';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Tokenizer } from '../model/tokenizer.js';
 import type { LoadProgress } from '../model/types.js';
-import { packTokenizer } from './grammar/index.js';
 import {
   EngineAdmissionError,
   type Engine,
@@ -257,8 +256,7 @@ class EngineClient implements RunningEngine {
 
   setTokenizer(tokenizer: Tokenizer): void {
     if (this.down !== null) return;
-    const packed = packTokenizer(tokenizer);
-    this.worker.postMessage({ type: 'tokenizer', packed } satisfies ToWorker, [packed.buffer]);
+    this.worker.postMessage({ type: 'tokenizer', packed: tokenizer.packed } satisfies ToWorker);
   }
 
   setNumDrafts(numDrafts: number): void {

@@ -159,8 +159,8 @@ export interface EngineInfo {
 export type ToWorker =
   | { type: 'submit'; id: number; req: GenerationRequest; submittedAt: number }
   | { type: 'cancel'; id: number }
-  /** The main thread's tokenizer (packTokenizer), once: tool-call grammars' vocabulary is worked out from it. */
-  | { type: 'tokenizer'; packed: Uint8Array }
+  /** The main thread's tokenizer (Tokenizer.packed, shared), once: tool-call grammars' vocabulary is worked out from it. */
+  | { type: 'tokenizer'; packed: SharedArrayBuffer }
   /** Draft tokens per verify step from now on (MODEL.toml's default_num_drafts while --num-drafts is 1). */
   | { type: 'num-drafts'; numDrafts: number };
 

@@ -58,8 +58,8 @@ class StepLoop {
   /** Jobs refused on arrival (a grammar that would not compile): ended with 'error' at the next step. */
   private readonly refused = new Map<number, string>();
   private stepQueued = false;
-  /** The main thread's tokenizer, packed (packTokenizer): what the vocabulary is worked out from. */
-  private tokenizer: Uint8Array | null = null;
+  /** The main thread's tokenizer, packed (Tokenizer.packed): what the vocabulary is worked out from. */
+  private tokenizer: SharedArrayBuffer | null = null;
   /**
    * Token bytes of the vocabulary for grammar masks: loaded in a background thread when the first
    * constrained job arrives; such jobs wait outside the scheduler until it is there.

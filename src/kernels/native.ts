@@ -47,6 +47,8 @@ export interface NativeAddon {
   mapFile(path: string): ArrayBuffer;
   /** native/mmap.cc: zeroed bytes, 2 MiB aligned, transparent huge pages asked for; freed when collected. */
   allocHugePages(bytes: number): ArrayBuffer;
+  /** native/mmap.cc: V8's LowMemoryNotification on the calling thread's isolate (src/kernels/release-heap.ts). */
+  releaseHeapMemory(): void;
   matmul(
     x: Float32Array,
     n: number,

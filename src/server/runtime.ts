@@ -8,8 +8,15 @@ import { PromptWorkers } from '../chat/prompt-workers.js';
 import { isToolCallParserName, TOOL_CALL_PARSER_NAMES } from '../chat/tool-formats/registry.js';
 import type { RunningEngine } from '../engine/engine-client.js';
 import { findModelToml, SAMPLING_KEYS, type ModelToml } from '../model/model-toml.js';
-import { collectGarbage } from '../common/collect-garbage.js';
-import { loadTokenizerDefinition, tokenizerFromDefinition, type Tokenizer, type TokenizerDefinition } from '../model/tokenizer.js';
+import { releaseHeapMemory } from '../kernels/release-heap.js';
+import {
+  loadTokenizerDefinition,
+  packTokenizerDefinition,
+  tokenizerFromDefinition,
+  tokenizerFromPacked,
+  type Tokenizer,
+  type TokenizerDefinition,
+} from '../model/tokenizer.js';
 import type { ModelRuntime, ModelSamplingDefaults } from '../chat/model-runtime.js';
 import { imageTokenLayout, readPreprocessorConfig } from '../model/vision/index.js';
 
@@ -47,7 +54,10 @@ export interface PromptSide {
 
 /** A PromptSide whose prompt worker is building its tokenizer while this thread has not built its own. */
 export interface StartedPromptSide {
-  definition: TokenizerDefinition;
+  /** The definition as read, until finishPromptSide builds this thread's tokenizer from it and drops it. */
+  definition: TokenizerDefinition | null;
+  /** The same definition, packed: what the workers build from, and the tokenizer keeps. */
+  packed: SharedArrayBuffer;
   chatTemplate: string | null;
   prompts: PromptWorkers;
 }
@@ -59,22 +69,33 @@ export interface StartedPromptSide {
  */
 export function startPromptSide(source: string): StartedPromptSide {
   const definition = loadTokenizerDefinition(source);
+  const packed = packTokenizerDefinition(definition);
   const chatTemplate = findChatTemplate(source);
-  return { definition, chatTemplate, prompts: new PromptWorkers(definition, chatTemplate, null) };
+  return { definition, packed, chatTemplate, prompts: new PromptWorkers(packed, chatTemplate, null) };
 }
 
 /** Builds this thread's tokenizer from the definition the workers got. */
 export function finishPromptSide(started: StartedPromptSide): PromptSide {
   try {
-    const tokenizer = tokenizerFromDefinition(started.definition);
+    const tokenizer = buildTokenizer(started);
     // The build's garbage (and the definition's, read from the model) goes back to the OS now,
     // before the server takes requests: peak RSS while loading is one of the start-up figures.
-    collectGarbage();
+    releaseHeapMemory();
     return { tokenizer, chatTemplate: started.chatTemplate, prompts: started.prompts };
   } catch (err) {
     void started.prompts.close();
     throw err;
   }
+}
+
+/**
+ * This thread's tokenizer, from the started side's definition, which it takes: the definition's tables
+ * are garbage once this frame is gone (an interpreter frame keeps its temporaries alive until it returns).
+ */
+function buildTokenizer(started: StartedPromptSide): Tokenizer {
+  const { definition } = started;
+  started.definition = null;
+  return definition ? tokenizerFromDefinition(definition, started.packed) : tokenizerFromPacked(started.packed);
 }
 
 /** The main thread's side of a model, around an engine that has loaded it. */

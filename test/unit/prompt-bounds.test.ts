@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer as HfCore } from '@huggingface/tokenizers';
 import { MODELS, TINY_CHAT } from '../helpers/paths.js';
-import { loadTokenizer } from '../../src/model/tokenizer.js';
+import { loadTokenizer, unpackTokenizerDefinition } from '../../src/model/tokenizer.js';
 import { MAX_WORD_CHARS, maxInputCharsPerToken, wordCapCuts } from '../../src/model/tokenizers/input-bounds.js';
 import { findChatTemplate } from '../../src/chat/template.js';
 import { buildTextPrompt, encodeTextPrompt, maxPromptChars, renderChatPrompt, type PromptModel } from '../../src/chat/prompt.js';
@@ -89,7 +89,7 @@ test('per-word cap: text without a run over the cap encodes exactly as the plain
     findChatTemplate(TINY_CHAT)!,
   ];
   for (const [i, tok] of tokenizers.entries()) {
-    const core = new HfCore(tok.definition.tokenizerJson, {});
+    const core = new HfCore(unpackTokenizerDefinition(tok.packed).tokenizerJson, {});
     for (const text of texts)
       assert.deepEqual(tok.encode(text), core.encode(text, { add_special_tokens: false }).ids, `${MODEL_DIRS[i]}: ${text.slice(0, 30)}`);
   }
@@ -97,7 +97,7 @@ test('per-word cap: text without a run over the cap encodes exactly as the plain
 
 test('per-word cap: a long run is encoded in pieces; an added token written across a cut stays one token', () => {
   const tok = tokenizers[0]!;
-  const core = new HfCore(tok.definition.tokenizerJson, {});
+  const core = new HfCore(unpackTokenizerDefinition(tok.packed).tokenizerJson, {});
   const plain = (s: string) => core.encode(s, { add_special_tokens: false }).ids;
   const run = 'b'.repeat(MAX_WORD_CHARS - 5) + '<|im_start|>' + 'c'.repeat(MAX_WORD_CHARS);
   const cuts = wordCapCuts(run, ['<|im_start|>']);
@@ -152,8 +152,8 @@ test('the character bound refuses before tokenizing; a text under it but over th
 
 test('prompt workers: results as on the calling thread; ApiErrors come back as ApiErrors; a huge input recycles its worker', async () => {
   const refusing = "{{ raise_exception('no system messages') if messages[0].role == 'system' }}{{ messages[0].content }}";
-  const pool = new PromptWorkers(tiny.tokenizer.definition, tiny.chatTemplate, 64);
-  const refusePool = new PromptWorkers(tiny.tokenizer.definition, refusing, 64, 1);
+  const pool = new PromptWorkers(tiny.tokenizer.packed, tiny.chatTemplate, 64);
+  const refusePool = new PromptWorkers(tiny.tokenizer.packed, refusing, 64, 1);
   try {
     const input = { messages: [{ role: 'user', content: 'What is 2+2?' }], tools: [] };
     assert.deepEqual(await pool.chat(input), renderChatPrompt(tiny, input));

@@ -42,7 +42,7 @@ for (const mode of ['calling thread', 'prompt workers'] as const) {
   async function withApp(fn: (s: Setup) => Promise<void>): Promise<void> {
     const setup = scriptedApp();
     const workers =
-      mode === 'prompt workers' ? new PromptWorkers(tinyTokenizer.definition, setup.runtime.chatTemplate, SCRIPTED_MAX_SEQ_LEN) : null;
+      mode === 'prompt workers' ? new PromptWorkers(tinyTokenizer.packed, setup.runtime.chatTemplate, SCRIPTED_MAX_SEQ_LEN) : null;
     if (workers) setup.runtime.prompts = workers;
     try {
       await fn(setup);

@@ -1,12 +1,12 @@
 // The grammar vocabulary's token bytes, worked out in a background thread from the main thread's
-// tokenizer (packTokenizer → loadVocabIndex): the same bytes as on the calling thread, and no
+// tokenizer (Tokenizer.packed → loadVocabIndex): the same bytes as on the calling thread, and no
 // tokenizer file is read — here the files are gone before the thread starts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { buildVocabIndex, loadVocabIndex, packTokenizer } from '../../src/engine/grammar/index.js';
+import { buildVocabIndex, loadVocabIndex } from '../../src/engine/grammar/index.js';
 import { loadTokenizer } from '../../src/model/tokenizer.js';
 import { MODELS, TINY_CHAT } from '../helpers/paths.js';
 
@@ -23,7 +23,7 @@ function tokenizerFromVanishingCopy(dir: string, files: string[], path: (copy: s
 
 async function checkSameBytes(tokenizer: ReturnType<typeof loadTokenizer>): Promise<number> {
   const here = buildVocabIndex(tokenizer);
-  const there = await loadVocabIndex(packTokenizer(tokenizer));
+  const there = await loadVocabIndex(tokenizer.packed);
   assert.equal(there.size, here.size);
   let nonEmpty = 0;
   for (let id = 0; id < here.size; id++) {

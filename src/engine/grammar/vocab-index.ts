@@ -1,9 +1,8 @@
 // What grammars need to know about a model's vocabulary: each token's bytes and the byte trie over
 // them, plus the token-mask cache for nodes every grammar shares. Built once per model: the token
-// bytes in a background thread (loadVocabIndex) from the main thread's tokenizer (packTokenizer),
+// bytes in a background thread (loadVocabIndex) from the main thread's tokenizer (Tokenizer.packed),
 // the trie in the engine worker.
 
-import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { Tokenizer } from '../../model/tokenizer.js';
 import { tokenByteStrings } from './token-bytes.js';
@@ -56,21 +55,12 @@ export function buildVocabIndex(tokenizer: Tokenizer): VocabIndex {
 }
 
 /**
- * A tokenizer's definition serialized (v8 format, as postMessage would clone it), for loadVocabIndex.
- * Bytes rather than the object graph: the engine worker only holds and forwards them (a few MB), and
- * only the short-lived vocabulary thread pays for deserializing. (~0.1 s for a 150k vocabulary.)
+ * The vocabulary index of a tokenizer from its packed definition (Tokenizer.packed: bytes rather than
+ * the object graph, so the engine worker only holds and forwards them, and only the short-lived
+ * vocabulary thread pays for rebuilding): the tokenizer is rebuilt and the token bytes worked out in
+ * a background thread (no file is read); only the trie is built on the calling thread.
  */
-export function packTokenizer(tokenizer: Tokenizer): Uint8Array<ArrayBuffer> {
-  // A copy with its own exactly sized buffer, so it can be transferred.
-  return new Uint8Array(serialize(tokenizer.definition));
-}
-
-/**
- * The vocabulary index of a tokenizer packed by packTokenizer: the tokenizer is rebuilt and the
- * token bytes worked out in a background thread (no file is read); only the trie is built on the
- * calling thread.
- */
-export function loadVocabIndex(packedTokenizer: Uint8Array): Promise<VocabIndex> {
+export function loadVocabIndex(packedTokenizer: SharedArrayBuffer): Promise<VocabIndex> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL('./vocab-worker.js', import.meta.url), { workerData: packedTokenizer });
     worker.once('message', (msg: { ok: true; packed: PackedVocab } | { ok: false; message: string }) => {

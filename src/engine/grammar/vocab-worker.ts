@@ -1,16 +1,15 @@
-// A short-lived thread that rebuilds the main thread's tokenizer (from packTokenizer's bytes; no
+// A short-lived thread that rebuilds the main thread's tokenizer (from its packed definition; no
 // file is read) and works out each token's bytes for the grammar's vocabulary index (about 2 s for
 // a 152k vocabulary), so the engine's step loop keeps serving other sequences meanwhile. Replies
 // with the bytes packed into two transferable arrays.
-import { deserialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import { tokenizerFromDefinition, type TokenizerDefinition } from '../../model/tokenizer.js';
+import { tokenizerFromPacked } from '../../model/tokenizer.js';
 import { tokenByteStrings } from './token-bytes.js';
 import type { PackedVocab } from './vocab-index.js';
 
 const port = parentPort!;
 try {
-  const tokens = tokenByteStrings(tokenizerFromDefinition(deserialize(workerData as Uint8Array) as TokenizerDefinition));
+  const tokens = tokenByteStrings(tokenizerFromPacked(workerData as SharedArrayBuffer));
   const offsets = new Int32Array(tokens.length + 1);
   let total = 0;
   tokens.forEach((t, id) => {

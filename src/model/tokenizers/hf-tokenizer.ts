@@ -1,6 +1,7 @@
 // Tokenizer over a Hugging Face tokenizer.json object, run by @huggingface/tokenizers.
 import { Tokenizer as HfTokenizerCore } from '@huggingface/tokenizers';
 import type { Tokenizer, EncodeOptions, DecodeOptions, TokenizerDefinition } from '../tokenizer.js';
+import { packTokenizerDefinition } from './packed-definition.js';
 import { maxInputCharsPerToken, wordCapCuts } from './input-bounds.js';
 import { tokenBytesContext, tokenRawBytes, type TokenBytesContext } from './token-bytes.js';
 
@@ -30,8 +31,9 @@ export class HfTokenizer implements Tokenizer {
   private readonly bosId: number | undefined;
   private readonly eosId: number | undefined;
   private readonly cleanUp: boolean;
-  /** The inputs below (the core keeps the tokenizer.json object anyway, so this costs no memory). */
-  readonly definition: TokenizerDefinition;
+  /** Built without packed bytes: the inputs (the core keeps the tokenizer.json object then, so this costs no memory). */
+  private readonly definition: TokenizerDefinition | null;
+  private packedBytes: SharedArrayBuffer | null;
   readonly maxInputCharsPerToken: number;
   /** Added tokens' texts: a word-cap cut never falls inside one written in the text. */
   private readonly addedTexts: string[];
@@ -39,9 +41,11 @@ export class HfTokenizer implements Tokenizer {
   private bytesContext: TokenBytesContext | null = null;
   private readonly bytesCache = new Map<number, Uint8Array>();
 
-  constructor(tokenizerJson: object, settings: SpecialTokenSettings) {
+  /** With `packed` (the same definition, packed), the core lets go of what it only read while building. */
+  constructor(tokenizerJson: object, settings: SpecialTokenSettings, packed?: SharedArrayBuffer) {
     this.core = new HfTokenizerCore(tokenizerJson, {});
-    this.definition = { tokenizerJson, settings };
+    this.packedBytes = packed ?? null;
+    this.definition = packed ? null : { tokenizerJson, settings };
     this.bosToken = settings.bosToken ?? null;
     this.eosToken = settings.eosToken ?? null;
     this.bosId = this.bosToken !== null ? this.core.token_to_id(this.bosToken) : undefined;
@@ -68,6 +72,12 @@ export class HfTokenizer implements Tokenizer {
     let maxId = -1;
     for (const id of this.core.get_vocab(true).values()) if (id > maxId) maxId = id;
     this.vocabSize = maxId + 1;
+    if (packed) releaseBuildInputs(this.core);
+  }
+
+  get packed(): SharedArrayBuffer {
+    this.packedBytes ??= packTokenizerDefinition(this.definition!);
+    return this.packedBytes;
   }
 
   encode(text: string, opts: EncodeOptions = {}): number[] {
@@ -117,5 +127,25 @@ export class HfTokenizer implements Tokenizer {
 
   idToToken(id: number): string | undefined {
     return this.core.id_to_token(id);
+  }
+}
+
+/**
+ * Drops the core's references to what it read only while building (@huggingface/tokenizers 0.2):
+ * the tokenizer.json object, and a BPE model's merge list and config (its vocab object and merges),
+ * whose contents live on in its tokens_to_ids / vocab / bpe_ranks tables. encode and decode never
+ * read them again. ~24 MB of a 151k byte-level BPE's 59 MB. A field this version does not have is
+ * left alone.
+ */
+function releaseBuildInputs(core: HfTokenizerCore): void {
+  const fields = core as unknown as { tokenizer?: unknown; model?: { merges?: unknown; bpe_ranks?: unknown; config?: object } };
+  if ('tokenizer' in fields) fields.tokenizer = null;
+  const model = fields.model;
+  if (model && model.bpe_ranks instanceof Map && Array.isArray(model.merges)) {
+    model.merges = null;
+    if (model.config) {
+      const { vocab: _vocab, merges: _merges, ...rest } = model.config as Record<string, unknown>;
+      model.config = rest;
+    }
   }
 }
