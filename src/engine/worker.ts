@@ -443,8 +443,10 @@ function start(options: EngineOptions): void {
     else loop.receive(msg);
   });
   post({ type: 'ready', info });
-  // Serving from now on: the weights packed during this load go to the cache file in the background.
+  // Serving from now on: the weights packed during this load go to the cache file in the background,
+  // and those mapped from it move into huge pages from a low-priority thread.
   if (cache?.needsWrite) void cache.write((path) => post({ type: 'scratch-file', path }));
+  cache?.moveToHugePages();
 }
 
 /** The packed-weights cache of options, when asked for and the kernels pack into a cacheable layout. */

@@ -20,7 +20,7 @@
 // format, or made from another state of the GGUF file is ignored (the load says why), and the load
 // repacks and rewrites it. A directory that cannot be written to is logged; serving goes on.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -158,6 +158,8 @@ export class PackedWeightCache implements PackedWeightStore {
   private readonly kept: { key: string; w: WeightMatrix }[] = [];
   private mappedCount = 0;
   private mappedBytes = 0;
+  /** Byte ranges of the matrices taken from the mapping, in take order. */
+  private readonly takenRanges: [number, number][] = [];
   private packedCount = 0;
   private packedBytes = 0;
   /** Set once a matrix under a key the file holds failed its checks (logged once). */
@@ -234,7 +236,20 @@ export class PackedWeightCache implements PackedWeightStore {
     this.kept.push({ key, w });
     this.mappedCount++;
     this.mappedBytes += e.length;
+    this.takenRanges.push([e.offset, e.length]);
     return w;
+  }
+
+  /**
+   * Once the model is built: the matrices taken from the mapping move into anonymous huge pages in
+   * the background, at the same addresses (MappedFile.moveToHugePages). Decode reads every weight
+   * each step, and from 4 KiB page-cache pages it ran 6-9% slower (Qwen3-0.6B Q8_0 / Q4_K_M and
+   * Llama-3.2-1B Q4_K_M, 2 threads). Nothing when transparent huge pages are off. Returns the
+   * 2 MiB chunks that will move.
+   */
+  moveToHugePages(): number {
+    if (this.mapped === null || this.takenRanges.length === 0 || !transparentHugePagesOn()) return 0;
+    return this.mapped.file.moveToHugePages(mergeRanges(this.takenRanges));
   }
 
   record(key: string, w: WeightMatrix, layout: PackedLayout): void {
@@ -363,4 +378,24 @@ function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Whether madvise(MADV_HUGEPAGE) can give this process transparent huge pages (THP not 'never'). */
+function transparentHugePagesOn(): boolean {
+  try {
+    return !readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8').includes('[never]');
+  } catch {
+    return false;
+  }
+}
+
+/** Byte ranges sorted and joined where they touch or overlap. */
+function mergeRanges(ranges: readonly [number, number][]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const [offset, length] of [...ranges].sort((a, b) => a[0] - b[0])) {
+    const last = out[out.length - 1];
+    if (last && offset <= last[0] + last[1]) last[1] = Math.max(last[1], offset + length - last[0]);
+    else out.push([offset, length]);
+  }
+  return out;
 }
