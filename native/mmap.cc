@@ -231,7 +231,7 @@ static Napi::Value AdviseRange(const Napi::CallbackInfo& info) {
 // chunks it will move: starts a background thread that moves the whole 2 MiB-aligned chunks of the
 // ranges of a mapFile mapping (read-only weights: the packed-weights cache) into anonymous
 // transparent huge pages, in place (move_to_huge_page), so the buffer and every view of it keep
-// their addresses. Decode streams the weights: on 4 KiB page-cache pages it ran 6-9% slower than
+// their addresses. Decode streams the weights: on 4 KiB page-cache pages it ran 6-11% slower than
 // from huge pages (a TLB walk every 4 KiB, and the hardware prefetcher stops at page boundaries).
 // The thread runs at nice 19, on CPU time serving does not want; the mapping's deleter stops it.
 // RSS stays flat: each chunk's file pages leave as its copy arrives.
